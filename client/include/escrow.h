@@ -1,0 +1,154 @@
+/*
+ * escrow.h - libescrow, the client library for checkout code.
+ *
+ * A hold reserves qty units of an item for one checkout until it expires;
+ * confirm sells it (or part of it), release gives it back, extend buys a slow
+ * payer time once. Every reserve carries an idempotency key: a retry with the
+ * same key gets the first answer (the same hold), never a second unit. The
+ * library retries lost requests itself, within the caller's deadline, always
+ * with the same key; ESC_ETIMEDOUT means "outcome unknown, retry with the same
+ * key", never "nothing happened".
+ *
+ * Two APIs over one engine:
+ *   - blocking (esc_client_*): one call, one answer; safe to use from one
+ *     thread at a time per client (give each thread its own client);
+ *   - asynchronous (esc_async_*): callbacks on the caller's libuv loop, for
+ *     thousands of requests in flight from one thread.
+ *
+ * Every function returns 0 or a negative ESC_E* code (escrow_errors.h);
+ * esc_strerror() gives a sentence, esc_err_name() the code's name. The
+ * library never aborts its host and logs only through the callback given in
+ * esc_options. It does not link libpq.
+ */
+#ifndef ESCROW_H
+#define ESCROW_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include <uv.h>
+
+#include "escrow_errors.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+#define ESC_ID_MAX 128 /* longest item, buyer or key, in bytes */
+
+typedef enum esc_hold_state {
+    ESC_HOLD_UNKNOWN = 0,
+    ESC_HOLD_HELD = 1,
+    ESC_HOLD_CONVERTED = 2, /* sold; qty_sold units, the rest returned */
+    ESC_HOLD_CANCELLED = 3, /* released by a caller */
+    ESC_HOLD_EXPIRED = 4,   /* lapsed */
+} esc_hold_state;
+
+/* "held", "converted", "cancelled", "expired" or "unknown". */
+const char *esc_hold_state_name(esc_hold_state state);
+
+typedef struct esc_hold {
+    uint64_t hold_id;    /* names the hold and its segment */
+    uint64_t segment_id;
+    char item_id[ESC_ID_MAX + 1];
+    char buyer_id[ESC_ID_MAX + 1];
+    int64_t qty;
+    int64_t qty_sold;
+    esc_hold_state state;
+    int64_t expires_at_ms; /* unix time, milliseconds */
+    bool extended;
+} esc_hold;
+
+typedef void (*esc_log_fn)(int level, const char *line, void *arg);
+
+typedef struct esc_options {
+    const char *endpoint;  /* segment node, e.g. "tcp://127.0.0.1:7101" or "ipc:///run/esc.sock"; borrowed */
+    const char *tenant_id; /* every request is scoped by it; borrowed */
+    uint32_t deadline_ms;  /* default per-call deadline; 0 = 5000 */
+    uint32_t resend_ms;    /* resend an unanswered request after this long; 0 = 500 */
+    esc_log_fn log_fn;     /* optional; the library is silent without it */
+    void *log_arg;
+} esc_options;
+
+typedef struct esc_reserve_req {
+    const char *item_id;         /* borrowed */
+    const char *buyer_id;        /* borrowed */
+    int64_t qty;                 /* 1..10000 */
+    const char *idempotency_key; /* borrowed; required, printable ASCII, <= 128 bytes */
+    uint32_t ttl_ms;             /* 0 = the item's hold ttl */
+} esc_reserve_req;
+
+typedef struct esc_cart_line {
+    const char *item_id; /* borrowed */
+    int64_t qty;
+} esc_cart_line;
+
+/* ---- blocking API ---------------------------------------------------- */
+
+typedef struct esc_client esc_client;
+
+/* Creates a client (copies what opts points to). Returns 0 and sets *out, or
+ * ESC_EINVAL / ESC_ENOMEM / ESC_EIO. */
+int esc_client_new(const esc_options *opts, esc_client **out);
+void esc_client_free(esc_client *c);
+
+/* Each call waits at most deadline_ms (0 = the client's default). On 0 the
+ * hold is written to *out; on ESC_EIDEMPOTENCY_MISMATCH and the sold-out
+ * family *out is untouched. For confirm/release/extend/get on a hold that is
+ * no longer held, *out carries its final state. */
+int esc_reserve(esc_client *c, const esc_reserve_req *req, uint32_t deadline_ms, esc_hold *out);
+/* qty 0 sells the whole hold; 0 < qty < hold.qty sells qty and returns the rest. */
+int esc_confirm(esc_client *c, uint64_t hold_id, int64_t qty, uint32_t deadline_ms, esc_hold *out);
+int esc_release(esc_client *c, uint64_t hold_id, uint32_t deadline_ms, esc_hold *out);
+int esc_extend(esc_client *c, uint64_t hold_id, uint32_t ttl_ms, uint32_t deadline_ms,
+               esc_hold *out);
+int esc_get(esc_client *c, uint64_t hold_id, uint32_t deadline_ms, esc_hold *out);
+
+/* All-or-nothing cart: one hold per distinct item (lines for the same item are
+ * summed), keys derived from cart_key ("<cart_key>/<item_id>"). If any line
+ * fails, the holds already taken are released and the call returns that
+ * line's error with *failed_line set to its index. On 0, holds[0..*nholds)
+ * are written (holds must have room for nlines). */
+int esc_reserve_cart(esc_client *c, const char *buyer_id, const esc_cart_line *lines,
+                     size_t nlines, const char *cart_key, uint32_t ttl_ms, uint32_t deadline_ms,
+                     esc_hold *holds, size_t *nholds, size_t *failed_line);
+
+/* ---- asynchronous API ------------------------------------------------ */
+
+typedef struct esc_async esc_async;
+
+/* Runs exactly once per accepted call, on the loop's thread. hold is valid
+ * only during the callback (NULL when status has no hold to show). */
+typedef void (*esc_hold_cb)(int status, const esc_hold *hold, void *arg);
+typedef void (*esc_cart_cb)(int status, const esc_hold *holds, size_t nholds, size_t failed_line,
+                            void *arg);
+typedef void (*esc_close_cb)(void *arg);
+
+/* Creates an asynchronous client on loop (borrowed; must outlive it). */
+int esc_async_new(uv_loop_t *loop, const esc_options *opts, esc_async **out);
+/* Fails every pending call with ESC_ECLOSED, then frees the client and calls
+ * close_cb (if any) from the loop. */
+void esc_async_close(esc_async *a, esc_close_cb close_cb, void *arg);
+
+/* Each returns 0 and calls cb exactly once later, or returns an error and
+ * never calls cb. */
+int esc_async_reserve(esc_async *a, const esc_reserve_req *req, uint32_t deadline_ms,
+                      esc_hold_cb cb, void *arg);
+int esc_async_confirm(esc_async *a, uint64_t hold_id, int64_t qty, uint32_t deadline_ms,
+                      esc_hold_cb cb, void *arg);
+int esc_async_release(esc_async *a, uint64_t hold_id, uint32_t deadline_ms, esc_hold_cb cb,
+                      void *arg);
+int esc_async_extend(esc_async *a, uint64_t hold_id, uint32_t ttl_ms, uint32_t deadline_ms,
+                     esc_hold_cb cb, void *arg);
+int esc_async_get(esc_async *a, uint64_t hold_id, uint32_t deadline_ms, esc_hold_cb cb,
+                  void *arg);
+int esc_async_reserve_cart(esc_async *a, const char *buyer_id, const esc_cart_line *lines,
+                           size_t nlines, const char *cart_key, uint32_t ttl_ms,
+                           uint32_t deadline_ms, esc_cart_cb cb, void *arg);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif

@@ -1,0 +1,64 @@
+/*
+ * esc_limits.h - every bound in escrow, in one place (STYLE.md rule 17).
+ *
+ * Each limit names its unit and says what it costs. Input over a limit is
+ * answered with an error (ESC_EINVAL / ESC_ETOOBIG), never truncated.
+ */
+#ifndef ESC_LIMITS_H
+#define ESC_LIMITS_H
+
+/* Identifiers: tenant, item, buyer, idempotency key. Printable ASCII only
+ * (0x21..0x7e); bounded so a hold stays small in memory and in the index. */
+#define ESC_TENANT_LEN_MAX 64
+#define ESC_ITEM_LEN_MAX 128
+#define ESC_BUYER_LEN_MAX 128
+#define ESC_KEY_LEN_MAX 128
+#define ESC_CREDENTIAL_LEN_MAX 256
+
+/* Units per hold request. A hold is a checkout, not a warehouse transfer. */
+#define ESC_QTY_MAX 10000
+/* Units per item. */
+#define ESC_TOTAL_MAX 1000000000LL
+
+/* Hold lifetime bounds. The lower bound keeps the sweeper meaningful; the
+ * upper bound keeps units from being parked forever. */
+#define ESC_TTL_MS_MIN 50u
+#define ESC_TTL_MS_MAX (24u * 3600u * 1000u)
+#define ESC_TTL_MS_DEFAULT (10u * 60u * 1000u)
+
+/* Largest frame any escrow message may take on the wire (NN_RCVMAXSIZE).
+ * A Request is at most ~1 KiB; a stats Reply carries up to
+ * ESC_STATS_SEGMENTS_MAX segments of ~180 bytes. */
+#define ESC_STATS_SEGMENTS_MAX 256
+#define ESC_FRAME_BYTES_MAX (64 * 1024)
+
+/* Segments per item. */
+#define ESC_SEGMENTS_PER_ITEM_MAX 256
+/* Segments one node serves. */
+#define ESC_NODE_SEGMENTS_MAX 65536
+
+/* Group commit: a batch closes when it holds ESC_BATCH_ROWS_MAX decisions or
+ * when its oldest decision waited ESC_BATCH_WAIT_US_MAX (only while the
+ * previous batch is still committing; an idle node commits at once). */
+#define ESC_BATCH_ROWS_MAX 2048
+/* Requests read from the socket per poll callback: without a cap a flood of
+ * sold-out requests starves commit completions (DESIGN.md §11). */
+#define ESC_RECV_PER_CB_MAX 64
+/* Requests waiting for a commit (in the filling and the committing batch).
+ * Over it, reserves are answered ESC_EBUSY. Each costs ~200 bytes. */
+#define ESC_PENDING_MAX 65536
+/* Expired holds returned per sweeper pass. */
+#define ESC_SWEEP_ROWS_MAX 1024
+/* Live holds one node keeps in memory (bytes ~ 200 each). */
+#define ESC_LIVE_HOLDS_MAX (4u * 1024u * 1024u)
+
+/* Hold ids: (segment_id << ESC_HOLD_SEQ_BITS) | seq. */
+#define ESC_HOLD_SEQ_BITS 40
+#define ESC_SEGMENT_ID_MAX ((1ULL << (63 - ESC_HOLD_SEQ_BITS)) - 1)
+
+/* Client-side bounds. */
+#define ESC_CLIENT_INFLIGHT_MAX 65536
+#define ESC_CART_LINES_MAX 64
+#define ESC_DEADLINE_MS_MAX (10u * 60u * 1000u)
+
+#endif

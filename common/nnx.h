@@ -1,0 +1,77 @@
+/*
+ * nnx.h - the one module that talks to nanomsg.
+ *
+ * escrow uses raw (AF_SP_RAW) REQ/REP sockets so that many requests are in
+ * flight on one socket. On a raw socket the nanomsg protocol header (pipe key
+ * and request id) travels as control data; nnx_recv hands it out as an
+ * nnx_hdr that the caller keeps until it replies (a reply may wait for a
+ * group commit), and nnx_send puts it back.
+ *
+ * Facts this module encodes (DESIGN.md §11): Nagle is off on every TCP
+ * endpoint (NN_TCP_NODELAY set before bind/connect); NN_RCVMAXSIZE is the
+ * protocol's real maximum; NN_RCVFD only signals and stays readable while
+ * messages are queued, so readers drain with NN_DONTWAIT and a cap; raw
+ * sockets drop messages under back-pressure and report success, so callers
+ * need deadlines and idempotent retries.
+ *
+ * Errors are translated here, once: nn_errno() never travels up.
+ */
+#ifndef ESC_NNX_H
+#define ESC_NNX_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include <uv.h>
+
+#define NNX_HDR_MAX 64
+
+typedef struct nnx_hdr {
+    uint8_t bytes[NNX_HDR_MAX];
+    uint8_t len;
+} nnx_hdr;
+
+/* Opens a raw REP (server) or raw REQ (client) socket with escrow's options.
+ * Returns 0 and *sock_out, or ESC_EIO. */
+int nnx_open_rep(int *sock_out);
+int nnx_open_req(int *sock_out);
+/* Binds/connects after setting NN_TCP_NODELAY. ESC_EINVAL for a bad URL,
+ * ESC_EIO otherwise. */
+int nnx_bind(int sock, const char *url);
+int nnx_connect(int sock, const char *url);
+void nnx_close(int sock);
+
+/* Receives one message without blocking. Returns 0 with *msg (an NN_MSG
+ * buffer the caller frees with nnx_free) and *len, or 0 with *msg == NULL
+ * when nothing is queued, or ESC_EIO/ESC_ETOOBIG. */
+int nnx_recv(int sock, void **msg, size_t *len, nnx_hdr *hdr);
+void nnx_free(void *msg);
+
+/* Sends buf (copied) with the given header, without blocking. ESC_EBUSY if
+ * nanomsg would block, ESC_EIO otherwise. */
+int nnx_send(int sock, const nnx_hdr *hdr, const void *buf, size_t len);
+
+/* Request ids for a raw REQ socket: the 4-byte header with the top bit set. */
+void nnx_hdr_request_id(nnx_hdr *hdr, uint32_t id);
+/* Extracts the request id from a reply header; 0 if the header is malformed. */
+uint32_t nnx_hdr_get_request_id(const nnx_hdr *hdr);
+
+/* A uv_poll watcher on NN_RCVFD. cb runs when messages may be queued; it must
+ * drain with nnx_recv (bounded per call: more remain readable). */
+typedef struct nnx_watch nnx_watch;
+typedef void (*nnx_ready_cb)(nnx_watch *w, void *arg);
+struct nnx_watch {
+    uv_poll_t poll; /* embedded; the owner lives until close_cb */
+    int sock;
+    nnx_ready_cb cb;
+    void *arg;
+};
+/* Starts watching. Returns 0 or ESC_EIO. */
+int nnx_watch_start(uv_loop_t *loop, nnx_watch *w, int sock, nnx_ready_cb cb, void *arg);
+/* Pauses / resumes watching (back-pressure). resume returns 0 or ESC_EIO. */
+void nnx_watch_pause(nnx_watch *w);
+int nnx_watch_resume(nnx_watch *w);
+/* Stops and closes the poll handle; close_cb runs from the loop. */
+void nnx_watch_close(nnx_watch *w, uv_close_cb close_cb);
+
+#endif

@@ -1,0 +1,90 @@
+/*
+ * pgx.h - one asynchronous libpq connection on a libuv loop.
+ *
+ * The connection's socket is watched with uv_poll (PQsocket); a query is
+ * sent with PQsendQueryParams/PQsendQueryPrepared, flushed without blocking,
+ * and its results collected as they arrive, so the loop never waits for
+ * PostgreSQL. One query at a time per connection (callers queue); a node
+ * uses a small fixed number of connections.
+ *
+ * Errors are translated once, here (STYLE rule 8): a pgx_err keeps the
+ * SQLSTATE, the constraint name and the primary message, and says whether
+ * the connection itself was lost (then the outcome of the query is unknown:
+ * the caller must reconcile before it answers anyone).
+ */
+#ifndef ESC_PGX_H
+#define ESC_PGX_H
+
+#include <stdbool.h>
+
+#include <libpq-fe.h>
+#include <uv.h>
+
+typedef struct pgx_err {
+    int code;              /* 0, ESC_EDB (statement failed) or ESC_EUNAVAILABLE (connection) */
+    bool conn_lost;        /* the outcome of the query is unknown */
+    char sqlstate[6];      /* e.g. "23505", "ES001"; "" when none */
+    char constraint[64];   /* e.g. "holds_idempotency_key"; "" when none */
+    char message[256];
+} pgx_err;
+
+typedef struct pgx_conn pgx_conn;
+/* res is the last PGresult of the query (owned by pgx, valid during the
+ * callback; NULL on error); err->code == 0 on success. */
+typedef void (*pgx_result_cb)(pgx_conn *c, PGresult *res, const pgx_err *err, void *arg);
+/* The connection became usable (up = true, after pgx_open or a reconnect)
+ * or was lost / could not be established (up = false; a query in progress
+ * has already been failed with conn_lost). The owner decides when to call
+ * pgx_reconnect (backoff). */
+typedef void (*pgx_state_cb)(pgx_conn *c, bool up, void *arg);
+
+struct pgx_conn {
+    uv_loop_t *loop;     /* borrowed */
+    PGconn *conn;        /* owned */
+    uv_poll_t poll;      /* embedded */
+    bool poll_active;
+    bool poll_inited;
+    int fd;
+    char *dsn;           /* owned */
+    const char *name;    /* borrowed, for logs */
+    int state;           /* PGX_* */
+    pgx_result_cb cb;
+    void *cb_arg;
+    PGresult *last;      /* owned until the callback returns */
+    PGresult *first_err; /* owned */
+    pgx_state_cb state_cb;
+    void *state_arg;
+    bool reconnect_pending; /* start connecting once the old poll handle closed */
+    uv_close_cb user_close_cb;
+    const char *prepare_name; /* statement prepared on every (re)connect, or NULL */
+    const char *prepare_sql;
+    int prepare_nparams;
+};
+
+enum { PGX_DOWN = 0, PGX_CONNECTING, PGX_PREPARING, PGX_READY, PGX_BUSY, PGX_CLOSING };
+
+/* Starts connecting (non-blocking); state_cb reports the outcome. If
+ * prepare_name is set, that statement is prepared on every connection before
+ * it counts as up. Returns 0 or ESC_ENOMEM. */
+int pgx_open(uv_loop_t *loop, pgx_conn *c, const char *dsn, const char *name,
+             const char *prepare_name, const char *prepare_sql, int prepare_nparams,
+             pgx_state_cb state_cb, void *state_arg);
+/* Starts re-establishing a DOWN connection. No-op unless DOWN. */
+void pgx_reconnect(pgx_conn *c);
+bool pgx_ready(const pgx_conn *c);
+
+/* Sends a query (stmt == NULL: sql with params; else the prepared statement).
+ * Values are text-format parameters (borrowed until this call returns).
+ * Returns 0 and calls cb exactly once later, or an error and never calls cb. */
+int pgx_query(pgx_conn *c, const char *stmt, const char *sql, int nparams,
+              const char *const *values, pgx_result_cb cb, void *arg);
+
+/* Closes the connection; a query in progress is failed. Returns true if
+ * close_cb((uv_handle_t *)&c->poll) will run from the loop, false if the
+ * connection is already fully closed (close_cb is never called then). */
+bool pgx_close(pgx_conn *c, uv_close_cb close_cb);
+
+/* Fills err from a failed PGresult (or the connection when res is NULL). */
+void pgx_err_from(PGconn *conn, const PGresult *res, pgx_err *err);
+
+#endif

@@ -1,0 +1,106 @@
+/*
+ * main.c - escrow-segment: parses argv, wires a node to a libuv loop, runs.
+ */
+#include <getopt.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <uv.h>
+
+#include "escrow_errors.h"
+#include "log.h"
+#include "node.h"
+#include "wire.h"
+
+static void usage(FILE *f)
+{
+    fprintf(f,
+            "usage: escrow-segment --node-id ID --listen URL [--listen URL ...] [--dsn DSN]\n"
+            "                      [--log-level error|warn|info|debug] [--sweep-ms MS]\n"
+            "\n"
+            "Serves the escrow segments assigned to node ID in PostgreSQL. Taking them\n"
+            "raises their epoch, which fences any previous owner.\n"
+            "  --dsn       PostgreSQL connection string (default: $ESCROW_DSN)\n"
+            "  --listen    nanomsg endpoint, e.g. tcp://127.0.0.1:7101 or ipc:///tmp/esc.sock\n"
+            "  --sweep-ms  expiry sweeper period (default 50)\n");
+}
+
+int main(int argc, char **argv)
+{
+    static const struct option opts[] = {
+        {"node-id", required_argument, NULL, 'n'}, {"listen", required_argument, NULL, 'l'},
+        {"dsn", required_argument, NULL, 'd'},     {"log-level", required_argument, NULL, 'v'},
+        {"sweep-ms", required_argument, NULL, 's'}, {"help", no_argument, NULL, 'h'},
+        {NULL, 0, NULL, 0}};
+    node_config cfg;
+    memset(&cfg, 0, sizeof cfg);
+    cfg.dsn = getenv("ESCROW_DSN");
+    int c;
+    while ((c = getopt_long(argc, argv, "", opts, NULL)) != -1) {
+        switch (c) {
+        case 'n':
+            cfg.node_id = optarg;
+            break;
+        case 'l':
+            if (cfg.nlisten == NODE_LISTEN_MAX) {
+                fprintf(stderr, "escrow-segment: at most %d --listen endpoints\n",
+                        NODE_LISTEN_MAX);
+                return 2;
+            }
+            cfg.listen[cfg.nlisten++] = optarg;
+            break;
+        case 'd':
+            cfg.dsn = optarg;
+            break;
+        case 'v':
+            if (esc_log_level_parse(optarg) < 0) {
+                fprintf(stderr, "escrow-segment: unknown log level '%s'\n", optarg);
+                return 2;
+            }
+            esc_log_set_level(esc_log_level_parse(optarg));
+            break;
+        case 's': {
+            char *end;
+            long v = strtol(optarg, &end, 10);
+            if (*end != '\0' || v < 1 || v > 10000) {
+                fprintf(stderr, "escrow-segment: --sweep-ms must be 1..10000\n");
+                return 2;
+            }
+            cfg.sweep_ms = (uint32_t)v;
+            break;
+        }
+        case 'h':
+            usage(stdout);
+            return 0;
+        default:
+            usage(stderr);
+            return 2;
+        }
+    }
+    if (cfg.node_id == NULL || !wire_id_valid(cfg.node_id, ESC_TENANT_LEN_MAX) ||
+        cfg.nlisten == 0 || cfg.dsn == NULL || optind != argc) {
+        fprintf(stderr, "escrow-segment: --node-id (printable, <= 64 bytes), --listen and a DSN "
+                        "(--dsn or $ESCROW_DSN) are required\n");
+        usage(stderr);
+        return 2;
+    }
+    static uv_loop_t loop; /* static: reachable until exit, even on a failed start */
+    if (uv_loop_init(&loop) != 0) {
+        fprintf(stderr, "escrow-segment: cannot create the event loop\n");
+        return 1;
+    }
+    static node n;
+    int rc = node_start(&n, &loop, &cfg);
+    if (rc != 0) {
+        node_fini(&n);
+        return 1;
+    }
+    uv_run(&loop, UV_RUN_DEFAULT);
+    int code = n.exit_code;
+    node_fini(&n);
+    if (uv_loop_close(&loop) != 0 && code == 0) {
+        ESC_LOG(ESC_LOG_WARN, "SEG-STOP", "loop closed with handles still open");
+    }
+    return code;
+}

@@ -1,0 +1,439 @@
+/*
+ * node.c - see node.h. Sockets, dispatch and replies; the batch machinery
+ * is in node_batch.c.
+ */
+#include "node.h"
+
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "clock.h"
+#include "escrow_errors.h"
+#include "log.h"
+#include "node_internal.h"
+#include "seg_store.h"
+
+/* ---- replies ------------------------------------------------------------ */
+
+void node_hold_to_wire(const seg_hold *h, wire_hold *w)
+{
+    memset(w, 0, sizeof *w);
+    w->hold_id = h->hold_id;
+    w->segment_id = h->seg->segment_id;
+    snprintf(w->item_id, sizeof w->item_id, "%s", h->seg->item->item_id);
+    snprintf(w->buyer_id, sizeof w->buyer_id, "%s", h->buyer_id);
+    w->qty = h->qty;
+    w->qty_sold = h->qty_sold;
+    w->state = h->state;
+    w->expires_at_ms = h->expires_at_ms;
+    w->extended = h->extended;
+}
+
+void node_send(node *n, const nnx_hdr *hdr, uint64_t corr_id, int status, const wire_hold *hold,
+               const char *message)
+{
+    wire_reply rep;
+    memset(&rep, 0, sizeof rep);
+    rep.corr_id = corr_id;
+    rep.status = status;
+    snprintf(rep.message, sizeof rep.message, "%s",
+             message ? message : (status ? esc_strerror(status) : ""));
+    if (hold != NULL) {
+        rep.has_hold = true;
+        rep.hold = *hold;
+    }
+    unsigned char buf[2048];
+    size_t len;
+    if (wire_encode_reply(&rep, buf, sizeof buf, &len) != 0) {
+        ESC_LOG(ESC_LOG_ERROR, "SEG-REPLY", "cannot encode reply corr=%" PRIu64, corr_id);
+        return;
+    }
+    int rc = nnx_send(n->sock, hdr, buf, len);
+    if (rc != 0) {
+        /* the client resends with the same key; the answer will be the same */
+        ESC_LOG(ESC_LOG_DEBUG, "SEG-REPLY", "send failed: %s", esc_err_name(rc));
+    }
+}
+
+static void count_status(node *n, int op, int status)
+{
+    switch (status) {
+    case 0:
+        if (op == WIRE_OP_RESERVE) {
+            n->stats.reserves_ok++;
+        }
+        break;
+    case ESC_ESOLD_OUT:
+        n->stats.rejected_sold_out++;
+        break;
+    case ESC_ETRY_LATER:
+        n->stats.rejected_try_later++;
+        break;
+    case ESC_ESEGMENT_EMPTY:
+        n->stats.rejected_segment_empty++;
+        break;
+    default:
+        n->stats.rejected_other++;
+        break;
+    }
+}
+
+void node_answer(node *n, const nnx_hdr *hdr, const wire_request *req, int status,
+                 const seg_hold *h)
+{
+    wire_hold w;
+    if (h != NULL) {
+        node_hold_to_wire(h, &w);
+    }
+    count_status(n, req->op, status);
+    node_send(n, hdr, req->corr_id, status, h ? &w : NULL, NULL);
+}
+
+node_req *node_req_new(node *n, const nnx_hdr *hdr, const wire_request *req)
+{
+    node_req *r = esc_xmalloc(sizeof *r);
+    r->next = NULL;
+    r->hdr = *hdr;
+    r->req = *req;
+    r->status = 0;
+    r->attempts = 0;
+    n->pending_reqs++;
+    return r;
+}
+
+void node_req_free(node *n, node_req *r)
+{
+    n->pending_reqs--;
+    free(r);
+}
+
+/* ---- stats -------------------------------------------------------------- */
+
+static void answer_stats(node *n, const nnx_hdr *hdr, const wire_request *req)
+{
+    wire_seg_stats segs[ESC_STATS_SEGMENTS_MAX];
+    wire_reply rep;
+    memset(&rep, 0, sizeof rep);
+    rep.corr_id = req->corr_id;
+    rep.segs = segs;
+    for (size_t i = 0; i < n->core.nsegs && rep.nsegs < ESC_STATS_SEGMENTS_MAX; i++) {
+        const seg_segment *s = &n->core.segs[i];
+        if (strcmp(s->item->tenant_id, req->tenant_id) != 0 ||
+            (req->item_id[0] != '\0' && strcmp(s->item->item_id, req->item_id) != 0)) {
+            continue;
+        }
+        wire_seg_stats *w = &segs[rep.nsegs++];
+        w->segment_id = s->segment_id;
+        snprintf(w->item_id, sizeof w->item_id, "%s", s->item->item_id);
+        w->epoch = s->epoch;
+        w->available = s->available;
+        w->held = s->held + s->returning;
+        w->sold = s->sold;
+        w->state = s->fenced ? 3u : (uint32_t)s->state;
+    }
+    if (rep.nsegs == 0 && !seg_core_knows_tenant(&n->core, req->tenant_id)) {
+        rep.status = ESC_EUNKNOWN_TENANT;
+        snprintf(rep.message, sizeof rep.message, "%s", esc_strerror(rep.status));
+    }
+    unsigned char *buf = esc_xmalloc(ESC_FRAME_BYTES_MAX);
+    size_t len;
+    if (wire_encode_reply(&rep, buf, ESC_FRAME_BYTES_MAX, &len) == 0) {
+        (void)nnx_send(n->sock, hdr, buf, len);
+    }
+    free(buf);
+}
+
+/* ---- dispatch ----------------------------------------------------------- */
+
+static void decide(node *n, const wire_request *q, seg_result *res)
+{
+    int64_t now = esc_wall_ms();
+    switch (q->op) {
+    case WIRE_OP_RESERVE: {
+        seg_reserve_in in = {q->tenant_id, q->item_id, q->buyer_id, q->key, q->qty, q->ttl_ms,
+                             q->segment_id, wire_reserve_hash(q->item_id, q->buyer_id, q->qty)};
+        seg_core_reserve(&n->core, &in, now, res);
+        return;
+    }
+    case WIRE_OP_CONFIRM:
+        seg_core_confirm(&n->core, q->tenant_id, q->hold_id, q->qty, now, res);
+        return;
+    case WIRE_OP_RELEASE:
+        seg_core_release(&n->core, q->tenant_id, q->hold_id, now, res);
+        return;
+    case WIRE_OP_EXTEND:
+        seg_core_extend(&n->core, q->tenant_id, q->hold_id, q->ttl_ms, now, res);
+        return;
+    case WIRE_OP_GET:
+        seg_core_get(&n->core, q->tenant_id, q->hold_id, res);
+        return;
+    default:
+        memset(res, 0, sizeof *res);
+        res->disp = SEG_REPLY;
+        res->status = ESC_EPROTO;
+        return;
+    }
+}
+
+/* Decides one request. r is NULL for a fresh request (hdr/q on the stack)
+ * or an allocated request being decided again. */
+void node_dispatch(node *n, const nnx_hdr *hdr, const wire_request *q, node_req *r)
+{
+    seg_result res;
+    if (q->op == WIRE_OP_STATS) {
+        answer_stats(n, hdr, q);
+        if (r != NULL) {
+            node_req_free(n, r);
+        }
+        return;
+    }
+    decide(n, q, &res);
+    switch (res.disp) {
+    case SEG_REPLY:
+        node_answer(n, hdr, q, res.status, res.hold);
+        if (r != NULL) {
+            node_req_free(n, r);
+        }
+        return;
+    case SEG_COMMIT:
+        if (r == NULL) {
+            r = node_req_new(n, hdr, q);
+        }
+        r->status = res.status;
+        res.op.req = r;
+        node_batch_add(n, &res.op);
+        return;
+    case SEG_PARK:
+        if (r == NULL) {
+            r = node_req_new(n, hdr, q);
+        }
+        r->next = res.hold->waiters;
+        res.hold->waiters = r;
+        return;
+    case SEG_LOOKUP:
+        if (r == NULL) {
+            r = node_req_new(n, hdr, q);
+        }
+        node_lookup_enqueue(n, r);
+        return;
+    }
+}
+
+/* Re-decides requests parked on a hold that just settled. */
+void node_wake(node *n, void *waiters)
+{
+    node_req *r = waiters;
+    while (r != NULL) {
+        node_req *next = r->next;
+        r->next = NULL;
+        node_dispatch(n, &r->hdr, &r->req, r);
+        r = next;
+    }
+}
+
+static void on_readable(nnx_watch *w, void *arg)
+{
+    (void)w;
+    node *n = arg;
+    for (int i = 0; i < ESC_RECV_PER_CB_MAX && n->reading; i++) {
+        void *msg;
+        size_t len;
+        nnx_hdr hdr;
+        int rc = nnx_recv(n->sock, &msg, &len, &hdr);
+        if (rc != 0 || msg == NULL) {
+            if (rc != 0) {
+                ESC_LOG(ESC_LOG_WARN, "SEG-RECV", "%s", esc_strerror(rc));
+            }
+            return;
+        }
+        wire_request q;
+        char why[WIRE_WHY_MAX] = "";
+        rc = wire_decode_request(msg, len, &q, why);
+        nnx_free(msg);
+        n->stats.requests++;
+        if (rc != 0) {
+            n->stats.rejected_other++;
+            node_send(n, &hdr, q.corr_id, rc, NULL, why);
+            continue;
+        }
+        node_dispatch(n, &hdr, &q, NULL);
+        if (node_batch_full(n)) {
+            node_reading(n, false); /* back-pressure until the batch is sent */
+        }
+    }
+}
+
+void node_reading(node *n, bool on)
+{
+    if (n->reading == on || n->stopping) {
+        return;
+    }
+    n->reading = on;
+    if (on) {
+        if (nnx_watch_resume(&n->watch) != 0) {
+            ESC_LOG(ESC_LOG_ERROR, "SEG-RECV", "cannot resume reading; stopping");
+            node_stop(n);
+            return;
+        }
+        on_readable(&n->watch, n); /* drain what queued meanwhile */
+    } else {
+        nnx_watch_pause(&n->watch);
+    }
+}
+
+/* ---- timers, signals, lifecycle ----------------------------------------- */
+
+static void on_sweep(uv_timer_t *t)
+{
+    node *n = t->data;
+    int64_t now = esc_wall_ms();
+    node_batch_sweep(n, now);
+    seg_core_trim(&n->core, now);
+}
+
+static void on_signal(uv_signal_t *s, int signum)
+{
+    node *n = s->data;
+    if (n->stopping) {
+        ESC_LOG(ESC_LOG_WARN, "SEG-STOP", "signal=%d again: stopping now; unanswered requests "
+                "were never acknowledged", signum);
+        n->exit_code = 1;
+        uv_stop(n->loop);
+        return;
+    }
+    ESC_LOG(ESC_LOG_INFO, "SEG-STOP", "signal=%d: finishing batches, then stopping", signum);
+    node_stop(n);
+}
+
+static int open_sockets(node *n)
+{
+    int rc = nnx_open_rep(&n->sock);
+    if (rc != 0) {
+        ESC_LOG(ESC_LOG_ERROR, "SEG-LISTEN", "cannot open socket: %s", esc_strerror(rc));
+        return rc;
+    }
+    for (int i = 0; i < n->cfg.nlisten; i++) {
+        rc = nnx_bind(n->sock, n->cfg.listen[i]);
+        if (rc != 0) {
+            ESC_LOG(ESC_LOG_ERROR, "SEG-LISTEN", "cannot listen on %s: %s", n->cfg.listen[i],
+                    esc_strerror(rc));
+            return rc;
+        }
+    }
+    rc = nnx_watch_start(n->loop, &n->watch, n->sock, on_readable, n);
+    if (rc != 0) {
+        return rc;
+    }
+    n->handles_open++;
+    n->reading = true;
+    return 0;
+}
+
+static int start_handles(node *n)
+{
+    if (uv_timer_init(n->loop, &n->sweep_timer) != 0 ||
+        uv_timer_init(n->loop, &n->reconnect_timer) != 0 ||
+        uv_signal_init(n->loop, &n->sig_term) != 0 || uv_signal_init(n->loop, &n->sig_int) != 0) {
+        return ESC_EIO;
+    }
+    n->handles_open += 4;
+    n->sweep_timer.data = n;
+    n->reconnect_timer.data = n;
+    n->sig_term.data = n;
+    n->sig_int.data = n;
+    if (uv_timer_start(&n->sweep_timer, on_sweep, n->cfg.sweep_ms, n->cfg.sweep_ms) != 0 ||
+        uv_signal_start(&n->sig_term, on_signal, SIGTERM) != 0 ||
+        uv_signal_start(&n->sig_int, on_signal, SIGINT) != 0) {
+        return ESC_EIO;
+    }
+    return 0;
+}
+
+int node_start(node *n, uv_loop_t *loop, const node_config *cfg)
+{
+    memset(n, 0, sizeof *n);
+    n->loop = loop;
+    n->cfg = *cfg;
+    n->sock = -1;
+    if (n->cfg.sweep_ms == 0) {
+        n->cfg.sweep_ms = 50;
+    }
+    int rc = seg_core_init(&n->core, ESC_NODE_SEGMENTS_MAX);
+    if (rc != 0) {
+        return rc;
+    }
+    PGconn *conn = PQconnectdb(cfg->dsn);
+    if (conn == NULL || PQstatus(conn) != CONNECTION_OK) {
+        ESC_LOG(ESC_LOG_ERROR, "SEG-START", "cannot connect to PostgreSQL: %s",
+                conn ? PQerrorMessage(conn) : "out of memory");
+        PQfinish(conn);
+        return ESC_EUNAVAILABLE;
+    }
+    char why[512] = "";
+    rc = seg_store_take_ownership(conn, cfg->node_id, cfg->nlisten ? cfg->listen[0] : "",
+                                  &n->core, why, sizeof why);
+    PQfinish(conn);
+    if (rc != 0) {
+        ESC_LOG(ESC_LOG_ERROR, "SEG-START", "node=%s cannot take ownership: %s", cfg->node_id,
+                why);
+        return rc;
+    }
+    node_batch_init(n);
+    if ((rc = open_sockets(n)) != 0 || (rc = start_handles(n)) != 0 ||
+        (rc = node_db_open(n)) != 0) {
+        return rc;
+    }
+    ESC_LOG(ESC_LOG_INFO, "SEG-READY", "node=%s segments=%zu items=%zu live_holds=%zu listen=%s",
+            cfg->node_id, n->core.nsegs, n->core.nitems, n->core.live_holds,
+            cfg->nlisten ? cfg->listen[0] : "-");
+    return 0;
+}
+
+static void on_handle_closed(uv_handle_t *h)
+{
+    node *n = h->data;
+    n->handles_open--;
+}
+
+void node_maybe_finish_stop(node *n)
+{
+    if (!n->stopping || n->inflight != NULL || n->filling->n > 0 || n->lookup_busy ||
+        n->handles_open < 0) {
+        return;
+    }
+    if (uv_is_closing((uv_handle_t *)&n->sweep_timer)) {
+        return;
+    }
+    uv_close((uv_handle_t *)&n->sweep_timer, on_handle_closed);
+    uv_close((uv_handle_t *)&n->reconnect_timer, on_handle_closed);
+    uv_close((uv_handle_t *)&n->sig_term, on_handle_closed);
+    uv_close((uv_handle_t *)&n->sig_int, on_handle_closed);
+    n->watch.poll.data = n;
+    nnx_watch_close(&n->watch, on_handle_closed);
+    node_db_close(n);
+    ESC_LOG(ESC_LOG_INFO, "SEG-STOP", "node=%s stopped requests=%" PRIu64 " batches=%" PRIu64,
+            n->cfg.node_id, n->stats.requests, n->stats.batches);
+}
+
+void node_stop(node *n)
+{
+    if (n->stopping) {
+        return;
+    }
+    node_reading(n, false);
+    n->stopping = true;
+    node_batch_kick(n);
+    node_maybe_finish_stop(n);
+}
+
+void node_fini(node *n)
+{
+    if (n->sock >= 0) {
+        nnx_close(n->sock);
+        n->sock = -1;
+    }
+    node_batch_fini(n);
+    seg_core_fini(&n->core);
+}

@@ -1,0 +1,726 @@
+/*
+ * node_batch.c - group commit, reconciliation, fencing and lookups of the
+ * segment node (see node.h for the protocol).
+ *
+ * The order of a batch's outcome handling matters: first every op is
+ * settled in memory (commit or undo), then requests are answered, then
+ * parked requests are decided again, so each decision sees settled state.
+ */
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "clock.h"
+#include "escrow_errors.h"
+#include "log.h"
+#include "node_internal.h"
+#include "seg_store.h"
+
+#define BATCH_CAP (ESC_BATCH_ROWS_MAX + ESC_SWEEP_ROWS_MAX)
+#define RECONNECT_MS_MIN 100
+
+struct node_touched {
+    seg_segment *s;
+    int64_t da, dh, ds;
+};
+
+static void on_commit(pgx_conn *c, PGresult *res, const pgx_err *err, void *arg);
+static void lookup_next(node *n);
+
+void node_batch_init(node *n)
+{
+    for (int i = 0; i < 2; i++) {
+        n->batches[i].ops = esc_xcalloc(BATCH_CAP, sizeof(seg_op));
+        n->batches[i].n = 0;
+    }
+    n->filling = &n->batches[0];
+    n->inflight = NULL;
+    n->next_batch_id = (uint64_t)esc_wall_ms() * 1000u;
+    for (int i = 0; i < SEG_COMMIT_NPARAMS; i++) {
+        sbuf_init(&n->params[i]);
+    }
+    n->touched = esc_xcalloc(BATCH_CAP, sizeof *n->touched);
+    n->rejected = esc_xcalloc(BATCH_CAP, sizeof *n->rejected);
+    n->present = esc_xcalloc(BATCH_CAP, sizeof *n->present);
+}
+
+void node_batch_fini(node *n)
+{
+    for (int i = 0; i < 2; i++) {
+        free(n->batches[i].ops);
+        n->batches[i].ops = NULL;
+    }
+    if (n->touched != NULL) {
+        for (int i = 0; i < SEG_COMMIT_NPARAMS; i++) {
+            sbuf_fini(&n->params[i]);
+        }
+    }
+    free(n->touched);
+    free(n->rejected);
+    free(n->present);
+    n->touched = NULL;
+    n->rejected = NULL;
+    n->present = NULL;
+}
+
+bool node_batch_full(const node *n)
+{
+    return n->filling->n >= ESC_BATCH_ROWS_MAX;
+}
+
+void node_batch_add(node *n, const seg_op *op)
+{
+    if (n->filling->n >= BATCH_CAP) {
+        node_req *r = op->req;
+        seg_core_undo_op(&n->core, op);
+        if (r != NULL) {
+            node_answer(n, &r->hdr, &r->req, ESC_EBUSY, NULL);
+            node_req_free(n, r);
+        }
+        return;
+    }
+    n->filling->ops[n->filling->n++] = *op;
+    node_batch_kick(n);
+}
+
+void node_batch_sweep(node *n, int64_t now_ms)
+{
+    size_t room = BATCH_CAP - n->filling->n;
+    if (room > ESC_SWEEP_ROWS_MAX) {
+        room = ESC_SWEEP_ROWS_MAX;
+    }
+    size_t k = seg_core_sweep(&n->core, now_ms, n->filling->ops + n->filling->n, room);
+    n->filling->n += k;
+    if (k > 0) {
+        node_batch_kick(n);
+    }
+}
+
+/* ---- building the commit call ------------------------------------------- */
+
+static node_touched *touch(node *n, size_t *nt, seg_segment *s)
+{
+    for (size_t i = 0; i < *nt; i++) {
+        if (n->touched[i].s == s) {
+            return &n->touched[i];
+        }
+    }
+    node_touched *t = &n->touched[(*nt)++];
+    t->s = s;
+    t->da = t->dh = t->ds = 0;
+    return t;
+}
+
+static int touched_cmp(const void *a, const void *b)
+{
+    uint64_t x = ((const node_touched *)a)->s->segment_id;
+    uint64_t y = ((const node_touched *)b)->s->segment_id;
+    return x < y ? -1 : x > y;
+}
+
+static const char *kind_text(int kind)
+{
+    switch (kind) {
+    case SEG_OP_CONFIRM:
+        return "converted";
+    case SEG_OP_RELEASE:
+        return "cancelled";
+    case SEG_OP_EXPIRE:
+        return "expired";
+    default:
+        return "extended";
+    }
+}
+
+static void add_reserve(node *n, const seg_op *op)
+{
+    const seg_hold *h = op->hold;
+    const seg_item *it = h->seg->item;
+    sbuf_i64(&n->params[7], (int64_t)h->hold_id);
+    sbuf_i64(&n->params[8], (int64_t)h->seg->segment_id);
+    sbuf_str(&n->params[9], it->tenant_id);
+    sbuf_str(&n->params[10], it->item_id);
+    sbuf_str(&n->params[11], h->buyer_id);
+    sbuf_i64(&n->params[12], h->qty);
+    sbuf_str(&n->params[13], h->key);
+    sbuf_i64(&n->params[14], h->request_hash);
+    sbuf_i64(&n->params[15], h->expires_at_ms);
+    sbuf_i64(&n->params[16], it->max_per_buyer);
+    sbuf_i64(&n->params[17], (int64_t)h->seg->epoch);
+}
+
+static void add_transition(node *n, const seg_op *op)
+{
+    sbuf_i64(&n->params[18], (int64_t)op->hold->hold_id);
+    sbuf_str(&n->params[19], kind_text(op->kind));
+    sbuf_i64(&n->params[20], op->sold);
+    sbuf_i64(&n->params[21], op->kind == SEG_OP_EXTEND ? op->new_expires_at_ms : 0);
+}
+
+static void build_params(node *n, const node_batch *b, const char **values, char *batch_id,
+                         size_t batch_id_len)
+{
+    size_t nt = 0;
+    for (int i = 1; i < SEG_COMMIT_NPARAMS; i++) {
+        sbuf_open(&n->params[i]);
+    }
+    for (size_t i = 0; i < b->n; i++) {
+        const seg_op *op = &b->ops[i];
+        node_touched *t = touch(n, &nt, op->hold->seg);
+        if (op->kind == SEG_OP_RESERVE) {
+            t->da -= op->hold->qty;
+            t->dh += op->hold->qty;
+            add_reserve(n, op);
+            continue;
+        }
+        if (op->kind != SEG_OP_EXTEND) {
+            t->dh -= op->hold->qty;
+            t->ds += op->sold;
+            t->da += op->returned;
+        }
+        add_transition(n, op);
+    }
+    qsort(n->touched, nt, sizeof *n->touched, touched_cmp); /* one lock order */
+    for (size_t i = 0; i < nt; i++) {
+        const node_touched *t = &n->touched[i];
+        sbuf_i64(&n->params[1], (int64_t)t->s->segment_id);
+        sbuf_i64(&n->params[2], (int64_t)t->s->epoch);
+        sbuf_i64(&n->params[3], t->da);
+        sbuf_i64(&n->params[4], t->dh);
+        sbuf_i64(&n->params[5], t->ds);
+        sbuf_i64(&n->params[6], (int64_t)t->s->next_seq);
+    }
+    snprintf(batch_id, batch_id_len, "%" PRIu64, b->batch_id);
+    values[0] = batch_id;
+    for (int i = 1; i < SEG_COMMIT_NPARAMS; i++) {
+        sbuf_close(&n->params[i]);
+        values[i] = sbuf_cstr(&n->params[i]);
+    }
+}
+
+static void send_batch(node *n)
+{
+    node_batch *b = n->filling;
+    n->filling = (b == &n->batches[0]) ? &n->batches[1] : &n->batches[0];
+    n->filling->n = 0;
+    n->inflight = b;
+    b->batch_id = ++n->next_batch_id;
+    const char *values[SEG_COMMIT_NPARAMS];
+    char batch_id[24];
+    build_params(n, b, values, batch_id, sizeof batch_id);
+    n->commit_backend_pid = PQbackendPID(n->commit_conn.conn);
+    n->inflight_start_us = esc_mono_us();
+    n->inflight_unknown = false;
+    int rc = pgx_query(&n->commit_conn, SEG_STMT_COMMIT, NULL, SEG_COMMIT_NPARAMS, values,
+                       on_commit, n);
+    if (rc != 0) {
+        /* never sent: nothing happened in the database */
+        pgx_err err;
+        memset(&err, 0, sizeof err);
+        err.code = rc;
+        snprintf(err.message, sizeof err.message, "could not send the batch");
+        on_commit(&n->commit_conn, NULL, &err, n);
+        return;
+    }
+    if (!n->stopping && !node_batch_full(n)) {
+        node_reading(n, true);
+    }
+}
+
+void node_batch_kick(node *n)
+{
+    if (n->inflight != NULL || n->filling->n == 0 || !pgx_ready(&n->commit_conn)) {
+        return;
+    }
+    send_batch(n);
+}
+
+/* ---- outcome ------------------------------------------------------------ */
+
+/* Appends list (linked by next) to *head. */
+static void chain(node_req **head, node_req *list)
+{
+    while (*head != NULL) {
+        head = &(*head)->next;
+    }
+    *head = list;
+}
+
+static void count_commit(node *n, const seg_op *op)
+{
+    switch (op->kind) {
+    case SEG_OP_CONFIRM:
+        n->stats.confirms++;
+        break;
+    case SEG_OP_RELEASE:
+        n->stats.releases++;
+        break;
+    case SEG_OP_EXPIRE:
+        n->stats.expiries++;
+        break;
+    case SEG_OP_EXTEND:
+        n->stats.extends++;
+        break;
+    default:
+        break;
+    }
+}
+
+/* Settles every op of b: committed ones are finalised and answered,
+ * rejected/undone ones are undone; then parked requests are decided again
+ * and undone requests re-dispatched (attempts bounded). */
+static void settle(node *n, node_batch *b, bool committed, int fail_status)
+{
+    int64_t now = esc_wall_ms();
+    node_req *again = NULL;
+    for (size_t k = b->n; k-- > 0;) {
+        seg_op *op = &b->ops[k];
+        node_req *r = op->req;
+        chain(&again, op->hold->waiters);
+        op->hold->waiters = NULL;
+        if (committed && !n->rejected[k]) {
+            seg_core_commit_op(&n->core, op, now);
+            count_commit(n, op);
+            if (r != NULL) {
+                node_answer(n, &r->hdr, &r->req, r->status, op->hold);
+                node_req_free(n, r);
+            }
+            continue;
+        }
+        seg_core_undo_op(&n->core, op);
+        if (r != NULL && n->rejected[k] && r->status == INT32_MIN) {
+            node_req_free(n, r); /* already answered by the database's verdict */
+        } else if (r != NULL) {
+            r->next = NULL;
+            chain(&again, r);
+        }
+    }
+    b->n = 0;
+    while (again != NULL) {
+        node_req *r = again;
+        again = r->next;
+        r->next = NULL;
+        if (!committed && ++r->attempts > NODE_REQ_ATTEMPTS_MAX) {
+            node_answer(n, &r->hdr, &r->req, fail_status, NULL);
+            node_req_free(n, r);
+            continue;
+        }
+        node_dispatch(n, &r->hdr, &r->req, r);
+    }
+}
+
+static seg_op *find_reserve(node_batch *b, uint64_t hold_id, size_t *idx)
+{
+    for (size_t i = 0; i < b->n; i++) {
+        if (b->ops[i].kind == SEG_OP_RESERVE && b->ops[i].hold->hold_id == hold_id) {
+            *idx = i;
+            return &b->ops[i];
+        }
+    }
+    return NULL;
+}
+
+/* The database's verdict on reserves it did not accept: answered here. */
+static void apply_rejections(node *n, node_batch *b, PGresult *res)
+{
+    for (int row = 0; res != NULL && row < PQntuples(res); row++) {
+        size_t idx;
+        seg_op *op = find_reserve(b, strtoull(PQgetvalue(res, row, 0), NULL, 10), &idx);
+        if (op == NULL) {
+            ESC_LOG(ESC_LOG_ERROR, "SEG-COMMIT", "verdict for an unknown hold %s",
+                    PQgetvalue(res, row, 0));
+            continue;
+        }
+        n->rejected[idx] = true;
+        node_req *r = op->req;
+        if (r == NULL) {
+            continue;
+        }
+        if (strcmp(PQgetvalue(res, row, 1), "buyer_limit") == 0) {
+            node_answer(n, &r->hdr, &r->req, ESC_EBUYER_LIMIT, NULL);
+            r->status = INT32_MIN;
+            continue;
+        }
+        /* duplicate: this key already has a hold, here it is */
+        wire_hold w;
+        memset(&w, 0, sizeof w);
+        w.hold_id = strtoull(PQgetvalue(res, row, 2), NULL, 10);
+        w.segment_id = strtoull(PQgetvalue(res, row, 3), NULL, 10);
+        snprintf(w.item_id, sizeof w.item_id, "%s", PQgetvalue(res, row, 4));
+        snprintf(w.buyer_id, sizeof w.buyer_id, "%s", PQgetvalue(res, row, 5));
+        w.qty = strtoll(PQgetvalue(res, row, 6), NULL, 10);
+        w.qty_sold = strtoll(PQgetvalue(res, row, 7), NULL, 10);
+        w.state = seg_store_state_from_text(PQgetvalue(res, row, 8));
+        w.expires_at_ms = strtoll(PQgetvalue(res, row, 9), NULL, 10);
+        w.extended = PQgetvalue(res, row, 10)[0] == 't';
+        int64_t hash = strtoll(PQgetvalue(res, row, 11), NULL, 10);
+        bool same = hash == op->hold->request_hash;
+        node_send(n, &r->hdr, r->req.corr_id, same ? 0 : ESC_EIDEMPOTENCY_MISMATCH,
+                  same ? &w : NULL, NULL);
+        r->status = INT32_MIN;
+    }
+}
+
+static void batch_done(node *n)
+{
+    n->inflight = NULL;
+    node_batch_kick(n);
+    if (!n->stopping && n->inflight == NULL && !node_batch_full(n)) {
+        node_reading(n, true);
+    }
+    node_maybe_finish_stop(n);
+}
+
+static void on_fenced_list(pgx_conn *c, PGresult *res, const pgx_err *err, void *arg);
+
+static void fence_waiters(void *waiters, void *arg)
+{
+    node *n = arg;
+    node_req *r = waiters;
+    while (r != NULL) {
+        node_req *next = r->next;
+        node_answer(n, &r->hdr, &r->req, ESC_EFENCED, NULL);
+        node_req_free(n, r);
+        r = next;
+    }
+}
+
+/* Removes the filling batch's ops on seg (undone, answered FENCED). */
+static void drop_filling_ops(node *n, const seg_segment *seg)
+{
+    node_batch *f = n->filling;
+    size_t keep = 0;
+    for (size_t k = f->n; k-- > 0;) {
+        if (f->ops[k].hold->seg == seg) {
+            node_req *r = f->ops[k].req;
+            fence_waiters(f->ops[k].hold->waiters, n);
+            f->ops[k].hold->waiters = NULL;
+            seg_core_undo_op(&n->core, &f->ops[k]);
+            f->ops[k].hold = NULL;
+            if (r != NULL) {
+                node_answer(n, &r->hdr, &r->req, ESC_EFENCED, NULL);
+                node_req_free(n, r);
+            }
+        }
+    }
+    for (size_t k = 0; k < f->n; k++) {
+        if (f->ops[k].hold != NULL) {
+            f->ops[keep++] = f->ops[k];
+        }
+    }
+    f->n = keep;
+}
+
+/* The batch was refused by the epoch fence: find which segments moved on. */
+static void start_fence_check(node *n)
+{
+    const char *v[2] = {sbuf_cstr(&n->params[1]), sbuf_cstr(&n->params[2])};
+    int rc = pgx_query(&n->commit_conn, NULL, SEG_SQL_FENCED, 2, v, on_fenced_list, n);
+    if (rc != 0) {
+        n->inflight_unknown = false;
+        settle(n, n->inflight, false, ESC_EUNAVAILABLE);
+        batch_done(n);
+    }
+}
+
+static void on_fenced_list(pgx_conn *c, PGresult *res, const pgx_err *err, void *arg)
+{
+    (void)c;
+    node *n = arg;
+    node_batch *b = n->inflight;
+    settle(n, b, false, ESC_EUNAVAILABLE); /* the transaction rolled back as a whole */
+    for (int row = 0; err->code == 0 && row < PQntuples(res); row++) {
+        seg_segment *s = seg_core_find_segment(&n->core, strtoull(PQgetvalue(res, row, 0), NULL, 10));
+        if (s == NULL || s->fenced) {
+            continue;
+        }
+        ESC_LOG(ESC_LOG_WARN, "SEG-FENCED",
+                "seg=%" PRIu64 " item=%s/%s epoch=%" PRIu64
+                ": a newer owner exists; this node stops serving it",
+                s->segment_id, s->item->tenant_id, s->item->item_id, s->epoch);
+        drop_filling_ops(n, s);
+        seg_core_fence(&n->core, s, fence_waiters, n);
+        n->stats.fenced_segments++;
+    }
+    batch_done(n);
+}
+
+static void log_batch_error(const node *n, const node_batch *b, const pgx_err *err)
+{
+    /* diagnosed by the constraint's name, never by the message text */
+    const char *meaning = "unexpected database error";
+    if (strcmp(err->constraint, "segments_counters_nonneg") == 0) {
+        meaning = "a counter would go below zero: memory and database disagree";
+    } else if (strcmp(err->constraint, "buyer_usage_within_limit") == 0) {
+        meaning = "per-buyer maximum tripped outside the arbiter";
+    } else if (strcmp(err->constraint, "holds_pkey") == 0) {
+        meaning = "hold id reused";
+    } else if (strcmp(err->sqlstate, "ES002") == 0) {
+        meaning = "hold state diverged from the record";
+    } else if (strcmp(err->sqlstate, "40P01") == 0 || strcmp(err->sqlstate, "40001") == 0) {
+        meaning = "transient conflict; retried";
+    }
+    ESC_LOG(ESC_LOG_WARN, "SEG-COMMIT",
+            "node=%s batch=%" PRIu64 " rows=%zu failed: sqlstate=%s constraint=%s (%s): %s",
+            n->cfg.node_id, b->batch_id, b->n, err->sqlstate, err->constraint[0] ? err->constraint : "-",
+            meaning, err->message);
+}
+
+static void on_commit(pgx_conn *c, PGresult *res, const pgx_err *err, void *arg)
+{
+    (void)c;
+    node *n = arg;
+    node_batch *b = n->inflight;
+    int64_t us = esc_mono_us() - n->inflight_start_us;
+    n->stats.batches++;
+    n->stats.batch_rows += b->n;
+    n->stats.commit_us_total += us;
+    if (us > n->stats.commit_us_max) {
+        n->stats.commit_us_max = us;
+    }
+    memset(n->rejected, 0, b->n * sizeof *n->rejected);
+    if (err->code == 0) {
+        apply_rejections(n, b, res);
+        settle(n, b, true, 0);
+        batch_done(n);
+        return;
+    }
+    n->stats.batch_failures++;
+    if (err->conn_lost) {
+        /* COMMIT may or may not have happened: answer nobody until we know */
+        ESC_LOG(ESC_LOG_WARN, "SEG-COMMIT", "batch=%" PRIu64 " outcome unknown (%s); will reconcile",
+                b->batch_id, err->message);
+        n->inflight_unknown = true;
+        return; /* the state callback reconnects, then reconciles */
+    }
+    log_batch_error(n, b, err);
+    if (strcmp(err->sqlstate, "ES001") == 0) {
+        start_fence_check(n);
+        return;
+    }
+    settle(n, b, false, ESC_EUNAVAILABLE);
+    batch_done(n);
+}
+
+/* ---- reconciliation after a lost connection ----------------------------- */
+
+static void on_reconciled(pgx_conn *c, PGresult *res, const pgx_err *err, void *arg);
+
+static size_t parse_ids(const char *s, uint64_t *out, size_t cap)
+{
+    size_t k = 0;
+    while (*s != '\0' && k < cap) {
+        if (*s >= '0' && *s <= '9') {
+            char *end;
+            out[k++] = strtoull(s, &end, 10);
+            s = end;
+        } else {
+            s++;
+        }
+    }
+    return k;
+}
+
+static void on_terminated(pgx_conn *c, PGresult *res, const pgx_err *err, void *arg)
+{
+    (void)res;
+    node *n = arg;
+    if (err->code != 0 && err->conn_lost) {
+        return; /* down again; the next reconnect retries */
+    }
+    char batch_id[24];
+    snprintf(batch_id, sizeof batch_id, "%" PRIu64, n->inflight->batch_id);
+    const char *v[3] = {sbuf_cstr(&n->params[1]), batch_id, sbuf_cstr(&n->params[7])};
+    if (pgx_query(c, NULL, SEG_SQL_RECONCILE, 3, v, on_reconciled, n) != 0) {
+        n->reconciling = false;
+    }
+}
+
+static void start_reconcile(node *n)
+{
+    char pid[16];
+    snprintf(pid, sizeof pid, "%d", n->commit_backend_pid);
+    const char *v[1] = {pid};
+    n->reconciling = true;
+    /* the old backend may still be running our transaction: end it first,
+     * so that what we read next is final */
+    if (pgx_query(&n->commit_conn, NULL, SEG_SQL_TERMINATE, 1, v, on_terminated, n) != 0) {
+        n->reconciling = false;
+    }
+}
+
+static void on_reconciled(pgx_conn *c, PGresult *res, const pgx_err *err, void *arg)
+{
+    (void)c;
+    node *n = arg;
+    node_batch *b = n->inflight;
+    n->reconciling = false;
+    if (err->code != 0) {
+        if (!err->conn_lost) {
+            ESC_LOG(ESC_LOG_ERROR, "SEG-RECONCILE", "batch=%" PRIu64 ": %s", b->batch_id,
+                    err->message);
+        }
+        return; /* retried after the next reconnect */
+    }
+    bool committed = PQgetvalue(res, 0, 0)[0] == 't';
+    size_t np = parse_ids(PQgetvalue(res, 0, 1), n->present, BATCH_CAP);
+    memset(n->rejected, 0, b->n * sizeof *n->rejected);
+    for (size_t i = 0; committed && i < b->n; i++) {
+        if (b->ops[i].kind != SEG_OP_RESERVE) {
+            continue;
+        }
+        bool found = false;
+        for (size_t j = 0; j < np && !found; j++) {
+            found = n->present[j] == b->ops[i].hold->hold_id;
+        }
+        n->rejected[i] = !found; /* decided again: the database will say why */
+    }
+    ESC_LOG(ESC_LOG_INFO, "SEG-RECONCILE", "batch=%" PRIu64 " %s", b->batch_id,
+            committed ? "had committed" : "had not committed");
+    n->inflight_unknown = false;
+    settle(n, b, committed, ESC_EUNAVAILABLE);
+    batch_done(n);
+}
+
+/* ---- lookups of holds that are not in memory ---------------------------- */
+
+void node_lookup_enqueue(node *n, node_req *r)
+{
+    r->next = NULL;
+    if (n->lookups_tail != NULL) {
+        n->lookups_tail->next = r;
+    } else {
+        n->lookups_head = r;
+    }
+    n->lookups_tail = r;
+    lookup_next(n);
+}
+
+static int lookup_status(int op, int state, int64_t qty, int64_t qty_sold)
+{
+    switch (op) {
+    case WIRE_OP_CONFIRM:
+        return state == SEG_CONVERTED ? ((qty == 0 || qty == qty_sold) ? 0 : ESC_ECONFLICT)
+               : state == SEG_EXPIRED ? ESC_EEXPIRED
+                                      : ESC_ENOT_HELD;
+    case WIRE_OP_RELEASE:
+        return (state == SEG_CANCELLED || state == SEG_EXPIRED) ? 0 : ESC_ENOT_HELD;
+    case WIRE_OP_EXTEND:
+        return state == SEG_EXPIRED ? ESC_EEXPIRED : ESC_ENOT_HELD;
+    default:
+        return 0;
+    }
+}
+
+static void on_lookup(pgx_conn *c, PGresult *res, const pgx_err *err, void *arg)
+{
+    (void)c;
+    node_req *r = arg;
+    node *n = c->state_arg;
+    n->lookup_busy = false;
+    if (err->code != 0) {
+        node_answer(n, &r->hdr, &r->req, ESC_EUNAVAILABLE, NULL);
+    } else if (PQntuples(res) == 0) {
+        node_answer(n, &r->hdr, &r->req, ESC_ENOT_FOUND, NULL);
+    } else {
+        wire_hold w;
+        memset(&w, 0, sizeof w);
+        w.hold_id = strtoull(PQgetvalue(res, 0, 0), NULL, 10);
+        w.segment_id = strtoull(PQgetvalue(res, 0, 1), NULL, 10);
+        snprintf(w.item_id, sizeof w.item_id, "%s", PQgetvalue(res, 0, 2));
+        snprintf(w.buyer_id, sizeof w.buyer_id, "%s", PQgetvalue(res, 0, 3));
+        w.qty = strtoll(PQgetvalue(res, 0, 4), NULL, 10);
+        w.qty_sold = strtoll(PQgetvalue(res, 0, 5), NULL, 10);
+        w.state = seg_store_state_from_text(PQgetvalue(res, 0, 6));
+        w.expires_at_ms = strtoll(PQgetvalue(res, 0, 7), NULL, 10);
+        w.extended = PQgetvalue(res, 0, 8)[0] == 't';
+        int status = w.state == SEG_HELD ? ESC_EINTERNAL
+                                         : lookup_status(r->req.op, w.state, r->req.qty, w.qty_sold);
+        node_send(n, &r->hdr, r->req.corr_id, status, &w, NULL);
+    }
+    node_req_free(n, r);
+    lookup_next(n);
+    node_maybe_finish_stop(n);
+}
+
+static void lookup_next(node *n)
+{
+    if (n->lookup_busy || n->lookups_head == NULL || !pgx_ready(&n->query_conn)) {
+        return;
+    }
+    node_req *r = n->lookups_head;
+    n->lookups_head = r->next;
+    if (n->lookups_head == NULL) {
+        n->lookups_tail = NULL;
+    }
+    char id[24];
+    snprintf(id, sizeof id, "%" PRIu64, r->req.hold_id);
+    const char *v[2] = {id, r->req.tenant_id};
+    if (pgx_query(&n->query_conn, NULL, SEG_SQL_LOOKUP, 2, v, on_lookup, r) != 0) {
+        node_answer(n, &r->hdr, &r->req, ESC_EUNAVAILABLE, NULL);
+        node_req_free(n, r);
+        return;
+    }
+    n->lookup_busy = true;
+}
+
+/* ---- connections -------------------------------------------------------- */
+
+static void on_reconnect_timer(uv_timer_t *t)
+{
+    node *n = t->data;
+    pgx_reconnect(&n->commit_conn);
+    pgx_reconnect(&n->query_conn);
+}
+
+static void on_db_state(pgx_conn *c, bool up, void *arg)
+{
+    node *n = arg;
+    if (!up) {
+        if (!n->stopping && !uv_is_active((uv_handle_t *)&n->reconnect_timer)) {
+            uv_timer_start(&n->reconnect_timer, on_reconnect_timer, RECONNECT_MS_MIN, 0);
+        }
+        if (c == &n->query_conn) {
+            n->lookup_busy = false;
+        }
+        return;
+    }
+    if (c == &n->commit_conn) {
+        if (n->inflight != NULL && n->inflight_unknown && !n->reconciling) {
+            start_reconcile(n);
+        } else {
+            node_batch_kick(n);
+        }
+    } else {
+        lookup_next(n);
+    }
+}
+
+int node_db_open(node *n)
+{
+    int rc = pgx_open(n->loop, &n->commit_conn, n->cfg.dsn, "commit", SEG_STMT_COMMIT,
+                      SEG_SQL_COMMIT, SEG_COMMIT_NPARAMS, on_db_state, n);
+    if (rc == 0) {
+        rc = pgx_open(n->loop, &n->query_conn, n->cfg.dsn, "query", NULL, NULL, 0, on_db_state,
+                      n);
+    }
+    return rc;
+}
+
+static void on_conn_closed(uv_handle_t *h)
+{
+    pgx_conn *c = h->data;
+    node *n = c->state_arg;
+    n->handles_open--;
+}
+
+void node_db_close(node *n)
+{
+    if (pgx_close(&n->commit_conn, on_conn_closed)) {
+        n->handles_open++;
+    }
+    if (pgx_close(&n->query_conn, on_conn_closed)) {
+        n->handles_open++;
+    }
+}

@@ -1,0 +1,789 @@
+/*
+ * seg_core.c - see seg_core.h. Decisions only; every function here is
+ * deterministic given its inputs (time included).
+ */
+#include "seg_core.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+#include "escrow_errors.h"
+
+#define RETAIN_MS_DEFAULT (15 * 60 * 1000)
+#define RETAIN_MAX_DEFAULT (256u * 1024u)
+
+/* ---- lookups ---------------------------------------------------------- */
+
+typedef struct name_key {
+    const char *tenant_id;
+    const char *name;
+} name_key;
+
+static uint64_t name_hash(const char *tenant_id, const char *name)
+{
+    uint64_t h = hmap_hash_bytes(tenant_id, strlen(tenant_id), 0x9e3779b97f4a7c15ULL);
+    return hmap_hash_bytes(name, strlen(name), h);
+}
+
+static bool item_eq(const hmap_node *n, const void *k)
+{
+    const seg_item *it = HMAP_ENTRY(n, seg_item, by_name);
+    const name_key *key = k;
+    return strcmp(it->item_id, key->name) == 0 && strcmp(it->tenant_id, key->tenant_id) == 0;
+}
+
+static bool hold_id_eq(const hmap_node *n, const void *k)
+{
+    return HMAP_ENTRY(n, seg_hold, by_id)->hold_id == *(const uint64_t *)k;
+}
+
+static bool hold_key_eq(const hmap_node *n, const void *k)
+{
+    const seg_hold *h = HMAP_ENTRY(n, seg_hold, by_key);
+    const name_key *key = k;
+    return strcmp(h->key, key->name) == 0 && strcmp(h->seg->item->tenant_id, key->tenant_id) == 0;
+}
+
+typedef struct buyer_key {
+    const seg_item *item;
+    const char *buyer_id;
+} buyer_key;
+
+static uint64_t buyer_hash(const seg_item *item, const char *buyer_id)
+{
+    return hmap_hash_bytes(buyer_id, strlen(buyer_id), hmap_hash_u64((uint64_t)(uintptr_t)item));
+}
+
+static bool buyer_eq(const hmap_node *n, const void *k)
+{
+    const seg_hold *h = HMAP_ENTRY(n, seg_hold, by_buyer);
+    const buyer_key *key = k;
+    return h->seg->item == key->item && strcmp(h->buyer_id, key->buyer_id) == 0;
+}
+
+seg_item *seg_core_find_item(seg_core *c, const char *tenant_id, const char *item_id)
+{
+    name_key k = {tenant_id, item_id};
+    hmap_node *n = hmap_find(&c->items, name_hash(tenant_id, item_id), item_eq, &k);
+    return n ? HMAP_ENTRY(n, seg_item, by_name) : NULL;
+}
+
+bool seg_core_knows_tenant(const seg_core *c, const char *tenant_id)
+{
+    for (size_t i = 0; i < c->nitems; i++) {
+        if (strcmp(c->item_list[i]->tenant_id, tenant_id) == 0) {
+            return true;
+        }
+    }
+    return false;
+}
+
+seg_segment *seg_core_find_segment(seg_core *c, uint64_t segment_id)
+{
+    for (size_t i = 0; i < c->nsegs; i++) {
+        if (c->segs[i].segment_id == segment_id) {
+            return &c->segs[i];
+        }
+    }
+    return NULL;
+}
+
+static seg_hold *find_hold(seg_core *c, uint64_t hold_id)
+{
+    hmap_node *n = hmap_find(&c->holds, hmap_hash_u64(hold_id), hold_id_eq, &hold_id);
+    return n ? HMAP_ENTRY(n, seg_hold, by_id) : NULL;
+}
+
+static seg_hold *find_key(seg_core *c, const char *tenant_id, const char *key)
+{
+    name_key k = {tenant_id, key};
+    hmap_node *n = hmap_find(&c->keys, name_hash(tenant_id, key), hold_key_eq, &k);
+    return n ? HMAP_ENTRY(n, seg_hold, by_key) : NULL;
+}
+
+static seg_hold *find_pending_buyer(seg_core *c, const seg_item *item, const char *buyer_id)
+{
+    buyer_key k = {item, buyer_id};
+    hmap_node *n = hmap_find(&c->pending_buyers, buyer_hash(item, buyer_id), buyer_eq, &k);
+    return n ? HMAP_ENTRY(n, seg_hold, by_buyer) : NULL;
+}
+
+/* ---- setup ------------------------------------------------------------ */
+
+int seg_core_init(seg_core *c, size_t segs_cap)
+{
+    memset(c, 0, sizeof *c);
+    if (segs_cap == 0 || segs_cap > ESC_NODE_SEGMENTS_MAX) {
+        return ESC_EINVAL;
+    }
+    c->segs = calloc(segs_cap, sizeof *c->segs);
+    c->segs_cap = segs_cap;
+    c->retain_ms = RETAIN_MS_DEFAULT;
+    c->retain_max = RETAIN_MAX_DEFAULT;
+    if (c->segs == NULL || hmap_init(&c->items, 64) != 0 || hmap_init(&c->holds, 1024) != 0 ||
+        hmap_init(&c->keys, 1024) != 0 || hmap_init(&c->pending_buyers, 64) != 0) {
+        seg_core_fini(c);
+        return ESC_ENOMEM;
+    }
+    return 0;
+}
+
+static void hold_free(seg_hold *h)
+{
+    free(h->buyer_id);
+    free(h->key);
+    free(h);
+}
+
+void seg_core_fini(seg_core *c)
+{
+    if (c->holds.buckets != NULL) {
+        for (size_t i = 0; i < c->holds.nbuckets; i++) {
+            hmap_node *n = c->holds.buckets[i];
+            while (n != NULL) {
+                hmap_node *next = n->next;
+                hold_free(HMAP_ENTRY(n, seg_hold, by_id));
+                n = next;
+            }
+        }
+    }
+    for (size_t i = 0; i < c->nitems; i++) {
+        free(c->item_list[i]);
+    }
+    free(c->item_list);
+    free(c->segs);
+    free(c->heap);
+    hmap_fini(&c->items);
+    hmap_fini(&c->holds);
+    hmap_fini(&c->keys);
+    hmap_fini(&c->pending_buyers);
+    memset(c, 0, sizeof *c);
+}
+
+int seg_core_add_item(seg_core *c, const seg_item *proto, seg_item **out)
+{
+    seg_item *it = seg_core_find_item(c, proto->tenant_id, proto->item_id);
+    if (it != NULL) {
+        *out = it;
+        return 0;
+    }
+    if (c->nitems == c->items_cap) {
+        size_t cap = c->items_cap ? c->items_cap * 2 : 16;
+        seg_item **l = realloc(c->item_list, cap * sizeof *l);
+        if (l == NULL) {
+            return ESC_ENOMEM;
+        }
+        c->item_list = l;
+        c->items_cap = cap;
+    }
+    it = malloc(sizeof *it);
+    if (it == NULL) {
+        return ESC_ENOMEM;
+    }
+    *it = *proto;
+    it->nsegs = 0;
+    it->rr = 0;
+    c->item_list[c->nitems++] = it;
+    hmap_insert(&c->items, &it->by_name, name_hash(it->tenant_id, it->item_id));
+    *out = it;
+    return 0;
+}
+
+int seg_core_add_segment(seg_core *c, seg_item *item, const seg_segment *proto,
+                         seg_segment **out)
+{
+    if (c->nsegs == c->segs_cap || item->nsegs == ESC_SEGMENTS_PER_ITEM_MAX) {
+        return ESC_ETOOBIG;
+    }
+    if (proto->available < 0 || proto->held < 0 || proto->sold < 0 || proto->next_seq < 1 ||
+        proto->segment_id == 0 || proto->segment_id > ESC_SEGMENT_ID_MAX) {
+        return ESC_EINVAL;
+    }
+    seg_segment *s = &c->segs[c->nsegs++];
+    *s = *proto;
+    s->returning = 0;
+    s->allocated = s->available + s->held + s->sold;
+    s->fenced = false;
+    s->item = item;
+    item->segs[item->nsegs++] = s;
+    *out = s;
+    return 0;
+}
+
+static void heap_push(seg_core *c, int64_t at_ms, uint64_t hold_id)
+{
+    if (c->heap_len == c->heap_cap) {
+        size_t cap = c->heap_cap ? c->heap_cap * 2 : 1024;
+        struct seg_expiry *h = realloc(c->heap, cap * sizeof *h);
+        if (h == NULL) {
+            return; /* the hold is still expired at its point of use */
+        }
+        c->heap = h;
+        c->heap_cap = cap;
+    }
+    size_t i = c->heap_len++;
+    while (i > 0) {
+        size_t p = (i - 1) / 2;
+        if (c->heap[p].at_ms <= at_ms) {
+            break;
+        }
+        c->heap[i] = c->heap[p];
+        i = p;
+    }
+    c->heap[i].at_ms = at_ms;
+    c->heap[i].hold_id = hold_id;
+}
+
+static void heap_pop(seg_core *c)
+{
+    struct seg_expiry last = c->heap[--c->heap_len];
+    size_t i = 0;
+    for (;;) {
+        size_t l = 2 * i + 1;
+        if (l >= c->heap_len) {
+            break;
+        }
+        size_t m = (l + 1 < c->heap_len && c->heap[l + 1].at_ms < c->heap[l].at_ms) ? l + 1 : l;
+        if (c->heap[m].at_ms >= last.at_ms) {
+            break;
+        }
+        c->heap[i] = c->heap[m];
+        i = m;
+    }
+    if (c->heap_len > 0) {
+        c->heap[i] = last;
+    }
+}
+
+static void retain(seg_core *c, seg_hold *h)
+{
+    h->retain_next = NULL;
+    if (c->retain_tail != NULL) {
+        c->retain_tail->retain_next = h;
+    } else {
+        c->retain_head = h;
+    }
+    c->retain_tail = h;
+    c->nretained++;
+}
+
+static seg_hold *hold_new(const char *buyer_id, const char *key)
+{
+    seg_hold *h = calloc(1, sizeof *h);
+    if (h == NULL) {
+        return NULL;
+    }
+    h->buyer_id = strdup(buyer_id);
+    h->key = strdup(key);
+    if (h->buyer_id == NULL || h->key == NULL) {
+        hold_free(h);
+        return NULL;
+    }
+    return h;
+}
+
+static void index_hold(seg_core *c, seg_hold *h)
+{
+    hmap_insert(&c->holds, &h->by_id, hmap_hash_u64(h->hold_id));
+    hmap_insert(&c->keys, &h->by_key, name_hash(h->seg->item->tenant_id, h->key));
+}
+
+static void unindex_hold(seg_core *c, seg_hold *h)
+{
+    hmap_remove(&c->holds, &h->by_id);
+    hmap_remove(&c->keys, &h->by_key);
+}
+
+int seg_core_add_hold(seg_core *c, seg_segment *seg, const seg_hold *proto, const char *buyer_id,
+                      const char *key, seg_hold **out)
+{
+    seg_hold *h = hold_new(buyer_id, key);
+    if (h == NULL) {
+        return ESC_ENOMEM;
+    }
+    h->hold_id = proto->hold_id;
+    h->seg = seg;
+    h->qty = proto->qty;
+    h->qty_sold = proto->qty_sold;
+    h->expires_at_ms = proto->expires_at_ms;
+    h->ended_at_ms = proto->ended_at_ms;
+    h->request_hash = proto->request_hash;
+    h->state = proto->state;
+    h->extended = proto->extended;
+    index_hold(c, h);
+    if (h->state == SEG_HELD) {
+        c->live_holds++;
+        heap_push(c, h->expires_at_ms, h->hold_id);
+    } else {
+        retain(c, h);
+    }
+    *out = h;
+    return 0;
+}
+
+/* ---- decisions ---------------------------------------------------------- */
+
+static void reply(seg_result *res, int status, seg_hold *h)
+{
+    res->disp = SEG_REPLY;
+    res->status = status;
+    res->hold = h;
+}
+
+static bool serves_reserves(const seg_segment *s)
+{
+    return !s->fenced && s->state == SEG_ACTIVE;
+}
+
+static seg_segment *pick_segment(seg_item *it, uint64_t hint, int64_t qty)
+{
+    if (hint != 0) {
+        for (size_t i = 0; i < it->nsegs; i++) {
+            seg_segment *s = it->segs[i];
+            if (s->segment_id == hint && serves_reserves(s) && s->available >= qty) {
+                return s;
+            }
+        }
+    }
+    for (size_t k = 0; k < it->nsegs; k++) {
+        size_t i = (it->rr + k) % it->nsegs;
+        seg_segment *s = it->segs[i];
+        if (serves_reserves(s) && s->available >= qty) {
+            it->rr = i + 1; /* spread buyers over the segments */
+            return s;
+        }
+    }
+    return NULL;
+}
+
+/* Why no local segment can take qty: "nothing to sell" and "someone was
+ * faster" are different answers. */
+static int classify_empty(const seg_item *it, int64_t qty)
+{
+    int64_t avail = 0, pending = 0;
+    size_t live = 0;
+    for (size_t i = 0; i < it->nsegs; i++) {
+        const seg_segment *s = it->segs[i];
+        if (s->fenced) {
+            continue;
+        }
+        live++;
+        if (s->state == SEG_ACTIVE) {
+            avail += s->available;
+        }
+        pending += s->held + s->returning;
+    }
+    if (live == 0) {
+        return ESC_ENOT_OWNER;
+    }
+    if (avail >= qty) {
+        return ESC_ETRY_LATER; /* enough units, but split across segments */
+    }
+    if (it->remote_segments > 0) {
+        return ESC_ESEGMENT_EMPTY;
+    }
+    if (pending > 0) {
+        return ESC_ETRY_LATER;
+    }
+    return ESC_ESOLD_OUT;
+}
+
+static int reserve_precheck(seg_core *c, const seg_item *it, const seg_reserve_in *in,
+                            seg_result *res)
+{
+    if (it->paused) {
+        reply(res, ESC_EPAUSED, NULL);
+        return -1;
+    }
+    if (it->max_per_order > 0 && in->qty > it->max_per_order) {
+        reply(res, ESC_EORDER_LIMIT, NULL);
+        return -1;
+    }
+    if (it->max_per_buyer > 0 && in->qty > it->max_per_buyer) {
+        reply(res, ESC_EBUYER_LIMIT, NULL);
+        return -1;
+    }
+    if (it->max_per_buyer > 0) {
+        /* one pending reserve per (item, buyer): the database's per-buyer
+         * arbiter may not touch one usage row twice in a batch */
+        seg_hold *p = find_pending_buyer(c, it, in->buyer_id);
+        if (p != NULL) {
+            res->disp = SEG_PARK;
+            res->hold = p;
+            return -1;
+        }
+    }
+    return 0;
+}
+
+void seg_core_reserve(seg_core *c, const seg_reserve_in *in, int64_t now_ms, seg_result *res)
+{
+    memset(res, 0, sizeof *res);
+    seg_item *it = seg_core_find_item(c, in->tenant_id, in->item_id);
+    if (it == NULL) {
+        reply(res, seg_core_knows_tenant(c, in->tenant_id) ? ESC_EUNKNOWN_ITEM
+                                                             : ESC_EUNKNOWN_TENANT,
+              NULL);
+        return;
+    }
+    /* A retry gets its hold even when the item has sold out since. */
+    seg_hold *h = find_key(c, in->tenant_id, in->key);
+    if (h != NULL) {
+        if (h->request_hash != in->request_hash) {
+            reply(res, ESC_EIDEMPOTENCY_MISMATCH, NULL);
+        } else if (h->pending == SEG_PENDING_CREATE) {
+            res->disp = SEG_PARK;
+            res->hold = h;
+        } else {
+            reply(res, 0, h);
+        }
+        return;
+    }
+    if (reserve_precheck(c, it, in, res) < 0) {
+        return;
+    }
+    seg_segment *s = pick_segment(it, in->segment_id, in->qty);
+    if (s == NULL) {
+        reply(res, classify_empty(it, in->qty), NULL);
+        return;
+    }
+    if (s->next_seq >= (1ULL << ESC_HOLD_SEQ_BITS) || c->live_holds >= ESC_LIVE_HOLDS_MAX) {
+        reply(res, ESC_EBUSY, NULL);
+        return;
+    }
+    h = hold_new(in->buyer_id, in->key);
+    if (h == NULL) {
+        reply(res, ESC_ENOMEM, NULL);
+        return;
+    }
+    h->hold_id = (s->segment_id << ESC_HOLD_SEQ_BITS) | s->next_seq++;
+    h->seg = s;
+    h->qty = in->qty;
+    h->state = SEG_HELD;
+    h->pending = SEG_PENDING_CREATE;
+    h->expires_at_ms = now_ms + (in->ttl_ms ? in->ttl_ms : it->hold_ttl_ms);
+    h->request_hash = in->request_hash;
+    index_hold(c, h);
+    if (it->max_per_buyer > 0) {
+        hmap_insert(&c->pending_buyers, &h->by_buyer, buyer_hash(it, h->buyer_id));
+    }
+    s->available -= in->qty;
+    s->held += in->qty;
+    c->live_holds++;
+    heap_push(c, h->expires_at_ms, h->hold_id);
+    res->disp = SEG_COMMIT;
+    res->status = 0;
+    res->hold = h;
+    res->op.kind = SEG_OP_RESERVE;
+    res->op.hold = h;
+}
+
+/* Finds the hold for a transition; answers NOT_OWNER / NOT_FOUND / LOOKUP /
+ * PARK itself and returns NULL then. */
+static seg_hold *transition_target(seg_core *c, const char *tenant_id, uint64_t hold_id,
+                                   seg_result *res)
+{
+    memset(res, 0, sizeof *res);
+    seg_hold *h = find_hold(c, hold_id);
+    if (h == NULL) {
+        seg_segment *s = seg_core_find_segment(c, seg_hold_segment(hold_id));
+        if (s == NULL || s->fenced) {
+            reply(res, ESC_ENOT_OWNER, NULL);
+        } else if (strcmp(s->item->tenant_id, tenant_id) != 0) {
+            reply(res, ESC_ENOT_FOUND, NULL);
+        } else {
+            res->disp = SEG_LOOKUP;
+        }
+        return NULL;
+    }
+    if (strcmp(h->seg->item->tenant_id, tenant_id) != 0) {
+        reply(res, ESC_ENOT_FOUND, NULL); /* another tenant's hold does not exist for you */
+        return NULL;
+    }
+    if (h->pending != SEG_PENDING_NONE) {
+        res->disp = SEG_PARK;
+        res->hold = h;
+        return NULL;
+    }
+    return h;
+}
+
+/* held -> a final state, tentatively. */
+static void finish_hold(seg_hold *h, int kind, int state, int64_t sold, seg_result *res,
+                        int status)
+{
+    seg_segment *s = h->seg;
+    int64_t returned = h->qty - sold;
+    h->state = (uint8_t)state;
+    h->qty_sold = sold;
+    h->pending = SEG_PENDING_CHANGE;
+    s->held -= h->qty;
+    s->sold += sold;
+    s->returning += returned;
+    res->disp = SEG_COMMIT;
+    res->status = status;
+    res->hold = h;
+    res->op.kind = (uint8_t)kind;
+    res->op.hold = h;
+    res->op.sold = sold;
+    res->op.returned = returned;
+}
+
+void seg_core_confirm(seg_core *c, const char *tenant_id, uint64_t hold_id, int64_t qty,
+                      int64_t now_ms, seg_result *res)
+{
+    seg_hold *h = transition_target(c, tenant_id, hold_id, res);
+    if (h == NULL) {
+        return;
+    }
+    switch (h->state) {
+    case SEG_HELD:
+        break;
+    case SEG_CONVERTED:
+        reply(res, (qty == 0 || qty == h->qty_sold) ? 0 : ESC_ECONFLICT, h);
+        return;
+    case SEG_EXPIRED:
+        reply(res, ESC_EEXPIRED, h);
+        return;
+    default:
+        reply(res, ESC_ENOT_HELD, h);
+        return;
+    }
+    if (now_ms >= h->expires_at_ms) {
+        /* expiry is enforced here, at the point of use, not by the sweeper */
+        finish_hold(h, SEG_OP_EXPIRE, SEG_EXPIRED, 0, res, ESC_EEXPIRED);
+        return;
+    }
+    if (qty > h->qty || qty < 0) {
+        reply(res, ESC_EINVAL, h);
+        return;
+    }
+    finish_hold(h, SEG_OP_CONFIRM, SEG_CONVERTED, qty ? qty : h->qty, res, 0);
+}
+
+void seg_core_release(seg_core *c, const char *tenant_id, uint64_t hold_id, int64_t now_ms,
+                      seg_result *res)
+{
+    seg_hold *h = transition_target(c, tenant_id, hold_id, res);
+    if (h == NULL) {
+        return;
+    }
+    switch (h->state) {
+    case SEG_HELD:
+        break;
+    case SEG_CANCELLED:
+    case SEG_EXPIRED:
+        reply(res, 0, h); /* a second release reports the first outcome */
+        return;
+    default:
+        reply(res, ESC_ENOT_HELD, h);
+        return;
+    }
+    if (now_ms >= h->expires_at_ms) {
+        finish_hold(h, SEG_OP_EXPIRE, SEG_EXPIRED, 0, res, 0);
+        return;
+    }
+    finish_hold(h, SEG_OP_RELEASE, SEG_CANCELLED, 0, res, 0);
+}
+
+void seg_core_extend(seg_core *c, const char *tenant_id, uint64_t hold_id, uint32_t ttl_ms,
+                     int64_t now_ms, seg_result *res)
+{
+    seg_hold *h = transition_target(c, tenant_id, hold_id, res);
+    if (h == NULL) {
+        return;
+    }
+    if (h->state != SEG_HELD) {
+        reply(res, h->state == SEG_EXPIRED ? ESC_EEXPIRED : ESC_ENOT_HELD, h);
+        return;
+    }
+    if (now_ms >= h->expires_at_ms) {
+        finish_hold(h, SEG_OP_EXPIRE, SEG_EXPIRED, 0, res, ESC_EEXPIRED);
+        return;
+    }
+    if (h->extended) {
+        reply(res, ESC_EALREADY_EXTENDED, h);
+        return;
+    }
+    int64_t at = now_ms + (ttl_ms ? ttl_ms : h->seg->item->hold_ttl_ms);
+    res->op.prev_expires_at_ms = h->expires_at_ms;
+    res->op.new_expires_at_ms = at > h->expires_at_ms ? at : h->expires_at_ms;
+    h->expires_at_ms = res->op.new_expires_at_ms;
+    h->extended = true;
+    h->pending = SEG_PENDING_CHANGE;
+    heap_push(c, h->expires_at_ms, h->hold_id);
+    res->disp = SEG_COMMIT;
+    res->status = 0;
+    res->hold = h;
+    res->op.kind = SEG_OP_EXTEND;
+    res->op.hold = h;
+}
+
+void seg_core_get(seg_core *c, const char *tenant_id, uint64_t hold_id, seg_result *res)
+{
+    seg_hold *h = transition_target(c, tenant_id, hold_id, res);
+    if (h != NULL) {
+        reply(res, 0, h);
+    }
+}
+
+size_t seg_core_sweep(seg_core *c, int64_t now_ms, seg_op *ops, size_t max)
+{
+    size_t n = 0;
+    while (n < max && c->heap_len > 0 && c->heap[0].at_ms <= now_ms) {
+        struct seg_expiry e = c->heap[0];
+        seg_hold *h = find_hold(c, e.hold_id);
+        if (h != NULL && h->state == SEG_HELD && h->pending == SEG_PENDING_NONE &&
+            h->expires_at_ms == e.at_ms && !h->seg->fenced) {
+            seg_result res;
+            memset(&res, 0, sizeof res);
+            finish_hold(h, SEG_OP_EXPIRE, SEG_EXPIRED, 0, &res, 0);
+            ops[n++] = res.op;
+        } else if (h != NULL && h->state == SEG_HELD && h->pending != SEG_PENDING_NONE &&
+                   h->expires_at_ms == e.at_ms) {
+            /* busy now; the op's outcome re-arms it if the hold stays held */
+            heap_pop(c);
+            continue;
+        }
+        heap_pop(c);
+    }
+    return n;
+}
+
+/* ---- batch outcome ----------------------------------------------------- */
+
+static void settle_pending_buyer(seg_core *c, seg_hold *h)
+{
+    if (h->pending == SEG_PENDING_CREATE && h->seg->item->max_per_buyer > 0) {
+        hmap_remove(&c->pending_buyers, &h->by_buyer);
+    }
+}
+
+void seg_core_commit_op(seg_core *c, const seg_op *op, int64_t now_ms)
+{
+    seg_hold *h = op->hold;
+    settle_pending_buyer(c, h);
+    h->pending = SEG_PENDING_NONE;
+    switch (op->kind) {
+    case SEG_OP_RESERVE:
+    case SEG_OP_EXTEND:
+        return;
+    default:
+        h->seg->returning -= op->returned;
+        h->seg->available += op->returned;
+        h->ended_at_ms = now_ms;
+        c->live_holds--;
+        retain(c, h);
+        return;
+    }
+}
+
+void seg_core_undo_op(seg_core *c, const seg_op *op)
+{
+    seg_hold *h = op->hold;
+    seg_segment *s = h->seg;
+    settle_pending_buyer(c, h);
+    h->pending = SEG_PENDING_NONE;
+    switch (op->kind) {
+    case SEG_OP_RESERVE:
+        s->available += h->qty;
+        s->held -= h->qty;
+        c->live_holds--;
+        unindex_hold(c, h);
+        hold_free(h);
+        return;
+    case SEG_OP_EXTEND:
+        h->extended = false;
+        h->expires_at_ms = op->prev_expires_at_ms;
+        heap_push(c, h->expires_at_ms, h->hold_id);
+        return;
+    default:
+        s->returning -= op->returned;
+        s->sold -= op->sold;
+        s->held += h->qty;
+        h->state = SEG_HELD;
+        h->qty_sold = 0;
+        heap_push(c, h->expires_at_ms, h->hold_id);
+        return;
+    }
+}
+
+void seg_core_fence(seg_core *c, seg_segment *seg, void (*waiters_cb)(void *waiters, void *arg),
+                    void *arg)
+{
+    seg->fenced = true;
+    /* unlink its final holds from the retention list */
+    seg_hold **pp = &c->retain_head;
+    c->retain_tail = NULL;
+    while (*pp != NULL) {
+        seg_hold *h = *pp;
+        if (h->seg == seg) {
+            *pp = h->retain_next;
+            c->nretained--;
+            continue;
+        }
+        c->retain_tail = h;
+        pp = &h->retain_next;
+    }
+    for (size_t i = 0; i < c->holds.nbuckets; i++) {
+        hmap_node *n = c->holds.buckets[i];
+        while (n != NULL) {
+            hmap_node *next = n->next;
+            seg_hold *h = HMAP_ENTRY(n, seg_hold, by_id);
+            if (h->seg == seg) {
+                if (h->waiters != NULL && waiters_cb != NULL) {
+                    waiters_cb(h->waiters, arg);
+                }
+                settle_pending_buyer(c, h);
+                if (h->state == SEG_HELD) {
+                    c->live_holds--;
+                }
+                unindex_hold(c, h);
+                hold_free(h);
+            }
+            n = next;
+        }
+    }
+}
+
+void seg_core_trim(seg_core *c, int64_t now_ms)
+{
+    while (c->retain_head != NULL &&
+           (c->nretained > c->retain_max || c->retain_head->ended_at_ms + c->retain_ms <= now_ms)) {
+        seg_hold *h = c->retain_head;
+        c->retain_head = h->retain_next;
+        if (c->retain_head == NULL) {
+            c->retain_tail = NULL;
+        }
+        c->nretained--;
+        unindex_hold(c, h);
+        hold_free(h);
+    }
+}
+
+int seg_core_check(const seg_core *c, uint64_t *bad_segment)
+{
+    for (size_t i = 0; i < c->nsegs; i++) {
+        const seg_segment *s = &c->segs[i];
+        if (s->fenced) {
+            continue;
+        }
+        int64_t live = 0;
+        for (size_t b = 0; b < c->holds.nbuckets; b++) {
+            for (const hmap_node *n = c->holds.buckets[b]; n != NULL; n = n->next) {
+                const seg_hold *h = HMAP_ENTRY(n, seg_hold, by_id);
+                if (h->seg == s && h->state == SEG_HELD) {
+                    live += h->qty;
+                }
+            }
+        }
+        if (s->available < 0 || s->held < 0 || s->sold < 0 || s->returning < 0 ||
+            s->available + s->held + s->sold + s->returning != s->allocated || live != s->held) {
+            if (bad_segment != NULL) {
+                *bad_segment = s->segment_id;
+            }
+            return ESC_EINTERNAL;
+        }
+    }
+    return 0;
+}

@@ -1,0 +1,191 @@
+/*
+ * seg_core.h - the segment node's decisions: counters, holds, idempotency,
+ * expiry. Pure: no libuv, libpq or nanomsg; time is a parameter. The node
+ * (segment/node.c) feeds it requests, collects the ops it returns into a
+ * group-commit batch, and tells it afterwards whether the batch committed
+ * (seg_core_commit_op) or not (seg_core_undo_op). cmocka and the simulator
+ * drive it directly.
+ *
+ * Invariants (checked by seg_core_check):
+ *   per segment: available + held + sold + returning == allocated, all >= 0;
+ *   held == sum of qty of its holds in state HELD (tentative ones included);
+ *   a hold with a pending op is not touched by another op until it settles.
+ * Tentative means "decided in memory, not yet committed": a tentative
+ * change is visible to later decisions (so no unit is promised twice) but
+ * nothing about it is told to anyone until its batch commits.
+ */
+#ifndef ESC_SEG_CORE_H
+#define ESC_SEG_CORE_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "esc_limits.h"
+#include "hmap.h"
+
+enum seg_hold_state { SEG_HELD = 1, SEG_CONVERTED = 2, SEG_CANCELLED = 3, SEG_EXPIRED = 4 };
+enum seg_segment_state { SEG_ACTIVE = 0, SEG_DRAINING = 1, SEG_RETIRED = 2 };
+enum seg_op_kind { SEG_OP_RESERVE = 1, SEG_OP_CONFIRM, SEG_OP_RELEASE, SEG_OP_EXPIRE, SEG_OP_EXTEND };
+enum seg_pending { SEG_PENDING_NONE = 0, SEG_PENDING_CREATE, SEG_PENDING_CHANGE };
+
+typedef struct seg_item seg_item;
+typedef struct seg_segment seg_segment;
+typedef struct seg_hold seg_hold;
+
+struct seg_item {
+    hmap_node by_name;
+    char tenant_id[ESC_TENANT_LEN_MAX + 1];
+    char item_id[ESC_ITEM_LEN_MAX + 1];
+    int32_t max_per_order; /* 0 = none */
+    int32_t max_per_buyer; /* 0 = none */
+    uint32_t hold_ttl_ms;
+    bool paused;
+    uint32_t remote_segments; /* active segments of the item owned by other nodes */
+    size_t nsegs;
+    seg_segment *segs[ESC_SEGMENTS_PER_ITEM_MAX]; /* borrowed; owned by the core */
+    size_t rr;                                    /* round-robin start for reserves */
+};
+
+struct seg_segment {
+    uint64_t segment_id;
+    uint64_t epoch;
+    int64_t available, held, sold;
+    /* Units given back by ops whose batch has not committed yet. They are
+     * not available until it commits: if it fails they go back to held, and
+     * must not have been sold to someone else in the meantime. */
+    int64_t returning;
+    int64_t allocated; /* available + held + sold + returning; changes only by transfers */
+    uint64_t next_seq; /* next hold sequence number */
+    int state;         /* SEG_ACTIVE ... */
+    bool fenced;       /* a newer owner exists: serve nothing */
+    seg_item *item;    /* borrowed */
+};
+
+struct seg_hold {
+    hmap_node by_id;
+    hmap_node by_key;
+    hmap_node by_buyer; /* in pending_buyers while a reserve of a limited item is pending */
+    uint64_t hold_id;
+    seg_segment *seg; /* borrowed */
+    int64_t qty;
+    int64_t qty_sold;
+    int64_t expires_at_ms;
+    int64_t ended_at_ms; /* final holds: when they ended (retention) */
+    int64_t request_hash;
+    uint8_t state;    /* seg_hold_state */
+    uint8_t pending;  /* seg_pending */
+    bool extended;
+    seg_hold *retain_next; /* final holds kept for answering retries */
+    void *waiters;         /* owned by the node: requests parked until this hold settles */
+    char *buyer_id;        /* owned */
+    char *key;             /* owned (idempotency key) */
+};
+
+/* One decision that must be committed before anyone hears of it. */
+typedef struct seg_op {
+    uint8_t kind;      /* seg_op_kind */
+    seg_hold *hold;    /* borrowed */
+    int64_t sold;      /* confirm: units sold */
+    int64_t returned;  /* units back to available (confirm rest, release, expire) */
+    int64_t prev_expires_at_ms; /* extend: for undo */
+    int64_t new_expires_at_ms;  /* extend */
+    void *req;         /* the node's request waiting for this op, or NULL */
+} seg_op;
+
+/* What the node must do with a request. */
+typedef enum seg_disp {
+    SEG_REPLY = 0,  /* answer now with status (and hold if not NULL) */
+    SEG_COMMIT,     /* op must go into the batch; answer after commit */
+    SEG_PARK,       /* hold has a pending op: park on hold->waiters, re-run later */
+    SEG_LOOKUP,     /* hold not in memory: look it up in the database */
+} seg_disp;
+
+typedef struct seg_result {
+    seg_disp disp;
+    int status;     /* for SEG_REPLY (and the eventual reply of SEG_COMMIT) */
+    seg_hold *hold; /* borrowed */
+    seg_op op;      /* for SEG_COMMIT */
+} seg_result;
+
+typedef struct seg_reserve_in {
+    const char *tenant_id, *item_id, *buyer_id, *key;
+    int64_t qty;
+    uint32_t ttl_ms;
+    uint64_t segment_id; /* hint */
+    int64_t request_hash;
+} seg_reserve_in;
+
+typedef struct seg_core {
+    hmap items;  /* seg_item by (tenant, item) */
+    hmap holds;  /* seg_hold by hold_id */
+    hmap keys;   /* seg_hold by (tenant, key) */
+    hmap pending_buyers; /* pending reserves of items with a per-buyer maximum */
+    seg_segment *segs; /* owned array */
+    size_t nsegs, segs_cap;
+    seg_item **item_list; /* owned array of owned items */
+    size_t nitems, items_cap;
+    seg_hold *retain_head, *retain_tail; /* final holds, oldest first */
+    size_t nretained;
+    size_t live_holds;
+    int64_t retain_ms;
+    size_t retain_max;
+    /* expiry heap of (expires_at_ms, hold_id), lazy: stale entries skipped */
+    struct seg_expiry { int64_t at_ms; uint64_t hold_id; } *heap;
+    size_t heap_len, heap_cap;
+} seg_core;
+
+int seg_core_init(seg_core *c, size_t segs_cap);
+void seg_core_fini(seg_core *c);
+
+/* Adds an item (copied) unless present; returns it via *out. */
+int seg_core_add_item(seg_core *c, const seg_item *proto, seg_item **out);
+seg_item *seg_core_find_item(seg_core *c, const char *tenant_id, const char *item_id);
+bool seg_core_knows_tenant(const seg_core *c, const char *tenant_id);
+/* Adds a loaded segment of item. Returns ESC_EINVAL if counters are inconsistent. */
+int seg_core_add_segment(seg_core *c, seg_item *item, const seg_segment *proto,
+                         seg_segment **out);
+seg_segment *seg_core_find_segment(seg_core *c, uint64_t segment_id);
+/* Adds a loaded hold (state HELD or final). Strings copied. */
+int seg_core_add_hold(seg_core *c, seg_segment *seg, const seg_hold *proto, const char *buyer_id,
+                      const char *key, seg_hold **out);
+
+/* Decisions. */
+void seg_core_reserve(seg_core *c, const seg_reserve_in *in, int64_t now_ms, seg_result *res);
+void seg_core_confirm(seg_core *c, const char *tenant_id, uint64_t hold_id, int64_t qty,
+                      int64_t now_ms, seg_result *res);
+void seg_core_release(seg_core *c, const char *tenant_id, uint64_t hold_id, int64_t now_ms,
+                      seg_result *res);
+void seg_core_extend(seg_core *c, const char *tenant_id, uint64_t hold_id, uint32_t ttl_ms,
+                     int64_t now_ms, seg_result *res);
+void seg_core_get(seg_core *c, const char *tenant_id, uint64_t hold_id, seg_result *res);
+
+/* Expiry: fills up to max ops for held holds whose expiry passed. */
+size_t seg_core_sweep(seg_core *c, int64_t now_ms, seg_op *ops, size_t max);
+
+/* Batch outcome: the op's batch committed / did not commit. After commit of
+ * a reserve whose hold the database refused (duplicate key, buyer limit)
+ * call undo instead. Either may free the hold (tentative reserve undone, or
+ * retention trimmed later): take hold->waiters first. */
+void seg_core_commit_op(seg_core *c, const seg_op *op, int64_t now_ms);
+void seg_core_undo_op(seg_core *c, const seg_op *op);
+
+/* A newer owner took the segment: drop its holds and serve nothing. The
+ * caller has undone every pending op first; waiters of dropped holds are
+ * handed to waiters_cb (may be NULL if none can exist). */
+void seg_core_fence(seg_core *c, seg_segment *seg, void (*waiters_cb)(void *waiters, void *arg),
+                    void *arg);
+
+/* Trims final holds kept past retention (by age and count). */
+void seg_core_trim(seg_core *c, int64_t now_ms);
+
+/* Checks every invariant; returns 0 or ESC_EINTERNAL (and names the segment). */
+int seg_core_check(const seg_core *c, uint64_t *bad_segment);
+
+/* Hold id helpers. */
+static inline uint64_t seg_hold_segment(uint64_t hold_id)
+{
+    return hold_id >> ESC_HOLD_SEQ_BITS;
+}
+
+#endif

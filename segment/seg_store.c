@@ -1,0 +1,226 @@
+/*
+ * seg_store.c - see seg_store.h.
+ */
+#include "seg_store.h"
+
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "escrow_errors.h"
+#include "log.h"
+#include "sbuf.h"
+
+int seg_store_state_from_text(const char *s)
+{
+    if (strcmp(s, "held") == 0) {
+        return SEG_HELD;
+    }
+    if (strcmp(s, "converted") == 0) {
+        return SEG_CONVERTED;
+    }
+    if (strcmp(s, "cancelled") == 0) {
+        return SEG_CANCELLED;
+    }
+    if (strcmp(s, "expired") == 0) {
+        return SEG_EXPIRED;
+    }
+    return 0;
+}
+
+static int segment_state_from_text(const char *s)
+{
+    return strcmp(s, "active") == 0 ? SEG_ACTIVE
+           : strcmp(s, "draining") == 0 ? SEG_DRAINING
+                                        : SEG_RETIRED;
+}
+
+static int fail(PGresult *r, PGconn *conn, char *why, size_t why_len, const char *step)
+{
+    snprintf(why, why_len, "%s: %s", step, r ? PQresultErrorMessage(r) : PQerrorMessage(conn));
+    PQclear(r);
+    return ESC_EDB;
+}
+
+static PGresult *exec(PGconn *conn, const char *sql, int n, const char *const *v, int want)
+{
+    PGresult *r = PQexecParams(conn, sql, n, NULL, v, NULL, NULL, 0);
+    if (r != NULL && PQresultStatus(r) != (ExecStatusType)want) {
+        return r; /* caller checks status */
+    }
+    return r;
+}
+
+static bool ok(PGresult *r, int want)
+{
+    return r != NULL && PQresultStatus(r) == (ExecStatusType)want;
+}
+
+static int64_t i64(const PGresult *r, int row, int col)
+{
+    return strtoll(PQgetvalue(r, row, col), NULL, 10);
+}
+
+static int load_items(PGconn *conn, const char *node_id, seg_core *core, char *why,
+                      size_t why_len)
+{
+    const char *v[1] = {node_id};
+    PGresult *r = exec(conn,
+                       "/* escrow:segment-load */ SELECT i.tenant_id, i.item_id, i.max_per_order, "
+                       "i.max_per_buyer, i.hold_ttl_ms, i.state, "
+                       "(SELECT count(*) FROM segments o WHERE o.tenant_id = i.tenant_id AND "
+                       " o.item_id = i.item_id AND o.state = 'active' AND "
+                       " o.node_id IS DISTINCT FROM $1) "
+                       "FROM items i WHERE EXISTS (SELECT 1 FROM segments s WHERE s.node_id = $1 "
+                       "AND s.state <> 'retired' AND s.tenant_id = i.tenant_id AND "
+                       "s.item_id = i.item_id)",
+                       1, v, PGRES_TUPLES_OK);
+    if (!ok(r, PGRES_TUPLES_OK)) {
+        return fail(r, conn, why, why_len, "load items");
+    }
+    for (int i = 0; i < PQntuples(r); i++) {
+        seg_item proto;
+        memset(&proto, 0, sizeof proto);
+        snprintf(proto.tenant_id, sizeof proto.tenant_id, "%s", PQgetvalue(r, i, 0));
+        snprintf(proto.item_id, sizeof proto.item_id, "%s", PQgetvalue(r, i, 1));
+        proto.max_per_order = (int32_t)i64(r, i, 2);
+        proto.max_per_buyer = (int32_t)i64(r, i, 3);
+        proto.hold_ttl_ms = (uint32_t)i64(r, i, 4);
+        proto.paused = strcmp(PQgetvalue(r, i, 5), "active") != 0;
+        proto.remote_segments = (uint32_t)i64(r, i, 6);
+        seg_item *it;
+        if (seg_core_add_item(core, &proto, &it) != 0) {
+            PQclear(r);
+            snprintf(why, why_len, "out of memory loading items");
+            return ESC_ENOMEM;
+        }
+    }
+    PQclear(r);
+    return 0;
+}
+
+/* Raises the epoch of our segments and loads them; fills ids for the holds query. */
+static int claim_segments(PGconn *conn, const char *node_id, seg_core *core, sbuf *ids,
+                          char *why, size_t why_len)
+{
+    const char *v[1] = {node_id};
+    PGresult *r = exec(conn,
+                       "/* escrow:segment-claim */ UPDATE segments SET epoch = epoch + 1 "
+                       "WHERE node_id = $1 AND state <> 'retired' RETURNING segment_id, "
+                       "tenant_id, item_id, epoch, available, held, sold, hold_seq, state",
+                       1, v, PGRES_TUPLES_OK);
+    if (!ok(r, PGRES_TUPLES_OK)) {
+        return fail(r, conn, why, why_len, "claim segments");
+    }
+    sbuf_open(ids);
+    for (int i = 0; i < PQntuples(r); i++) {
+        seg_item *it = seg_core_find_item(core, PQgetvalue(r, i, 1), PQgetvalue(r, i, 2));
+        seg_segment proto, *s;
+        memset(&proto, 0, sizeof proto);
+        proto.segment_id = (uint64_t)i64(r, i, 0);
+        proto.epoch = (uint64_t)i64(r, i, 3);
+        proto.available = i64(r, i, 4);
+        proto.held = i64(r, i, 5);
+        proto.sold = i64(r, i, 6);
+        proto.next_seq = (uint64_t)i64(r, i, 7);
+        proto.state = segment_state_from_text(PQgetvalue(r, i, 8));
+        if (it == NULL || seg_core_add_segment(core, it, &proto, &s) != 0) {
+            snprintf(why, why_len, "segment %" PRIu64 " cannot be loaded", proto.segment_id);
+            PQclear(r);
+            return ESC_EINTERNAL;
+        }
+        sbuf_i64(ids, (int64_t)proto.segment_id);
+        ESC_LOG(ESC_LOG_INFO, "SEG-CLAIM",
+                "seg=%" PRIu64 " item=%s/%s epoch=%" PRIu64 " available=%" PRId64
+                " held=%" PRId64 " sold=%" PRId64,
+                s->segment_id, it->tenant_id, it->item_id, s->epoch, s->available, s->held,
+                s->sold);
+    }
+    sbuf_close(ids);
+    PQclear(r);
+    return 0;
+}
+
+static int load_holds(PGconn *conn, seg_core *core, const char *ids, char *why, size_t why_len)
+{
+    const char *v[1] = {ids};
+    PGresult *r = exec(
+        conn,
+        "/* escrow:segment-load */ SELECT hold_id, segment_id, buyer_id, idempotency_key, qty, "
+        "qty_sold, state, round(extract(epoch FROM expires_at) * 1000)::bigint, extended, "
+        "request_hash, COALESCE(round(extract(epoch FROM ended_at) * 1000)::bigint, 0) "
+        "FROM holds WHERE segment_id = ANY ($1::bigint[]) AND (state = 'held' OR "
+        "(state <> 'held' AND ended_at > now() - interval '15 minutes')) "
+        "ORDER BY ended_at NULLS FIRST LIMIT 4194304",
+        1, v, PGRES_TUPLES_OK);
+    if (!ok(r, PGRES_TUPLES_OK)) {
+        return fail(r, conn, why, why_len, "load holds");
+    }
+    for (int i = 0; i < PQntuples(r); i++) {
+        seg_segment *s = seg_core_find_segment(core, (uint64_t)i64(r, i, 1));
+        seg_hold proto, *h;
+        memset(&proto, 0, sizeof proto);
+        proto.hold_id = (uint64_t)i64(r, i, 0);
+        proto.qty = i64(r, i, 4);
+        proto.qty_sold = i64(r, i, 5);
+        proto.state = (uint8_t)seg_store_state_from_text(PQgetvalue(r, i, 6));
+        proto.expires_at_ms = i64(r, i, 7);
+        proto.extended = PQgetvalue(r, i, 8)[0] == 't';
+        proto.request_hash = i64(r, i, 9);
+        proto.ended_at_ms = i64(r, i, 10);
+        if (s == NULL || proto.state == 0 ||
+            seg_core_add_hold(core, s, &proto, PQgetvalue(r, i, 2), PQgetvalue(r, i, 3), &h) != 0) {
+            snprintf(why, why_len, "hold %" PRIu64 " cannot be loaded", proto.hold_id);
+            PQclear(r);
+            return ESC_EINTERNAL;
+        }
+    }
+    ESC_LOG(ESC_LOG_INFO, "SEG-LOAD", "holds=%d live=%zu", PQntuples(r), core->live_holds);
+    PQclear(r);
+    return 0;
+}
+
+int seg_store_take_ownership(PGconn *conn, const char *node_id, const char *endpoint,
+                             seg_core *core, char *why, size_t why_len)
+{
+    const char *v[2] = {node_id, endpoint};
+    PGresult *r = exec(conn, "BEGIN", 0, NULL, PGRES_COMMAND_OK);
+    if (!ok(r, PGRES_COMMAND_OK)) {
+        return fail(r, conn, why, why_len, "begin");
+    }
+    PQclear(r);
+    r = exec(conn,
+             "/* escrow:segment-register */ INSERT INTO nodes (node_id, endpoint) VALUES ($1, $2) "
+             "ON CONFLICT (node_id) DO UPDATE SET endpoint = EXCLUDED.endpoint, state = 'up', "
+             "last_seen_at = now()",
+             2, v, PGRES_COMMAND_OK);
+    if (!ok(r, PGRES_COMMAND_OK)) {
+        PQclear(PQexec(conn, "ROLLBACK"));
+        return fail(r, conn, why, why_len, "register node");
+    }
+    PQclear(r);
+    sbuf ids;
+    sbuf_init(&ids);
+    int rc = load_items(conn, node_id, core, why, why_len);
+    if (rc == 0) {
+        rc = claim_segments(conn, node_id, core, &ids, why, why_len);
+    }
+    r = exec(conn, rc == 0 ? "COMMIT" : "ROLLBACK", 0, NULL, PGRES_COMMAND_OK);
+    if (rc == 0 && !ok(r, PGRES_COMMAND_OK)) {
+        sbuf_fini(&ids);
+        return fail(r, conn, why, why_len, "commit");
+    }
+    PQclear(r);
+    /* After COMMIT: the old owner is fenced, so what we read now is final. */
+    if (rc == 0) {
+        rc = load_holds(conn, core, sbuf_cstr(&ids), why, why_len);
+    }
+    sbuf_fini(&ids);
+    uint64_t bad = 0;
+    if (rc == 0 && seg_core_check(core, &bad) != 0) {
+        snprintf(why, why_len, "segment %" PRIu64 " counters disagree with its holds", bad);
+        rc = ESC_EINTERNAL;
+    }
+    return rc;
+}
