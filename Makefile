@@ -1,0 +1,54 @@
+# Makefile - a thin wrapper over CMake for the three things people type.
+#
+#   make demo    packages (if missing), Release-ish build in build/, then the
+#                flash-sale demo (tests/support/demo.sh; logs in _demo/)
+#   make test    packages, build in build-test/ with sanitizers and tests,
+#                then every test (ctest, all labels)
+#   make clean   remove build/, build-test/ and _demo/
+#
+# Missing packages are installed with apt-get when running as root; otherwise
+# the exact `sudo apt-get install` line is printed and make stops. The list
+# lives in .ci/packages.txt (shared with CI).
+
+PACKAGES := $(shell grep -v -e '^\#' -e '^[[:space:]]*$$' .ci/packages.txt)
+JOBS ?= $(shell nproc 2>/dev/null || echo 2)
+BUILD ?= build
+BUILD_TEST ?= build-test
+DEMO_DIR ?= _demo
+
+.PHONY: all deps build demo test clean
+
+all: build
+
+deps:
+	@missing=""; \
+	for p in $(PACKAGES); do \
+	  dpkg-query -W -f='$${Status}\n' "$$p" 2>/dev/null | grep -q 'install ok installed' || \
+	    missing="$$missing $$p"; \
+	done; \
+	if [ -z "$$missing" ]; then exit 0; fi; \
+	if [ "$$(id -u)" -eq 0 ]; then \
+	  echo "installing:$$missing"; \
+	  DEBIAN_FRONTEND=noninteractive apt-get update -q && \
+	  DEBIAN_FRONTEND=noninteractive apt-get install -y -q --no-install-recommends $$missing; \
+	else \
+	  echo "missing packages:$$missing"; \
+	  echo "install them with:"; \
+	  echo "  sudo apt-get install -y$$missing"; \
+	  exit 1; \
+	fi
+
+build: deps
+	cmake -S . -B $(BUILD) -DCMAKE_BUILD_TYPE=RelWithDebInfo -DESC_TESTS=OFF -DESC_SANITIZE=OFF
+	cmake --build $(BUILD) -j $(JOBS)
+
+demo: build
+	ESC_BIN=$(abspath $(BUILD))/bin ESC_DEMO_DIR=$(abspath $(DEMO_DIR)) tests/support/demo.sh
+
+test: deps
+	cmake -S . -B $(BUILD_TEST) -DCMAKE_BUILD_TYPE=RelWithDebInfo -DESC_TESTS=ON -DESC_SANITIZE=ON
+	cmake --build $(BUILD_TEST) -j $(JOBS)
+	ctest --test-dir $(BUILD_TEST) --output-on-failure -j $(JOBS)
+
+clean:
+	rm -rf $(BUILD) $(BUILD_TEST) $(DEMO_DIR)

@@ -1,0 +1,23 @@
+/*
+ * ctl_item.h - `escrowctl item create`: a new item and its segments.
+ *
+ * One transaction: the tenant and the node rows if missing, the item with
+ * every unit allocated (unallocated = 0), and K segments seg_no 0..K-1 at
+ * epoch 0 whose available counters add up to the total
+ * (ctl_split_available). An item that already exists changes nothing.
+ */
+#ifndef CTL_ITEM_H
+#define CTL_ITEM_H
+
+#include <stdio.h>
+
+#include <libpq-fe.h>
+
+#include "ctl_opts.h"
+
+/* conn and out are borrowed; a->spec was validated by ctl_args_parse.
+ * Returns 0, ESC_ECONFLICT (the item exists), ESC_EINVAL (unknown region),
+ * ESC_EDB or ESC_EUNAVAILABLE; on any error nothing was changed. */
+int ctl_item_create(PGconn *conn, const ctl_args *a, FILE *out);
+
+#endif

@@ -1,0 +1,24 @@
+/*
+ * ctl_status.h - `escrowctl status [TENANT [ITEM]]`: the counters.
+ *
+ * Per item: total, available, held, sold, in_flight, unallocated and the
+ * conservation verdict (the conservation view); per segment: id, seg_no,
+ * region, node, epoch, state, available, held, sold. Both come from one
+ * REPEATABLE READ snapshot, so the segment rows add up to the item row.
+ * At most CTL_STATUS_ITEMS_MAX items are shown; the output says when more
+ * exist.
+ */
+#ifndef CTL_STATUS_H
+#define CTL_STATUS_H
+
+#include <stdio.h>
+
+#include <libpq-fe.h>
+
+#include "ctl_opts.h"
+
+/* conn and out are borrowed. Returns 0, ESC_EUNKNOWN_ITEM when TENANT ITEM
+ * names no item, ESC_EDB or ESC_EUNAVAILABLE. */
+int ctl_status(PGconn *conn, const ctl_args *a, FILE *out);
+
+#endif

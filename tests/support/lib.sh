@@ -1,0 +1,170 @@
+#!/usr/bin/env bash
+# lib.sh - helpers shared by the integration tests (tests/integration/*.sh) and
+# the demo (tests/support/demo.sh). Source it; it sources pg.sh.
+#
+# Sourcing installs an EXIT trap (and INT/TERM traps that exit through it)
+# that stops every process started with esc_node_start or esc_spawn and stops
+# the private PostgreSQL, also on failure or Ctrl-C. Add your own cleanup with
+# esc_on_exit "command"; do not replace the EXIT trap.
+#
+# Environment: ESC_BIN = directory with escrow-segment, escrowctl, escrow-load
+# (required by the functions that start them); ESC_SRC = the source tree
+# (optional). Functions:
+#   esc_step MSG                  print a step for humans ("==> MSG", with the time)
+#   esc_fail MSG                  print "FAIL: MSG" on stderr and exit 1
+#   esc_assert_eq ACTUAL EXPECTED MSG   esc_fail unless equal (as strings)
+#   esc_free_port                 print a free TCP port on 127.0.0.1
+#   esc_psql SQL                  run SQL in $ESCROW_DSN (psql -At -X, ON_ERROR_STOP); prints rows
+#   esc_ctl ARGS...               run $ESC_BIN/escrowctl ARGS...
+#   esc_wait_for TIMEOUT_S CMD... poll CMD every 0.1 s until it succeeds; 1 on timeout
+#   esc_spawn LOGFILE CMD...      start CMD in the background (stdout+stderr to LOGFILE),
+#                                 tracked for cleanup; sets ESC_SPAWN_PID
+#   esc_node_start NODE_ID ENDPOINT LOGFILE [EXTRA_ARGS...]
+#                                 start escrow-segment and wait (15 s) for its SEG-READY
+#                                 log line; sets ESC_NODE_PID; on timeout or early exit
+#                                 prints the log tail and fails (exit 1)
+#   esc_node_stop PID             SIGTERM (to its process group), wait up to 10 s, then
+#                                 SIGKILL; returns its exit status (0 = clean shutdown)
+#   esc_on_exit CMD               run CMD (eval'd) at exit, before the processes are killed
+#   esc_cleanup                   what the EXIT trap runs; idempotent
+
+_esc_lib_dir=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
+# shellcheck source=tests/support/pg.sh
+source "$_esc_lib_dir/pg.sh"
+
+# Seconds a node gets to log SEG-READY, and to exit after SIGTERM.
+ESC_NODE_READY_S=${ESC_NODE_READY_S:-15}
+ESC_NODE_STOP_S=${ESC_NODE_STOP_S:-10}
+
+ESC_PIDS=()
+ESC_EXIT_HOOKS=()
+
+esc_step() {
+    printf '\n==> [%s] %s\n' "$(date +%H:%M:%S)" "$*"
+}
+
+esc_fail() {
+    echo "FAIL: $*" >&2
+    exit 1
+}
+
+esc_assert_eq() {
+    if [[ "$1" != "$2" ]]; then
+        esc_fail "${3:-values differ}: got '$1', expected '$2'"
+    fi
+}
+
+esc_psql() {
+    "$ESC_PG_BINDIR/psql" "$ESCROW_DSN" -At -X -q -v ON_ERROR_STOP=1 -c "$1"
+}
+
+esc_ctl() {
+    "$ESC_BIN/escrowctl" "$@"
+}
+
+esc_wait_for() {
+    local timeout_s=$1
+    shift
+    local deadline=$((SECONDS + timeout_s))
+    until "$@"; do
+        if ((SECONDS >= deadline)); then
+            return 1
+        fi
+        sleep 0.1
+    done
+}
+
+esc_on_exit() {
+    ESC_EXIT_HOOKS+=("$1")
+}
+
+# Each spawned process leads its own process group (setsid execs in place, so
+# $! is the process itself and `wait` works): stopping it signals the group,
+# so helpers it forked do not outlive it.
+esc_spawn() {
+    local log=$1
+    shift
+    setsid "$@" >"$log" 2>&1 &
+    ESC_SPAWN_PID=$!
+    ESC_PIDS+=("$ESC_SPAWN_PID")
+}
+
+_esc_node_ready() {
+    grep -q 'SEG-READY' "$1" 2>/dev/null
+}
+
+esc_node_start() {
+    local node=$1 endpoint=$2 log=$3
+    shift 3
+    [[ -x ${ESC_BIN:-}/escrow-segment ]] || esc_fail "no escrow-segment in ESC_BIN='${ESC_BIN:-}'"
+    [[ -n ${ESCROW_DSN:-} ]] || esc_fail "esc_node_start: ESCROW_DSN is not set"
+    esc_spawn "$log" "$ESC_BIN/escrow-segment" --node-id "$node" --dsn "$ESCROW_DSN" \
+        --listen "$endpoint" "$@"
+    ESC_NODE_PID=$ESC_SPAWN_PID
+    local deadline=$((SECONDS + ESC_NODE_READY_S))
+    until _esc_node_ready "$log"; do
+        if ! kill -0 "$ESC_NODE_PID" 2>/dev/null; then
+            echo "--- last lines of $log" >&2
+            tail -n 30 "$log" >&2
+            esc_fail "node $node exited before it was ready"
+        fi
+        if ((SECONDS >= deadline)); then
+            echo "--- last lines of $log" >&2
+            tail -n 30 "$log" >&2
+            esc_fail "node $node did not log SEG-READY within ${ESC_NODE_READY_S} s"
+        fi
+        sleep 0.1
+    done
+}
+
+_esc_forget_pid() {
+    local keep=() p
+    for p in "${ESC_PIDS[@]}"; do
+        [[ $p == "$1" ]] || keep+=("$p")
+    done
+    ESC_PIDS=("${keep[@]}")
+}
+
+# Signals PID, waits for it to end (SIGKILL after ESC_NODE_STOP_S), reaps it.
+_esc_terminate() {
+    local pid=$1 deadline=$((SECONDS + ESC_NODE_STOP_S)) rc=0
+    kill -TERM -- "-$pid" 2>/dev/null || kill -TERM "$pid" 2>/dev/null || true
+    while kill -0 "$pid" 2>/dev/null; do
+        if ((SECONDS >= deadline)); then
+            echo "warning: pid $pid ignored SIGTERM for ${ESC_NODE_STOP_S} s; SIGKILL" >&2
+            kill -KILL -- "-$pid" 2>/dev/null || kill -KILL "$pid" 2>/dev/null || true
+            break
+        fi
+        sleep 0.1
+    done
+    wait "$pid" 2>/dev/null || rc=$?
+    # whatever else is left in its group
+    kill -KILL -- "-$pid" 2>/dev/null || true
+    return "$rc"
+}
+
+esc_node_stop() {
+    local pid=$1 rc=0
+    _esc_terminate "$pid" || rc=$?
+    _esc_forget_pid "$pid"
+    return "$rc"
+}
+
+esc_cleanup() {
+    local rc=$? hook p
+    trap - EXIT
+    for hook in "${ESC_EXIT_HOOKS[@]}"; do
+        eval "$hook" || true
+    done
+    ESC_EXIT_HOOKS=()
+    for p in "${ESC_PIDS[@]}"; do
+        _esc_terminate "$p" || true
+    done
+    ESC_PIDS=()
+    esc_pg_stop || true
+    return "$rc"
+}
+
+trap esc_cleanup EXIT
+trap 'exit 130' INT
+trap 'exit 143' TERM

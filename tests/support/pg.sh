@@ -1,0 +1,205 @@
+#!/usr/bin/env bash
+# pg.sh - a private, throw-away PostgreSQL for the demo, the integration
+# tests and CI. Never the system service, never a mock.
+#
+# Source it for the functions:
+#   esc_pg_start            initdb a fresh cluster in a mktemp -d directory, start it on a
+#                           free 127.0.0.1 port (unix socket inside the directory), create
+#                           database "escrow"; exports ESCROW_DSN, ESC_PG_DIR, ESC_PG_PORT,
+#                           ESC_PG_USER
+#   esc_pg_stop             stop it (-m fast) and remove the directory; safe to call twice
+#   esc_pg_restart          restart it on the same port (starts it if it is down)
+#   esc_pg_kill_immediate   stop it the way a crash does (-m immediate: no checkpoint,
+#                           crash recovery on the next start); the data stays
+#   esc_pg_running          true while the server answers
+#   esc_free_port           print a free TCP port on 127.0.0.1
+# The caller owns cleanup: call esc_pg_stop from an EXIT trap (tests/support/lib.sh
+# does). Or run it as a command:
+#   pg.sh start             start one and print `export ...` lines (stop it with pg.sh stop DIR)
+#   pg.sh stop DIR          stop and remove the cluster in DIR
+#   pg.sh run CMD [ARGS]    start one, run CMD with ESCROW_DSN set, stop it whatever happens
+#
+# initdb and postgres refuse to run as root. CI runs as root, so then the
+# cluster belongs to the `postgres` system user (created by the postgresql-15
+# package) and every server command runs through runuser; the database
+# superuser is then "postgres". Otherwise it is the current user.
+# fsync stays on (the default): the demo and the tests measure the real thing.
+
+ESC_PG_BINDIR=${ESC_PG_BINDIR:-}
+if [[ -z $ESC_PG_BINDIR ]]; then
+    if [[ -x /usr/lib/postgresql/15/bin/initdb ]]; then
+        ESC_PG_BINDIR=/usr/lib/postgresql/15/bin
+    elif command -v pg_config >/dev/null 2>&1 && [[ -x "$(pg_config --bindir)/initdb" ]]; then
+        ESC_PG_BINDIR=$(pg_config --bindir)
+    fi
+fi
+# Seconds pg_ctl waits for start and stop.
+ESC_PG_WAIT_S=${ESC_PG_WAIT_S:-60}
+# Attempts to start on a fresh free port (another process may take the port
+# between picking and binding it).
+ESC_PG_START_TRIES=3
+
+esc_free_port() {
+    python3 -c 'import socket
+s = socket.socket()
+s.bind(("127.0.0.1", 0))
+print(s.getsockname()[1])
+s.close()'
+}
+
+# Runs a server command as the cluster's owner, from inside the cluster
+# directory (postgres cannot read root's working directory).
+_esc_pg_as_owner() {
+    if [[ $(id -u) -eq 0 ]]; then
+        (cd "$ESC_PG_DIR" && runuser -u postgres -- "$@")
+    else
+        (cd "$ESC_PG_DIR" && "$@")
+    fi
+}
+
+_esc_pg_ctl() {
+    _esc_pg_as_owner "$ESC_PG_BINDIR/pg_ctl" -D "$ESC_PG_DIR/data" "$@"
+}
+
+_esc_pg_configure() {
+    cat >>"$ESC_PG_DIR/data/postgresql.conf" <<EOF
+# escrow test cluster (tests/support/pg.sh)
+listen_addresses = '127.0.0.1'
+port = $ESC_PG_PORT
+unix_socket_directories = '$ESC_PG_DIR'
+max_connections = 200
+shared_buffers = 256MB
+fsync = on
+log_line_prefix = '%m [%p] %q%a '
+log_min_messages = warning
+EOF
+}
+
+# initdb into $ESC_PG_DIR/data. Returns non-zero with the log on stderr.
+_esc_pg_initdb() {
+    if ! _esc_pg_as_owner "$ESC_PG_BINDIR/initdb" -D "$ESC_PG_DIR/data" -A trust \
+        -U "$ESC_PG_USER" -E UTF8 --locale=C.UTF-8 --no-sync >"$ESC_PG_DIR/initdb.log" 2>&1; then
+        echo "pg.sh: initdb failed:" >&2
+        tail -n 20 "$ESC_PG_DIR/initdb.log" >&2
+        return 1
+    fi
+}
+
+# Picks a port and starts; retries with another port when the first is taken.
+_esc_pg_start_server() {
+    local try
+    for ((try = 1; try <= ESC_PG_START_TRIES; try++)); do
+        ESC_PG_PORT=$(esc_free_port)
+        _esc_pg_configure
+        if _esc_pg_ctl -w -t "$ESC_PG_WAIT_S" -l "$ESC_PG_DIR/postgres.log" start \
+            >>"$ESC_PG_DIR/pg_ctl.log" 2>&1; then
+            return 0
+        fi
+        echo "pg.sh: start on port $ESC_PG_PORT failed (try $try of $ESC_PG_START_TRIES)" >&2
+    done
+    tail -n 20 "$ESC_PG_DIR/postgres.log" >&2 2>/dev/null || true
+    return 1
+}
+
+esc_pg_start() {
+    if [[ -z $ESC_PG_BINDIR || ! -x $ESC_PG_BINDIR/initdb ]]; then
+        echo "pg.sh: PostgreSQL server binaries not found (install postgresql-15)" >&2
+        return 1
+    fi
+    ESC_PG_DIR=$(mktemp -d /tmp/escrow-pg.XXXXXX) || return 1
+    if [[ $(id -u) -eq 0 ]]; then
+        ESC_PG_USER=postgres
+        chown postgres:postgres "$ESC_PG_DIR" || return 1
+    else
+        ESC_PG_USER=$(id -un)
+    fi
+    chmod 700 "$ESC_PG_DIR"
+    export ESC_PG_DIR ESC_PG_USER
+    if ! _esc_pg_initdb || ! _esc_pg_start_server; then
+        rm -rf "$ESC_PG_DIR"
+        unset ESC_PG_DIR ESC_PG_PORT ESC_PG_USER
+        return 1
+    fi
+    export ESC_PG_PORT
+    if ! "$ESC_PG_BINDIR/psql" -X -q -h 127.0.0.1 -p "$ESC_PG_PORT" -U "$ESC_PG_USER" \
+        -d postgres -v ON_ERROR_STOP=1 -c 'CREATE DATABASE escrow' >/dev/null; then
+        echo "pg.sh: CREATE DATABASE escrow failed" >&2
+        esc_pg_stop
+        return 1
+    fi
+    export ESCROW_DSN="host=127.0.0.1 port=$ESC_PG_PORT dbname=escrow user=$ESC_PG_USER"
+}
+
+esc_pg_running() {
+    [[ -n ${ESC_PG_DIR:-} && -d $ESC_PG_DIR/data ]] &&
+        "$ESC_PG_BINDIR/pg_isready" -q -h 127.0.0.1 -p "$ESC_PG_PORT" -t 2
+}
+
+esc_pg_stop() {
+    if [[ -z ${ESC_PG_DIR:-} || ! -d $ESC_PG_DIR ]]; then
+        return 0
+    fi
+    if [[ -f $ESC_PG_DIR/data/postmaster.pid ]]; then
+        _esc_pg_ctl -w -t "$ESC_PG_WAIT_S" -m fast stop >>"$ESC_PG_DIR/pg_ctl.log" 2>&1 ||
+            _esc_pg_ctl -m immediate stop >>"$ESC_PG_DIR/pg_ctl.log" 2>&1 || true
+    fi
+    rm -rf "$ESC_PG_DIR"
+    unset ESC_PG_DIR ESC_PG_PORT ESC_PG_USER ESCROW_DSN
+}
+
+esc_pg_restart() {
+    if [[ -f $ESC_PG_DIR/data/postmaster.pid ]]; then
+        _esc_pg_ctl -w -t "$ESC_PG_WAIT_S" -m fast -l "$ESC_PG_DIR/postgres.log" restart \
+            >>"$ESC_PG_DIR/pg_ctl.log" 2>&1
+    else
+        _esc_pg_ctl -w -t "$ESC_PG_WAIT_S" -l "$ESC_PG_DIR/postgres.log" start \
+            >>"$ESC_PG_DIR/pg_ctl.log" 2>&1
+    fi
+}
+
+esc_pg_kill_immediate() {
+    _esc_pg_ctl -w -t "$ESC_PG_WAIT_S" -m immediate stop >>"$ESC_PG_DIR/pg_ctl.log" 2>&1
+}
+
+# ---- command-line use ----------------------------------------------------
+
+_esc_pg_main() {
+    case "${1:-}" in
+    start)
+        esc_pg_start || return 1
+        printf 'export ESCROW_DSN=%q\nexport ESC_PG_DIR=%q\nexport ESC_PG_PORT=%q\nexport ESC_PG_USER=%q\n' \
+            "$ESCROW_DSN" "$ESC_PG_DIR" "$ESC_PG_PORT" "$ESC_PG_USER"
+        echo "# stop it with: $0 stop $ESC_PG_DIR"
+        ;;
+    stop)
+        [[ -n ${2:-} && -d $2/data ]] || {
+            echo "usage: $0 stop DIR (a directory made by '$0 start')" >&2
+            return 2
+        }
+        ESC_PG_DIR=$2
+        ESC_PG_PORT=$(sed -n 's/^port = //p' "$ESC_PG_DIR/data/postgresql.conf" | tail -n 1)
+        esc_pg_stop
+        ;;
+    run)
+        shift
+        [[ $# -gt 0 ]] || {
+            echo "usage: $0 run CMD [ARGS...]" >&2
+            return 2
+        }
+        trap esc_pg_stop EXIT
+        trap 'exit 130' INT
+        trap 'exit 143' TERM
+        esc_pg_start || return 1
+        "$@"
+        ;;
+    *)
+        echo "usage: $0 start | stop DIR | run CMD [ARGS...]   (or source it)" >&2
+        return 2
+        ;;
+    esac
+}
+
+if [[ ${BASH_SOURCE[0]} == "$0" ]]; then
+    set -euo pipefail
+    _esc_pg_main "$@"
+fi

@@ -1,0 +1,390 @@
+/*
+ * test_seg_core.c - the segment node's decisions, without I/O: counters,
+ * the four rejections, idempotency, transitions, expiry at the point of use,
+ * undo of failed batches, fencing, and the invariant checker itself.
+ */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <string.h>
+
+#include <cmocka.h>
+
+#include "escrow_errors.h"
+#include "seg_core.h"
+
+#define T0 1000000000000LL /* a fixed "now", unix ms */
+
+typedef struct fixture {
+    seg_core core;
+    seg_item *item;
+    seg_segment *s1, *s2;
+} fixture;
+
+static int setup_item(fixture *f, int64_t a1, int64_t a2, int32_t max_order, int32_t max_buyer)
+{
+    if (seg_core_init(&f->core, 16) != 0) {
+        return -1;
+    }
+    seg_item proto;
+    memset(&proto, 0, sizeof proto);
+    strcpy(proto.tenant_id, "shop");
+    strcpy(proto.item_id, "tee");
+    proto.hold_ttl_ms = 1000;
+    proto.max_per_order = max_order;
+    proto.max_per_buyer = max_buyer;
+    if (seg_core_add_item(&f->core, &proto, &f->item) != 0) {
+        return -1;
+    }
+    seg_segment s;
+    memset(&s, 0, sizeof s);
+    s.segment_id = 1;
+    s.epoch = 1;
+    s.available = a1;
+    s.next_seq = 1;
+    if (seg_core_add_segment(&f->core, f->item, &s, &f->s1) != 0) {
+        return -1;
+    }
+    s.segment_id = 2;
+    s.available = a2;
+    return seg_core_add_segment(&f->core, f->item, &s, &f->s2);
+}
+
+static int setup(void **state)
+{
+    static fixture f;
+    memset(&f, 0, sizeof f);
+    *state = &f;
+    return setup_item(&f, 2, 1, 5, 0);
+}
+
+static int setup_limited(void **state)
+{
+    static fixture f;
+    memset(&f, 0, sizeof f);
+    *state = &f;
+    return setup_item(&f, 10, 0, 0, 2);
+}
+
+static int teardown(void **state)
+{
+    fixture *f = *state;
+    seg_core_fini(&f->core);
+    return 0;
+}
+
+static void reserve(fixture *f, const char *buyer, const char *key, int64_t qty, int64_t now,
+                    seg_result *res)
+{
+    seg_reserve_in in = {"shop", "tee", buyer, key, qty, 0, 0, qty * 1000 + (int64_t)strlen(buyer)};
+    seg_core_reserve(&f->core, &in, now, res);
+}
+
+static void assert_ok(const fixture *f)
+{
+    assert_int_equal(seg_core_check(&f->core, NULL), 0);
+}
+
+/* reserve -> commit; returns the hold */
+static seg_hold *hold_committed(fixture *f, const char *buyer, const char *key, int64_t qty)
+{
+    seg_result res;
+    reserve(f, buyer, key, qty, T0, &res);
+    assert_int_equal(res.disp, SEG_COMMIT);
+    assert_int_equal(res.status, 0);
+    seg_core_commit_op(&f->core, &res.op, T0);
+    return res.hold;
+}
+
+static void test_reserve_until_sold_out(void **state)
+{
+    fixture *f = *state;
+    seg_result res;
+    for (int i = 0; i < 3; i++) {
+        char key[8];
+        snprintf(key, sizeof key, "k%d", i);
+        reserve(f, "b", key, 1, T0, &res);
+        assert_int_equal(res.disp, SEG_COMMIT);
+        assert_int_equal(seg_hold_segment(res.hold->hold_id), res.hold->seg->segment_id);
+        seg_core_commit_op(&f->core, &res.op, T0);
+    }
+    assert_int_equal(f->s1->available + f->s2->available, 0);
+    assert_int_equal(f->s1->held + f->s2->held, 3);
+    /* units are held by others and may come back: TRY_LATER, not SOLD_OUT */
+    reserve(f, "b", "k9", 1, T0, &res);
+    assert_int_equal(res.disp, SEG_REPLY);
+    assert_int_equal(res.status, ESC_ETRY_LATER);
+    assert_ok(f);
+}
+
+static void test_sold_out_when_nothing_can_return(void **state)
+{
+    fixture *f = *state;
+    seg_result res;
+    for (int i = 0; i < 3; i++) {
+        char key[8];
+        snprintf(key, sizeof key, "k%d", i);
+        seg_hold *h = hold_committed(f, "b", key, 1);
+        seg_core_confirm(&f->core, "shop", h->hold_id, 0, T0, &res);
+        assert_int_equal(res.disp, SEG_COMMIT);
+        seg_core_commit_op(&f->core, &res.op, T0);
+    }
+    reserve(f, "b", "late", 1, T0, &res);
+    assert_int_equal(res.status, ESC_ESOLD_OUT);
+    assert_int_equal(f->s1->sold + f->s2->sold, 3);
+    assert_ok(f);
+}
+
+static void test_segment_empty_when_stock_elsewhere(void **state)
+{
+    fixture *f = *state;
+    seg_result res;
+    f->item->remote_segments = 3;
+    reserve(f, "b", "big", 3, T0, &res); /* 2 + 1 locally: split, no single segment */
+    assert_int_equal(res.status, ESC_ETRY_LATER);
+    reserve(f, "b", "k1", 2, T0, &res);
+    seg_core_commit_op(&f->core, &res.op, T0);
+    reserve(f, "b", "k2", 1, T0, &res);
+    seg_core_commit_op(&f->core, &res.op, T0);
+    reserve(f, "b", "k3", 1, T0, &res);
+    assert_int_equal(res.status, ESC_ESEGMENT_EMPTY);
+}
+
+static void test_limits_and_unknowns(void **state)
+{
+    fixture *f = *state;
+    seg_result res;
+    reserve(f, "b", "k", 6, T0, &res);
+    assert_int_equal(res.status, ESC_EORDER_LIMIT);
+    seg_reserve_in in = {"shop", "nope", "b", "k", 1, 0, 0, 1};
+    seg_core_reserve(&f->core, &in, T0, &res);
+    assert_int_equal(res.status, ESC_EUNKNOWN_ITEM);
+    in.tenant_id = "other";
+    in.item_id = "tee";
+    seg_core_reserve(&f->core, &in, T0, &res);
+    assert_int_equal(res.status, ESC_EUNKNOWN_TENANT);
+    f->item->paused = true;
+    reserve(f, "b", "k", 1, T0, &res);
+    assert_int_equal(res.status, ESC_EPAUSED);
+    assert_int_equal(f->s1->available + f->s2->available, 3); /* nothing changed */
+}
+
+static void test_idempotency(void **state)
+{
+    fixture *f = *state;
+    seg_result a, b;
+    reserve(f, "b", "key", 1, T0, &a);
+    assert_int_equal(a.disp, SEG_COMMIT);
+    /* same key while the first is not committed yet: park, don't take a unit */
+    reserve(f, "b", "key", 1, T0, &b);
+    assert_int_equal(b.disp, SEG_PARK);
+    assert_ptr_equal(b.hold, a.hold);
+    seg_core_commit_op(&f->core, &a.op, T0);
+    reserve(f, "b", "key", 1, T0, &b);
+    assert_int_equal(b.disp, SEG_REPLY);
+    assert_int_equal(b.status, 0);
+    assert_int_equal(b.hold->hold_id, a.hold->hold_id);
+    reserve(f, "b", "key", 2, T0, &b);
+    assert_int_equal(b.status, ESC_EIDEMPOTENCY_MISMATCH);
+    assert_int_equal(f->s1->held + f->s2->held, 1);
+    assert_ok(f);
+}
+
+static void test_confirm_partial_and_twice(void **state)
+{
+    fixture *f = *state;
+    seg_result res;
+    seg_hold *h = hold_committed(f, "b", "k", 2);
+    seg_core_confirm(&f->core, "shop", h->hold_id, 3, T0, &res);
+    assert_int_equal(res.status, ESC_EINVAL);
+    seg_core_confirm(&f->core, "shop", h->hold_id, 1, T0, &res);
+    assert_int_equal(res.disp, SEG_COMMIT);
+    /* the returned unit is not available until the batch commits */
+    int64_t avail = f->s1->available + f->s2->available;
+    assert_int_equal(avail, 1);
+    seg_core_commit_op(&f->core, &res.op, T0);
+    assert_int_equal(f->s1->available + f->s2->available, 2);
+    assert_int_equal(f->s1->sold + f->s2->sold, 1);
+    seg_core_confirm(&f->core, "shop", h->hold_id, 0, T0, &res);
+    assert_int_equal(res.disp, SEG_REPLY);
+    assert_int_equal(res.status, 0);
+    assert_int_equal(res.hold->qty_sold, 1);
+    seg_core_release(&f->core, "shop", h->hold_id, T0, &res);
+    assert_int_equal(res.status, ESC_ENOT_HELD);
+    assert_ok(f);
+}
+
+static void test_release_twice_returns_once(void **state)
+{
+    fixture *f = *state;
+    seg_result res;
+    seg_hold *h = hold_committed(f, "b", "k", 1);
+    seg_core_release(&f->core, "shop", h->hold_id, T0, &res);
+    assert_int_equal(res.disp, SEG_COMMIT);
+    seg_result again;
+    seg_core_release(&f->core, "shop", h->hold_id, T0, &again);
+    assert_int_equal(again.disp, SEG_PARK); /* waits for the first outcome */
+    seg_core_commit_op(&f->core, &res.op, T0);
+    seg_core_release(&f->core, "shop", h->hold_id, T0, &again);
+    assert_int_equal(again.disp, SEG_REPLY);
+    assert_int_equal(again.status, 0);
+    assert_int_equal(again.hold->state, SEG_CANCELLED);
+    assert_int_equal(f->s1->available + f->s2->available, 3);
+    seg_core_confirm(&f->core, "shop", h->hold_id, 0, T0, &res);
+    assert_int_equal(res.status, ESC_ENOT_HELD);
+    assert_ok(f);
+}
+
+static void test_expiry_at_point_of_use(void **state)
+{
+    fixture *f = *state;
+    seg_result res;
+    seg_hold *h = hold_committed(f, "b", "k", 1);
+    /* no sweeper ran; the confirm itself sees the deadline */
+    seg_core_confirm(&f->core, "shop", h->hold_id, 0, h->expires_at_ms, &res);
+    assert_int_equal(res.disp, SEG_COMMIT);
+    assert_int_equal(res.status, ESC_EEXPIRED);
+    assert_int_equal(res.op.kind, SEG_OP_EXPIRE);
+    seg_core_commit_op(&f->core, &res.op, T0);
+    seg_core_release(&f->core, "shop", h->hold_id, T0 + 5000, &res);
+    assert_int_equal(res.status, 0);
+    assert_int_equal(res.hold->state, SEG_EXPIRED);
+    seg_core_confirm(&f->core, "shop", h->hold_id, 0, T0 + 5000, &res);
+    assert_int_equal(res.status, ESC_EEXPIRED);
+    assert_int_equal(f->s1->available + f->s2->available, 3);
+    assert_ok(f);
+}
+
+static void test_sweeper_and_extend(void **state)
+{
+    fixture *f = *state;
+    seg_result res;
+    seg_hold *a = hold_committed(f, "b", "a", 1);
+    seg_hold *b = hold_committed(f, "b", "b", 1);
+    seg_core_extend(&f->core, "shop", b->hold_id, 5000, T0 + 10, &res);
+    assert_int_equal(res.disp, SEG_COMMIT);
+    seg_core_commit_op(&f->core, &res.op, T0 + 10);
+    seg_core_extend(&f->core, "shop", b->hold_id, 5000, T0 + 20, &res);
+    assert_int_equal(res.status, ESC_EALREADY_EXTENDED);
+    seg_op ops[8];
+    size_t n = seg_core_sweep(&f->core, T0 + 1000, ops, 8);
+    assert_int_equal(n, 1);
+    assert_ptr_equal(ops[0].hold, a);
+    seg_core_commit_op(&f->core, &ops[0], T0 + 1000);
+    assert_int_equal(a->state, SEG_EXPIRED);
+    assert_int_equal(seg_core_sweep(&f->core, T0 + 1000, ops, 8), 0);
+    assert_int_equal(seg_core_sweep(&f->core, T0 + 5010, ops, 8), 1);
+    seg_core_commit_op(&f->core, &ops[0], T0 + 5010);
+    assert_int_equal(f->s1->available + f->s2->available, 3);
+    assert_ok(f);
+}
+
+static void test_undo_restores_everything(void **state)
+{
+    fixture *f = *state;
+    seg_result r1, r2, r3;
+    seg_hold *h = hold_committed(f, "b", "k", 1);
+    seg_hold *g = hold_committed(f, "b", "g", 1);
+    reserve(f, "b", "new", 1, T0, &r1);
+    seg_core_confirm(&f->core, "shop", h->hold_id, 0, T0, &r2);
+    seg_core_release(&f->core, "shop", g->hold_id, T0, &r3);
+    /* the batch failed: undo in reverse order */
+    seg_core_undo_op(&f->core, &r3.op);
+    seg_core_undo_op(&f->core, &r2.op);
+    seg_core_undo_op(&f->core, &r1.op);
+    assert_int_equal(h->state, SEG_HELD);
+    assert_int_equal(g->state, SEG_HELD);
+    assert_int_equal(f->s1->available + f->s2->available, 1);
+    assert_int_equal(f->s1->held + f->s2->held, 2);
+    assert_int_equal(f->s1->sold + f->s2->sold, 0);
+    /* the undone key is free again */
+    reserve(f, "b", "new", 1, T0, &r1);
+    assert_int_equal(r1.disp, SEG_COMMIT);
+    assert_ok(f);
+}
+
+static void test_per_buyer_one_pending(void **state)
+{
+    fixture *f = *state;
+    seg_result a, b;
+    reserve(f, "bob", "k1", 3, T0, &a);
+    assert_int_equal(a.status, ESC_EBUYER_LIMIT); /* over the maximum of 2 alone */
+    reserve(f, "bob", "k1", 1, T0, &a);
+    assert_int_equal(a.disp, SEG_COMMIT);
+    reserve(f, "bob", "k2", 1, T0, &b);
+    assert_int_equal(b.disp, SEG_PARK); /* one pending reserve per buyer and item */
+    reserve(f, "ann", "k3", 1, T0, &b);
+    assert_int_equal(b.disp, SEG_COMMIT);
+    seg_core_commit_op(&f->core, &a.op, T0);
+    seg_core_commit_op(&f->core, &b.op, T0);
+    reserve(f, "bob", "k2", 1, T0, &b);
+    assert_int_equal(b.disp, SEG_COMMIT);
+    seg_core_undo_op(&f->core, &b.op); /* e.g. the database said BUYER_LIMIT */
+    assert_ok(f);
+}
+
+static void test_tenant_isolation_and_lookup(void **state)
+{
+    fixture *f = *state;
+    seg_result res;
+    seg_hold *h = hold_committed(f, "b", "k", 1);
+    seg_core_get(&f->core, "other", h->hold_id, &res);
+    assert_int_equal(res.status, ESC_ENOT_FOUND);
+    seg_core_confirm(&f->core, "other", h->hold_id, 0, T0, &res);
+    assert_int_equal(res.status, ESC_ENOT_FOUND);
+    seg_core_get(&f->core, "shop", (1ULL << ESC_HOLD_SEQ_BITS) | 999, &res);
+    assert_int_equal(res.disp, SEG_LOOKUP); /* ours, not in memory: ask the database */
+    seg_core_get(&f->core, "shop", (77ULL << ESC_HOLD_SEQ_BITS) | 1, &res);
+    assert_int_equal(res.status, ESC_ENOT_OWNER);
+}
+
+static void test_fence_drops_segment(void **state)
+{
+    fixture *f = *state;
+    seg_result res;
+    seg_hold *h = hold_committed(f, "b", "k", 1);
+    seg_segment *s = h->seg;
+    uint64_t id = h->hold_id;
+    seg_core_fence(&f->core, s, NULL, NULL);
+    seg_core_confirm(&f->core, "shop", id, 0, T0, &res);
+    assert_int_equal(res.status, ESC_ENOT_OWNER);
+    seg_core_fence(&f->core, s == f->s1 ? f->s2 : f->s1, NULL, NULL);
+    reserve(f, "b", "k2", 1, T0, &res);
+    assert_int_equal(res.status, ESC_ENOT_OWNER);
+    assert_int_equal(f->core.live_holds, 0);
+}
+
+static void test_check_catches_drift(void **state)
+{
+    fixture *f = *state;
+    hold_committed(f, "b", "k", 1);
+    assert_ok(f);
+    f->s1->available += 1; /* a unit out of nowhere */
+    uint64_t bad = 0;
+    assert_int_equal(seg_core_check(&f->core, &bad), ESC_EINTERNAL);
+    assert_int_equal(bad, 1);
+    f->s1->available -= 1;
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test_setup_teardown(test_reserve_until_sold_out, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_sold_out_when_nothing_can_return, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_segment_empty_when_stock_elsewhere, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_limits_and_unknowns, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_idempotency, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_confirm_partial_and_twice, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_release_twice_returns_once, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_expiry_at_point_of_use, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_sweeper_and_extend, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_undo_restores_everything, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_per_buyer_one_pending, setup_limited, teardown),
+        cmocka_unit_test_setup_teardown(test_tenant_isolation_and_lookup, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_fence_drops_segment, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_check_catches_drift, setup, teardown),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
