@@ -39,6 +39,11 @@ void pgx_err_from(PGconn *conn, const PGresult *res, pgx_err *err)
             err->message[--n] = '\0';
         }
     }
+    for (char *p = err->message; *p != '\0'; p++) {
+        if (*p == '\n' || *p == '\t') {
+            *p = ' '; /* one log line per event */
+        }
+    }
     err->conn_lost = conn == NULL || PQstatus(conn) != CONNECTION_OK ||
                      strncmp(err->sqlstate, "08", 2) == 0 || strncmp(err->sqlstate, "57P", 3) == 0;
     err->code = err->conn_lost ? ESC_EUNAVAILABLE : ESC_EDB;

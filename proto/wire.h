@@ -85,9 +85,9 @@ bool wire_id_valid(const char *s, size_t max);
  * ESC_ETOOBIG with *why set; out->corr_id is set whenever the frame parsed,
  * so the error reply can be correlated. */
 int wire_decode_request(const void *buf, size_t len, wire_request *out, char why[WIRE_WHY_MAX]);
-/* Validates req the way a server would and encodes it into buf. Returns 0
- * and *len, ESC_EINVAL for a request a server would refuse, ESC_ETOOBIG if
- * cap is too small. */
+/* Encodes req into buf. It does not validate the fields (libescrow does,
+ * before it sends; the server validates again on decode). Returns 0 and
+ * *len, ESC_EINVAL for an unknown op, ESC_ETOOBIG if cap is too small. */
 int wire_encode_request(const wire_request *req, void *buf, size_t cap, size_t *len);
 
 int wire_encode_reply(const wire_reply *rep, void *buf, size_t cap, size_t *len);

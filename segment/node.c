@@ -413,8 +413,17 @@ void node_maybe_finish_stop(node *n)
     n->watch.poll.data = n;
     nnx_watch_close(&n->watch, on_handle_closed);
     node_db_close(n);
-    ESC_LOG(ESC_LOG_INFO, "SEG-STOP", "node=%s stopped requests=%" PRIu64 " batches=%" PRIu64,
-            n->cfg.node_id, n->stats.requests, n->stats.batches);
+    const node_stats *st = &n->stats;
+    ESC_LOG(ESC_LOG_INFO, "SEG-STOP",
+            "node=%s stopped requests=%" PRIu64 " holds=%" PRIu64 " confirms=%" PRIu64
+            " releases=%" PRIu64 " expiries=%" PRIu64 " sold_out=%" PRIu64 " try_later=%" PRIu64
+            " batches=%" PRIu64 " rows=%" PRIu64 " failed_batches=%" PRIu64
+            " commit_avg_ms=%.2f commit_max_ms=%.2f",
+            n->cfg.node_id, st->requests, st->reserves_ok, st->confirms, st->releases,
+            st->expiries, st->rejected_sold_out, st->rejected_try_later, st->batches,
+            st->batch_rows, st->batch_failures,
+            st->batches ? (double)st->commit_us_total / (double)st->batches / 1000.0 : 0.0,
+            (double)st->commit_us_max / 1000.0);
 }
 
 void node_stop(node *n)

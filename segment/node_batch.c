@@ -321,6 +321,23 @@ static seg_op *find_reserve(node_batch *b, uint64_t hold_id, size_t *idx)
     return NULL;
 }
 
+/* A hold as the commit function and the lookup return it, from column c:
+ * hold_id, segment_id, item_id, buyer_id, qty, qty_sold, state,
+ * expires (unix ms), extended. */
+static void hold_from_row(const PGresult *res, int row, int c, wire_hold *w)
+{
+    memset(w, 0, sizeof *w);
+    w->hold_id = strtoull(PQgetvalue(res, row, c), NULL, 10);
+    w->segment_id = strtoull(PQgetvalue(res, row, c + 1), NULL, 10);
+    snprintf(w->item_id, sizeof w->item_id, "%s", PQgetvalue(res, row, c + 2));
+    snprintf(w->buyer_id, sizeof w->buyer_id, "%s", PQgetvalue(res, row, c + 3));
+    w->qty = strtoll(PQgetvalue(res, row, c + 4), NULL, 10);
+    w->qty_sold = strtoll(PQgetvalue(res, row, c + 5), NULL, 10);
+    w->state = seg_store_state_from_text(PQgetvalue(res, row, c + 6));
+    w->expires_at_ms = strtoll(PQgetvalue(res, row, c + 7), NULL, 10);
+    w->extended = PQgetvalue(res, row, c + 8)[0] == 't';
+}
+
 /* The database's verdict on reserves it did not accept: answered here. */
 static void apply_rejections(node *n, node_batch *b, PGresult *res)
 {
@@ -344,16 +361,7 @@ static void apply_rejections(node *n, node_batch *b, PGresult *res)
         }
         /* duplicate: this key already has a hold, here it is */
         wire_hold w;
-        memset(&w, 0, sizeof w);
-        w.hold_id = strtoull(PQgetvalue(res, row, 2), NULL, 10);
-        w.segment_id = strtoull(PQgetvalue(res, row, 3), NULL, 10);
-        snprintf(w.item_id, sizeof w.item_id, "%s", PQgetvalue(res, row, 4));
-        snprintf(w.buyer_id, sizeof w.buyer_id, "%s", PQgetvalue(res, row, 5));
-        w.qty = strtoll(PQgetvalue(res, row, 6), NULL, 10);
-        w.qty_sold = strtoll(PQgetvalue(res, row, 7), NULL, 10);
-        w.state = seg_store_state_from_text(PQgetvalue(res, row, 8));
-        w.expires_at_ms = strtoll(PQgetvalue(res, row, 9), NULL, 10);
-        w.extended = PQgetvalue(res, row, 10)[0] == 't';
+        hold_from_row(res, row, 2, &w);
         int64_t hash = strtoll(PQgetvalue(res, row, 11), NULL, 10);
         bool same = hash == op->hold->request_hash;
         node_send(n, &r->hdr, r->req.corr_id, same ? 0 : ESC_EIDEMPOTENCY_MISMATCH,
@@ -625,16 +633,7 @@ static void on_lookup(pgx_conn *c, PGresult *res, const pgx_err *err, void *arg)
         node_answer(n, &r->hdr, &r->req, ESC_ENOT_FOUND, NULL);
     } else {
         wire_hold w;
-        memset(&w, 0, sizeof w);
-        w.hold_id = strtoull(PQgetvalue(res, 0, 0), NULL, 10);
-        w.segment_id = strtoull(PQgetvalue(res, 0, 1), NULL, 10);
-        snprintf(w.item_id, sizeof w.item_id, "%s", PQgetvalue(res, 0, 2));
-        snprintf(w.buyer_id, sizeof w.buyer_id, "%s", PQgetvalue(res, 0, 3));
-        w.qty = strtoll(PQgetvalue(res, 0, 4), NULL, 10);
-        w.qty_sold = strtoll(PQgetvalue(res, 0, 5), NULL, 10);
-        w.state = seg_store_state_from_text(PQgetvalue(res, 0, 6));
-        w.expires_at_ms = strtoll(PQgetvalue(res, 0, 7), NULL, 10);
-        w.extended = PQgetvalue(res, 0, 8)[0] == 't';
+        hold_from_row(res, 0, 0, &w);
         int status = w.state == SEG_HELD ? ESC_EINTERNAL
                                          : lookup_status(r->req.op, w.state, r->req.qty, w.qty_sold);
         node_send(n, &r->hdr, r->req.corr_id, status, &w, NULL);

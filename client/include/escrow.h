@@ -60,6 +60,8 @@ typedef struct esc_hold {
     bool extended;
 } esc_hold;
 
+/* level: 0 error, 1 warn, 2 info, 3 debug (as common/log.h); line is valid
+ * only during the call. Runs on the loop's thread. */
 typedef void (*esc_log_fn)(int level, const char *line, void *arg);
 
 typedef struct esc_options {

@@ -1,0 +1,39 @@
+/* checkout.c - reserve a unit, take the payment, sell it (or give it back). */
+#include <stdio.h>
+
+#include "escrow.h"
+
+int main(int argc, char **argv)
+{
+    const char *endpoint = argc > 1 ? argv[1] : "tcp://127.0.0.1:7101";
+    esc_options opts = {.endpoint = endpoint, .tenant_id = "shop-1", .deadline_ms = 2000};
+    esc_client *c;
+    int rc = esc_client_new(&opts, &c);
+    if (rc != 0) {
+        fprintf(stderr, "escrow: %s\n", esc_strerror(rc));
+        return 1;
+    }
+    /* The key names this checkout: a retry after a timeout reuses it. */
+    esc_reserve_req req = {.item_id = "tee", .buyer_id = "buyer-17", .qty = 1,
+                           .idempotency_key = "order-2026-0001"};
+    esc_hold hold;
+    rc = esc_reserve(c, &req, 0, &hold);
+    if (rc == ESC_ESOLD_OUT || rc == ESC_ETRY_LATER) {
+        printf("%s: %s\n", esc_err_name(rc), esc_strerror(rc)); /* two different buttons */
+        esc_client_free(c);
+        return 0;
+    }
+    if (rc != 0) {
+        fprintf(stderr, "reserve: %s\n", esc_strerror(rc));
+        esc_client_free(c);
+        return 1;
+    }
+    printf("hold %llu: %lld unit(s) until %lld\n", (unsigned long long)hold.hold_id,
+           (long long)hold.qty, (long long)hold.expires_at_ms);
+    rc = esc_extend(c, hold.hold_id, 0, 0, &hold); /* payment started: once per hold */
+    bool paid = rc == 0; /* ... the payment provider answers here ... */
+    rc = paid ? esc_confirm(c, hold.hold_id, 0, 0, &hold) : esc_release(c, hold.hold_id, 0, &hold);
+    printf("%s: hold is %s\n", esc_err_name(rc), esc_hold_state_name(hold.state));
+    esc_client_free(c);
+    return rc == 0 ? 0 : 1;
+}

@@ -1,0 +1,320 @@
+/*
+ * load.c - see load.h.
+ *
+ * Each of the `concurrency` slots walks buyers in index order: when its
+ * buyer's story ends (rejected, errored, confirmed, released or abandoned)
+ * the slot takes the next index. Every step is a libescrow callback or a
+ * slot timer on the one loop; nothing blocks. When the last slot runs dry,
+ * every handle is closed and uv_run returns.
+ */
+#include "load.h"
+
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "clock.h"
+#include "escrow.h"
+
+typedef struct run run;
+
+typedef struct buyer {
+    run *r;           /* borrowed */
+    uv_timer_t timer; /* embedded: think time and TRY_LATER backoff */
+    uint64_t index;
+    uint64_t hold_id;
+    int64_t sent_us;
+    uint32_t try_later;
+    int decision;
+    char key[ESC_ID_MAX + 1];
+    char buyer_id[ESC_ID_MAX + 1];
+} buyer;
+
+struct run {
+    const load_config *cfg; /* borrowed */
+    load_stats *st;         /* borrowed */
+    esc_async *a;           /* owned until closed */
+    buyer *buyers;          /* owned, cfg->concurrency slots */
+    uint64_t next;          /* next buyer index to start */
+    uint32_t active;        /* slots with a buyer */
+    bool starting;
+    bool finished;
+    bool progress_on;
+    uv_timer_t progress; /* embedded, unreferenced */
+    int64_t t0_us;
+};
+
+static uint64_t splitmix64(uint64_t x)
+{
+    x += 0x9e3779b97f4a7c15ULL;
+    x = (x ^ (x >> 30)) * 0xbf58476d1ce4e5b9ULL;
+    x = (x ^ (x >> 27)) * 0x94d049bb133111ebULL;
+    return x ^ (x >> 31);
+}
+
+int load_decide(const load_config *cfg, uint64_t index)
+{
+    uint64_t x = splitmix64(cfg->seed ^ splitmix64(index));
+    double u = (double)(x >> 11) * 0x1.0p-53;
+    if (u < cfg->confirm) {
+        return 0;
+    }
+    return u < cfg->confirm + cfg->release ? 1 : 2;
+}
+
+static void count_error(run *r, int code)
+{
+    unsigned idx = code < 0 && code > ESC_E_LAST_ ? (unsigned)-code : 0u;
+    r->st->errors_by_kind[idx < LOAD_ERR_KINDS ? idx : 0]++;
+}
+
+static void noop_closed(uv_handle_t *h)
+{
+    (void)h;
+}
+
+static void async_closed(void *arg)
+{
+    (void)arg;
+}
+
+/* Every buyer is done: stop the clock and close every handle. */
+static void run_finish(run *r)
+{
+    if (r->finished) {
+        return;
+    }
+    r->finished = true;
+    r->st->run_s = (double)(esc_mono_us() - r->t0_us) / 1e6;
+    for (uint32_t i = 0; i < r->cfg->concurrency; i++) {
+        uv_close((uv_handle_t *)&r->buyers[i].timer, noop_closed);
+    }
+    if (r->progress_on) {
+        uv_close((uv_handle_t *)&r->progress, noop_closed);
+    }
+    esc_async_close(r->a, async_closed, r);
+}
+
+static void reserve_cb(int status, const esc_hold *hold, void *arg);
+
+static int reserve_send(buyer *b)
+{
+    const load_config *cfg = b->r->cfg;
+    esc_reserve_req req = {
+        .item_id = cfg->item_id,
+        .buyer_id = cfg->buyer_pool ? b->buyer_id : b->key,
+        .qty = cfg->qty,
+        .idempotency_key = b->key,
+        .ttl_ms = cfg->ttl_ms,
+    };
+    b->sent_us = esc_mono_us();
+    return esc_async_reserve(b->r->a, &req, cfg->deadline_ms, reserve_cb, b);
+}
+
+/* The slot's buyer is done: start the next one, or retire the slot. */
+static void buyer_next(buyer *b)
+{
+    run *r = b->r;
+    while (r->next < r->cfg->buyers) {
+        b->index = r->next++;
+        b->hold_id = 0;
+        b->try_later = 0;
+        snprintf(b->key, sizeof b->key, "%s-%" PRIu64, r->cfg->key_prefix, b->index);
+        if (r->cfg->buyer_pool > 0) {
+            /* not prefixed: two load processes with a pool share their buyers */
+            snprintf(b->buyer_id, sizeof b->buyer_id, "buyer-%" PRIu64,
+                     b->index % r->cfg->buyer_pool);
+        }
+        int rc = reserve_send(b);
+        if (rc == 0) {
+            return;
+        }
+        r->st->reserve_errors++;
+        r->st->buyers_done++;
+        count_error(r, rc);
+    }
+    r->active--;
+    if (r->active == 0 && !r->starting) {
+        run_finish(r);
+    }
+}
+
+static void buyer_done(buyer *b)
+{
+    b->r->st->buyers_done++;
+    buyer_next(b);
+}
+
+static void after_cb(int status, const esc_hold *hold, void *arg)
+{
+    (void)hold;
+    buyer *b = arg;
+    load_stats *st = b->r->st;
+    if (status == 0) {
+        *(b->decision == 0 ? &st->confirmed : &st->released) += 1;
+    } else {
+        *(b->decision == 0 ? &st->confirm_errors : &st->release_errors) += 1;
+        count_error(b->r, status);
+    }
+    buyer_done(b);
+}
+
+static void act(buyer *b)
+{
+    run *r = b->r;
+    int rc = b->decision == 0
+                 ? esc_async_confirm(r->a, b->hold_id, 0, r->cfg->deadline_ms, after_cb, b)
+                 : esc_async_release(r->a, b->hold_id, r->cfg->deadline_ms, after_cb, b);
+    if (rc < 0) {
+        after_cb(rc, NULL, b); /* our own callback: counts and moves on */
+    }
+}
+
+static void think_cb(uv_timer_t *t)
+{
+    act(t->data);
+}
+
+static void retry_cb(uv_timer_t *t)
+{
+    buyer *b = t->data;
+    int rc = reserve_send(b);
+    if (rc < 0) {
+        b->r->st->reserve_errors++;
+        count_error(b->r, rc);
+        buyer_done(b);
+    }
+}
+
+static void on_hold(buyer *b, const esc_hold *hold)
+{
+    run *r = b->r;
+    r->st->holds_ok++;
+    hist_add(&r->st->hold_latency_us, (uint64_t)(esc_mono_us() - b->sent_us));
+    b->hold_id = hold->hold_id;
+    b->decision = load_decide(r->cfg, b->index);
+    if (b->decision == 2) {
+        r->st->abandoned++;
+        buyer_done(b);
+        return;
+    }
+    if (r->cfg->think_ms == 0 || uv_timer_start(&b->timer, think_cb, r->cfg->think_ms, 0) != 0) {
+        act(b);
+    }
+}
+
+/* Returns true if the buyer will ask again later. */
+static bool try_later_again(buyer *b)
+{
+    run *r = b->r;
+    if (b->try_later >= r->cfg->try_later_retries) {
+        return false;
+    }
+    uint32_t span = LOAD_TRY_LATER_BACKOFF_MS_MAX - LOAD_TRY_LATER_BACKOFF_MS_MIN + 1;
+    uint64_t x = splitmix64(r->cfg->seed ^ (b->index * 31 + b->try_later));
+    uint64_t ms = LOAD_TRY_LATER_BACKOFF_MS_MIN + x % span;
+    if (uv_timer_start(&b->timer, retry_cb, ms, 0) != 0) {
+        return false;
+    }
+    b->try_later++;
+    r->st->try_later_retries++;
+    return true;
+}
+
+static void reserve_cb(int status, const esc_hold *hold, void *arg)
+{
+    buyer *b = arg;
+    load_stats *st = b->r->st;
+    switch (status) {
+    case 0:
+        on_hold(b, hold);
+        return;
+    case ESC_ETRY_LATER:
+        if (try_later_again(b)) {
+            return;
+        }
+        st->rejected_try_later++;
+        break;
+    case ESC_ESOLD_OUT:
+        st->rejected_sold_out++;
+        break;
+    case ESC_ESEGMENT_EMPTY:
+        st->rejected_segment_empty++;
+        break;
+    default:
+        st->reserve_errors++;
+        count_error(b->r, status);
+        break;
+    }
+    buyer_done(b);
+}
+
+static void progress_cb(uv_timer_t *t)
+{
+    run *r = t->data;
+    const load_stats *st = r->st;
+    fprintf(stderr,
+            "escrow-load: %6.1fs buyers %" PRIu64 "/%" PRIu64 " holds %" PRIu64 " sold_out %" PRIu64
+            " try_later_retries %" PRIu64 "\n",
+            (double)(esc_mono_us() - r->t0_us) / 1e6, st->buyers_done, r->cfg->buyers, st->holds_ok,
+            st->rejected_sold_out, st->try_later_retries);
+}
+
+static int run_open(uv_loop_t *loop, run *r)
+{
+    esc_options opts = {
+        .endpoint = r->cfg->endpoint,
+        .tenant_id = r->cfg->tenant_id,
+        .deadline_ms = r->cfg->deadline_ms,
+    };
+    r->buyers = calloc(r->cfg->concurrency, sizeof *r->buyers);
+    if (r->buyers == NULL) {
+        return ESC_ENOMEM;
+    }
+    int rc = esc_async_new(loop, &opts, &r->a);
+    if (rc < 0) {
+        free(r->buyers);
+        return rc;
+    }
+    for (uint32_t i = 0; i < r->cfg->concurrency; i++) {
+        (void)uv_timer_init(loop, &r->buyers[i].timer); /* cannot fail */
+        r->buyers[i].timer.data = &r->buyers[i];
+        r->buyers[i].r = r;
+    }
+    if (!r->cfg->quiet && uv_timer_init(loop, &r->progress) == 0) {
+        r->progress.data = r;
+        r->progress_on = true;
+        if (uv_timer_start(&r->progress, progress_cb, 1000, 1000) == 0) {
+            uv_unref((uv_handle_t *)&r->progress);
+        }
+    }
+    return 0;
+}
+
+int load_run(uv_loop_t *loop, const load_config *cfg, load_stats *stats)
+{
+    memset(stats, 0, sizeof *stats);
+    hist_init(&stats->hold_latency_us);
+    run r;
+    memset(&r, 0, sizeof r);
+    r.cfg = cfg;
+    r.st = stats;
+    int rc = run_open(loop, &r);
+    if (rc < 0) {
+        return rc;
+    }
+    r.t0_us = esc_mono_us();
+    r.starting = true;
+    r.active = cfg->concurrency;
+    for (uint32_t i = 0; i < cfg->concurrency; i++) {
+        buyer_next(&r.buyers[i]);
+    }
+    r.starting = false;
+    if (r.active == 0) {
+        run_finish(&r);
+    }
+    (void)uv_run(loop, UV_RUN_DEFAULT); /* returns once every handle closed */
+    free(r.buyers);
+    return 0;
+}

@@ -1,0 +1,57 @@
+/*
+ * opts.c - see opts.h.
+ */
+#include "opts.h"
+
+#include <stdarg.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "wire.h"
+
+int cli_opts_init(cli_opts *out, const esc_options *in)
+{
+    if (in == NULL || in->endpoint == NULL || in->tenant_id == NULL) {
+        return ESC_EINVAL;
+    }
+    size_t n = strlen(in->endpoint);
+    if (n == 0 || n > CLI_ENDPOINT_LEN_MAX) {
+        return ESC_EINVAL;
+    }
+    if (!wire_id_valid(in->tenant_id, ESC_TENANT_LEN_MAX)) {
+        return ESC_EINVAL;
+    }
+    if (in->deadline_ms > ESC_DEADLINE_MS_MAX || in->resend_ms > ESC_DEADLINE_MS_MAX) {
+        return ESC_EINVAL;
+    }
+    memset(out, 0, sizeof *out);
+    memcpy(out->endpoint, in->endpoint, n + 1);
+    memcpy(out->tenant_id, in->tenant_id, strlen(in->tenant_id) + 1);
+    out->deadline_ms = in->deadline_ms != 0 ? in->deadline_ms : CLI_DEADLINE_MS_DEFAULT;
+    out->resend_ms = in->resend_ms != 0 ? in->resend_ms : CLI_RESEND_MS_DEFAULT;
+    out->log_fn = in->log_fn;
+    out->log_arg = in->log_arg;
+    return 0;
+}
+
+int cli_opts_deadline(const cli_opts *o, uint32_t deadline_ms, uint32_t *out)
+{
+    if (deadline_ms > ESC_DEADLINE_MS_MAX) {
+        return ESC_EINVAL;
+    }
+    *out = deadline_ms != 0 ? deadline_ms : o->deadline_ms;
+    return 0;
+}
+
+void cli_log(const cli_opts *o, int level, const char *fmt, ...)
+{
+    if (o->log_fn == NULL) {
+        return;
+    }
+    char line[512];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(line, sizeof line, fmt, ap);
+    va_end(ap);
+    o->log_fn(level, line, o->log_arg);
+}
