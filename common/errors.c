@@ -10,7 +10,7 @@ const char *esc_err_name(int err)
     switch (err) {
     case 0:
         return "OK";
-#define ESC_ERR_NAME_(name, code, msg)                                                            \
+#define ESC_ERR_NAME_(name, code, msg)                                                             \
     case code:                                                                                     \
         return #name;
         ESC_ERROR_TABLE(ESC_ERR_NAME_)
@@ -25,7 +25,7 @@ const char *esc_strerror(int err)
     switch (err) {
     case 0:
         return "success";
-#define ESC_ERR_MSG_(name, code, msg)                                                             \
+#define ESC_ERR_MSG_(name, code, msg)                                                              \
     case code:                                                                                     \
         return msg;
         ESC_ERROR_TABLE(ESC_ERR_MSG_)
@@ -40,7 +40,7 @@ int esc_err_from_name(const char *name)
     if (strcmp(name, "OK") == 0) {
         return 0;
     }
-#define ESC_ERR_FROM_(n, code, msg)                                                               \
+#define ESC_ERR_FROM_(n, code, msg)                                                                \
     if (strcmp(name, #n) == 0) {                                                                   \
         return code;                                                                               \
     }

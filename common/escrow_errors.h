@@ -14,35 +14,36 @@
 #define ESCROW_ERRORS_H
 
 #define ESC_ERROR_TABLE(X)                                                                         \
-    X(SOLD_OUT, -1, "sold out: nothing is left and nothing held could come back")                 \
-    X(TRY_LATER, -2, "all remaining units are held by other buyers; some may come back")          \
-    X(SEGMENT_EMPTY, -3, "this segment is dry but the item is not; try another segment")          \
-    X(EXPIRED, -4, "the hold expired before it was used")                                         \
-    X(NOT_HELD, -5, "the hold is no longer held (it was converted, cancelled or expired)")        \
-    X(IDEMPOTENCY_MISMATCH, -6, "this idempotency key was used with different parameters")       \
-    X(BUYER_LIMIT, -7, "the buyer has reached the per-buyer maximum for this item")               \
-    X(ORDER_LIMIT, -8, "the quantity exceeds the per-order maximum for this item")                \
-    X(ALREADY_EXTENDED, -9, "the hold was already extended once")                                 \
-    X(NOT_FOUND, -10, "no such hold")                                                             \
-    X(UNKNOWN_TENANT, -11, "unknown tenant")                                                      \
-    X(UNKNOWN_ITEM, -12, "unknown item")                                                          \
-    X(NOT_OWNER, -13, "this node does not own that segment (stale routing)")                      \
-    X(FENCED, -14, "the segment was taken over by a newer owner; nothing was written")            \
-    X(PAUSED, -15, "sales of this item are paused")                                               \
-    X(INVAL, -16, "invalid argument")                                                             \
-    X(TOOBIG, -17, "message or field exceeds its maximum size")                                   \
-    X(PROTO, -18, "malformed or unsupported protocol message")                                    \
-    X(UNAVAILABLE, -19, "storage is unavailable; nothing was written, retry with the same key")  \
-    X(TIMEDOUT, -20, "the deadline passed before an answer arrived; outcome unknown, retry "      \
-                     "with the same key")                                                          \
-    X(NOMEM, -21, "out of memory")                                                                \
-    X(IO, -22, "input/output or transport error")                                                 \
-    X(INTERNAL, -23, "internal error")                                                            \
-    X(BUSY, -24, "the node is overloaded; retry with the same key")                               \
-    X(CLOSED, -25, "the client or server is shutting down")                                       \
-    X(DB, -26, "database error")                                                                  \
-    X(CONFIG, -27, "invalid configuration")                                                       \
-    X(AUTH, -28, "credentials missing or not valid for this tenant")                              \
+    X(SOLD_OUT, -1, "sold out: nothing is left and nothing held could come back")                  \
+    X(TRY_LATER, -2, "all remaining units are held by other buyers; some may come back")           \
+    X(SEGMENT_EMPTY, -3, "this segment is dry but the item is not; try another segment")           \
+    X(EXPIRED, -4, "the hold expired before it was used")                                          \
+    X(NOT_HELD, -5, "the hold is no longer held (it was converted, cancelled or expired)")         \
+    X(IDEMPOTENCY_MISMATCH, -6, "this idempotency key was used with different parameters")         \
+    X(BUYER_LIMIT, -7, "the buyer has reached the per-buyer maximum for this item")                \
+    X(ORDER_LIMIT, -8, "the quantity exceeds the per-order maximum for this item")                 \
+    X(ALREADY_EXTENDED, -9, "the hold was already extended once")                                  \
+    X(NOT_FOUND, -10, "no such hold")                                                              \
+    X(UNKNOWN_TENANT, -11, "unknown tenant")                                                       \
+    X(UNKNOWN_ITEM, -12, "unknown item")                                                           \
+    X(NOT_OWNER, -13, "this node does not own that segment (stale routing)")                       \
+    X(FENCED, -14, "the segment was taken over by a newer owner; nothing was written")             \
+    X(PAUSED, -15, "sales of this item are paused")                                                \
+    X(INVAL, -16, "invalid argument")                                                              \
+    X(TOOBIG, -17, "message or field exceeds its maximum size")                                    \
+    X(PROTO, -18, "malformed or unsupported protocol message")                                     \
+    X(UNAVAILABLE, -19, "storage is unavailable; nothing was written, retry with the same key")    \
+    X(TIMEDOUT, -20,                                                                               \
+      "the deadline passed before an answer arrived; outcome unknown, retry "                      \
+      "with the same key")                                                                         \
+    X(NOMEM, -21, "out of memory")                                                                 \
+    X(IO, -22, "input/output or transport error")                                                  \
+    X(INTERNAL, -23, "internal error")                                                             \
+    X(BUSY, -24, "the node is overloaded; retry with the same key")                                \
+    X(CLOSED, -25, "the client or server is shutting down")                                        \
+    X(DB, -26, "database error")                                                                   \
+    X(CONFIG, -27, "invalid configuration")                                                        \
+    X(AUTH, -28, "credentials missing or not valid for this tenant")                               \
     X(CONFLICT, -29, "the request conflicts with the current state")
 
 enum esc_err {

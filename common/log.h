@@ -32,7 +32,7 @@ void esc_log_write(int level, const char *id, const char *fmt, ...)
 #define ESC_ASSERT(expr)                                                                           \
     do {                                                                                           \
         if (!(expr)) {                                                                             \
-            esc_log_write(ESC_LOG_ERROR, "ASSERT", "%s:%d: %s", __FILE__, __LINE__, #expr);      \
+            esc_log_write(ESC_LOG_ERROR, "ASSERT", "%s:%d: %s", __FILE__, __LINE__, #expr);        \
             abort();                                                                               \
         }                                                                                          \
     } while (0)

@@ -323,9 +323,8 @@ int pgx_query(pgx_conn *c, const char *stmt, const char *sql, int nparams,
     if (c->state != PGX_READY) {
         return c->state == PGX_BUSY ? ESC_EBUSY : ESC_EUNAVAILABLE;
     }
-    int ok = stmt != NULL
-                 ? PQsendQueryPrepared(c->conn, stmt, nparams, values, NULL, NULL, 0)
-                 : PQsendQueryParams(c->conn, sql, nparams, NULL, values, NULL, NULL, 0);
+    int ok = stmt != NULL ? PQsendQueryPrepared(c->conn, stmt, nparams, values, NULL, NULL, 0)
+                          : PQsendQueryParams(c->conn, sql, nparams, NULL, values, NULL, NULL, 0);
     if (!ok) {
         ESC_LOG(ESC_LOG_WARN, "PG-SEND", "conn=%s %s", c->name, PQerrorMessage(c->conn));
         return ESC_EUNAVAILABLE;

@@ -21,10 +21,10 @@
 #include <uv.h>
 
 typedef struct pgx_err {
-    int code;              /* 0, ESC_EDB (statement failed) or ESC_EUNAVAILABLE (connection) */
-    bool conn_lost;        /* the outcome of the query is unknown */
-    char sqlstate[6];      /* e.g. "23505", "ES001"; "" when none */
-    char constraint[64];   /* e.g. "holds_idempotency_key"; "" when none */
+    int code;            /* 0, ESC_EDB (statement failed) or ESC_EUNAVAILABLE (connection) */
+    bool conn_lost;      /* the outcome of the query is unknown */
+    char sqlstate[6];    /* e.g. "23505", "ES001"; "" when none */
+    char constraint[64]; /* e.g. "holds_idempotency_key"; "" when none */
     char message[256];
 } pgx_err;
 
@@ -39,15 +39,15 @@ typedef void (*pgx_result_cb)(pgx_conn *c, PGresult *res, const pgx_err *err, vo
 typedef void (*pgx_state_cb)(pgx_conn *c, bool up, void *arg);
 
 struct pgx_conn {
-    uv_loop_t *loop;     /* borrowed */
-    PGconn *conn;        /* owned */
-    uv_poll_t poll;      /* embedded */
+    uv_loop_t *loop; /* borrowed */
+    PGconn *conn;    /* owned */
+    uv_poll_t poll;  /* embedded */
     bool poll_active;
     bool poll_inited;
     int fd;
-    char *dsn;           /* owned */
-    const char *name;    /* borrowed, for logs */
-    int state;           /* PGX_* */
+    char *dsn;        /* owned */
+    const char *name; /* borrowed, for logs */
+    int state;        /* PGX_* */
     pgx_result_cb cb;
     void *cb_arg;
     PGresult *last;      /* owned until the callback returns */

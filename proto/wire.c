@@ -82,7 +82,8 @@ static int copy_id(char *dst, size_t max, const char *src, char why[WIRE_WHY_MAX
 static int check_ttl(uint32_t ttl_ms, char why[WIRE_WHY_MAX])
 {
     if (ttl_ms != 0 && (ttl_ms < ESC_TTL_MS_MIN || ttl_ms > ESC_TTL_MS_MAX)) {
-        return why_set(why, ESC_EINVAL, "ttl_ms out of bounds (50 ms .. 24 h, or 0 for the item's)");
+        return why_set(why, ESC_EINVAL,
+                       "ttl_ms out of bounds (50 ms .. 24 h, or 0 for the item's)");
     }
     return 0;
 }

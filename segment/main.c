@@ -15,24 +15,25 @@
 
 static void usage(FILE *f)
 {
-    fprintf(f,
-            "usage: escrow-segment --node-id ID --listen URL [--listen URL ...] [--dsn DSN]\n"
-            "                      [--log-level error|warn|info|debug] [--sweep-ms MS]\n"
-            "\n"
-            "Serves the escrow segments assigned to node ID in PostgreSQL. Taking them\n"
-            "raises their epoch, which fences any previous owner.\n"
-            "  --dsn       PostgreSQL connection string (default: $ESCROW_DSN)\n"
-            "  --listen    nanomsg endpoint, e.g. tcp://127.0.0.1:7101 or ipc:///tmp/esc.sock\n"
-            "  --sweep-ms  expiry sweeper period (default 50)\n");
+    fprintf(f, "usage: escrow-segment --node-id ID --listen URL [--listen URL ...] [--dsn DSN]\n"
+               "                      [--log-level error|warn|info|debug] [--sweep-ms MS]\n"
+               "\n"
+               "Serves the escrow segments assigned to node ID in PostgreSQL. Taking them\n"
+               "raises their epoch, which fences any previous owner.\n"
+               "  --dsn       PostgreSQL connection string (default: $ESCROW_DSN)\n"
+               "  --listen    nanomsg endpoint, e.g. tcp://127.0.0.1:7101 or ipc:///tmp/esc.sock\n"
+               "  --sweep-ms  expiry sweeper period (default 50)\n");
 }
 
 int main(int argc, char **argv)
 {
-    static const struct option opts[] = {
-        {"node-id", required_argument, NULL, 'n'}, {"listen", required_argument, NULL, 'l'},
-        {"dsn", required_argument, NULL, 'd'},     {"log-level", required_argument, NULL, 'v'},
-        {"sweep-ms", required_argument, NULL, 's'}, {"help", no_argument, NULL, 'h'},
-        {NULL, 0, NULL, 0}};
+    static const struct option opts[] = {{"node-id", required_argument, NULL, 'n'},
+                                         {"listen", required_argument, NULL, 'l'},
+                                         {"dsn", required_argument, NULL, 'd'},
+                                         {"log-level", required_argument, NULL, 'v'},
+                                         {"sweep-ms", required_argument, NULL, 's'},
+                                         {"help", no_argument, NULL, 'h'},
+                                         {NULL, 0, NULL, 0}};
     node_config cfg;
     memset(&cfg, 0, sizeof cfg);
     cfg.dsn = getenv("ESCROW_DSN");
@@ -44,8 +45,7 @@ int main(int argc, char **argv)
             break;
         case 'l':
             if (cfg.nlisten == NODE_LISTEN_MAX) {
-                fprintf(stderr, "escrow-segment: at most %d --listen endpoints\n",
-                        NODE_LISTEN_MAX);
+                fprintf(stderr, "escrow-segment: at most %d --listen endpoints\n", NODE_LISTEN_MAX);
                 return 2;
             }
             cfg.listen[cfg.nlisten++] = optarg;

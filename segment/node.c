@@ -152,7 +152,9 @@ static void decide(node *n, const wire_request *q, seg_result *res)
     int64_t now = esc_wall_ms();
     switch (q->op) {
     case WIRE_OP_RESERVE: {
-        seg_reserve_in in = {q->tenant_id, q->item_id, q->buyer_id, q->key, q->qty, q->ttl_ms,
+        seg_reserve_in in = {q->tenant_id,  q->item_id,
+                             q->buyer_id,   q->key,
+                             q->qty,        q->ttl_ms,
                              q->segment_id, wire_reserve_hash(q->item_id, q->buyer_id, q->qty)};
         seg_core_reserve(&n->core, &in, now, res);
         return;
@@ -297,8 +299,10 @@ static void on_signal(uv_signal_t *s, int signum)
 {
     node *n = s->data;
     if (n->stopping) {
-        ESC_LOG(ESC_LOG_WARN, "SEG-STOP", "signal=%d again: stopping now; unanswered requests "
-                "were never acknowledged", signum);
+        ESC_LOG(ESC_LOG_WARN, "SEG-STOP",
+                "signal=%d again: stopping now; unanswered requests "
+                "were never acknowledged",
+                signum);
         n->exit_code = 1;
         uv_stop(n->loop);
         return;
@@ -372,12 +376,11 @@ int node_start(node *n, uv_loop_t *loop, const node_config *cfg)
         return ESC_EUNAVAILABLE;
     }
     char why[512] = "";
-    rc = seg_store_take_ownership(conn, cfg->node_id, cfg->nlisten ? cfg->listen[0] : "",
-                                  &n->core, why, sizeof why);
+    rc = seg_store_take_ownership(conn, cfg->node_id, cfg->nlisten ? cfg->listen[0] : "", &n->core,
+                                  why, sizeof why);
     PQfinish(conn);
     if (rc != 0) {
-        ESC_LOG(ESC_LOG_ERROR, "SEG-START", "node=%s cannot take ownership: %s", cfg->node_id,
-                why);
+        ESC_LOG(ESC_LOG_ERROR, "SEG-START", "node=%s cannot take ownership: %s", cfg->node_id, why);
         return rc;
     }
     node_batch_init(n);
@@ -419,9 +422,9 @@ void node_maybe_finish_stop(node *n)
             " releases=%" PRIu64 " expiries=%" PRIu64 " sold_out=%" PRIu64 " try_later=%" PRIu64
             " batches=%" PRIu64 " rows=%" PRIu64 " failed_batches=%" PRIu64
             " commit_avg_ms=%.2f commit_max_ms=%.2f",
-            n->cfg.node_id, st->requests, st->reserves_ok, st->confirms, st->releases,
-            st->expiries, st->rejected_sold_out, st->rejected_try_later, st->batches,
-            st->batch_rows, st->batch_failures,
+            n->cfg.node_id, st->requests, st->reserves_ok, st->confirms, st->releases, st->expiries,
+            st->rejected_sold_out, st->rejected_try_later, st->batches, st->batch_rows,
+            st->batch_failures,
             st->batches ? (double)st->commit_us_total / (double)st->batches / 1000.0 : 0.0,
             (double)st->commit_us_max / 1000.0);
 }

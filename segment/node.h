@@ -69,10 +69,10 @@ typedef struct node {
     bool reconciling;
     int64_t inflight_start_us;
     uint64_t next_batch_id;
-    sbuf params[22]; /* text parameters of the commit call */
-    node_touched *touched; /* owned scratch: segments of the batch being built */
-    bool *rejected;        /* owned scratch: reserves the database refused */
-    uint64_t *present;     /* owned scratch: hold ids found by a reconcile */
+    sbuf params[22];                       /* text parameters of the commit call */
+    node_touched *touched;                 /* owned scratch: segments of the batch being built */
+    bool *rejected;                        /* owned scratch: reserves the database refused */
+    uint64_t *present;                     /* owned scratch: hold ids found by a reconcile */
     node_req *lookups_head, *lookups_tail; /* waiting for query_conn */
     bool lookup_busy;
     uv_timer_t sweep_timer;

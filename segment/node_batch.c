@@ -212,8 +212,8 @@ static void send_batch(node *n)
     n->commit_backend_pid = PQbackendPID(n->commit_conn.conn);
     n->inflight_start_us = esc_mono_us();
     n->inflight_unknown = false;
-    int rc = pgx_query(&n->commit_conn, SEG_STMT_COMMIT, NULL, SEG_COMMIT_NPARAMS, values,
-                       on_commit, n);
+    int rc =
+        pgx_query(&n->commit_conn, SEG_STMT_COMMIT, NULL, SEG_COMMIT_NPARAMS, values, on_commit, n);
     if (rc != 0) {
         /* never sent: nothing happened in the database */
         pgx_err err;
@@ -439,7 +439,8 @@ static void on_fenced_list(pgx_conn *c, PGresult *res, const pgx_err *err, void 
     node_batch *b = n->inflight;
     settle(n, b, false, ESC_EUNAVAILABLE); /* the transaction rolled back as a whole */
     for (int row = 0; err->code == 0 && row < PQntuples(res); row++) {
-        seg_segment *s = seg_core_find_segment(&n->core, strtoull(PQgetvalue(res, row, 0), NULL, 10));
+        seg_segment *s =
+            seg_core_find_segment(&n->core, strtoull(PQgetvalue(res, row, 0), NULL, 10));
         if (s == NULL || s->fenced) {
             continue;
         }
@@ -471,8 +472,8 @@ static void log_batch_error(const node *n, const node_batch *b, const pgx_err *e
     }
     ESC_LOG(ESC_LOG_WARN, "SEG-COMMIT",
             "node=%s batch=%" PRIu64 " rows=%zu failed: sqlstate=%s constraint=%s (%s): %s",
-            n->cfg.node_id, b->batch_id, b->n, err->sqlstate, err->constraint[0] ? err->constraint : "-",
-            meaning, err->message);
+            n->cfg.node_id, b->batch_id, b->n, err->sqlstate,
+            err->constraint[0] ? err->constraint : "-", meaning, err->message);
 }
 
 static void on_commit(pgx_conn *c, PGresult *res, const pgx_err *err, void *arg)
@@ -497,8 +498,9 @@ static void on_commit(pgx_conn *c, PGresult *res, const pgx_err *err, void *arg)
     n->stats.batch_failures++;
     if (err->conn_lost) {
         /* COMMIT may or may not have happened: answer nobody until we know */
-        ESC_LOG(ESC_LOG_WARN, "SEG-COMMIT", "batch=%" PRIu64 " outcome unknown (%s); will reconcile",
-                b->batch_id, err->message);
+        ESC_LOG(ESC_LOG_WARN, "SEG-COMMIT",
+                "batch=%" PRIu64 " outcome unknown (%s); will reconcile", b->batch_id,
+                err->message);
         n->inflight_unknown = true;
         return; /* the state callback reconnects, then reconciles */
     }
@@ -634,8 +636,9 @@ static void on_lookup(pgx_conn *c, PGresult *res, const pgx_err *err, void *arg)
     } else {
         wire_hold w;
         hold_from_row(res, 0, 0, &w);
-        int status = w.state == SEG_HELD ? ESC_EINTERNAL
-                                         : lookup_status(r->req.op, w.state, r->req.qty, w.qty_sold);
+        int status = w.state == SEG_HELD
+                         ? ESC_EINTERNAL
+                         : lookup_status(r->req.op, w.state, r->req.qty, w.qty_sold);
         node_send(n, &r->hdr, r->req.corr_id, status, &w, NULL);
     }
     node_req_free(n, r);
@@ -701,8 +704,7 @@ int node_db_open(node *n)
     int rc = pgx_open(n->loop, &n->commit_conn, n->cfg.dsn, "commit", SEG_STMT_COMMIT,
                       SEG_SQL_COMMIT, SEG_COMMIT_NPARAMS, on_db_state, n);
     if (rc == 0) {
-        rc = pgx_open(n->loop, &n->query_conn, n->cfg.dsn, "query", NULL, NULL, 0, on_db_state,
-                      n);
+        rc = pgx_open(n->loop, &n->query_conn, n->cfg.dsn, "query", NULL, NULL, 0, on_db_state, n);
     }
     return rc;
 }

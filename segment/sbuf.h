@@ -9,9 +9,9 @@
 #include <stdint.h>
 
 typedef struct sbuf {
-    char *p;   /* owned */
+    char *p; /* owned */
     size_t len, cap;
-    int n;     /* elements in the current array */
+    int n; /* elements in the current array */
 } sbuf;
 
 void sbuf_init(sbuf *b);

@@ -189,8 +189,7 @@ int seg_core_add_item(seg_core *c, const seg_item *proto, seg_item **out)
     return 0;
 }
 
-int seg_core_add_segment(seg_core *c, seg_item *item, const seg_segment *proto,
-                         seg_segment **out)
+int seg_core_add_segment(seg_core *c, seg_item *item, const seg_segment *proto, seg_segment **out)
 {
     if (c->nsegs == c->segs_cap || item->nsegs == ESC_SEGMENTS_PER_ITEM_MAX) {
         return ESC_ETOOBIG;
@@ -421,8 +420,8 @@ void seg_core_reserve(seg_core *c, const seg_reserve_in *in, int64_t now_ms, seg
     memset(res, 0, sizeof *res);
     seg_item *it = seg_core_find_item(c, in->tenant_id, in->item_id);
     if (it == NULL) {
-        reply(res, seg_core_knows_tenant(c, in->tenant_id) ? ESC_EUNKNOWN_ITEM
-                                                             : ESC_EUNKNOWN_TENANT,
+        reply(res,
+              seg_core_knows_tenant(c, in->tenant_id) ? ESC_EUNKNOWN_ITEM : ESC_EUNKNOWN_TENANT,
               NULL);
         return;
     }
@@ -509,8 +508,7 @@ static seg_hold *transition_target(seg_core *c, const char *tenant_id, uint64_t 
 }
 
 /* held -> a final state, tentatively. */
-static void finish_hold(seg_hold *h, int kind, int state, int64_t sold, seg_result *res,
-                        int status)
+static void finish_hold(seg_hold *h, int kind, int state, int64_t sold, seg_result *res, int status)
 {
     seg_segment *s = h->seg;
     int64_t returned = h->qty - sold;

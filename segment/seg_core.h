@@ -26,7 +26,13 @@
 
 enum seg_hold_state { SEG_HELD = 1, SEG_CONVERTED = 2, SEG_CANCELLED = 3, SEG_EXPIRED = 4 };
 enum seg_segment_state { SEG_ACTIVE = 0, SEG_DRAINING = 1, SEG_RETIRED = 2 };
-enum seg_op_kind { SEG_OP_RESERVE = 1, SEG_OP_CONFIRM, SEG_OP_RELEASE, SEG_OP_EXPIRE, SEG_OP_EXTEND };
+enum seg_op_kind {
+    SEG_OP_RESERVE = 1,
+    SEG_OP_CONFIRM,
+    SEG_OP_RELEASE,
+    SEG_OP_EXPIRE,
+    SEG_OP_EXTEND
+};
 enum seg_pending { SEG_PENDING_NONE = 0, SEG_PENDING_CREATE, SEG_PENDING_CHANGE };
 
 typedef struct seg_item seg_item;
@@ -73,8 +79,8 @@ struct seg_hold {
     int64_t expires_at_ms;
     int64_t ended_at_ms; /* final holds: when they ended (retention) */
     int64_t request_hash;
-    uint8_t state;    /* seg_hold_state */
-    uint8_t pending;  /* seg_pending */
+    uint8_t state;   /* seg_hold_state */
+    uint8_t pending; /* seg_pending */
     bool extended;
     seg_hold *retain_next; /* final holds kept for answering retries */
     void *waiters;         /* owned by the node: requests parked until this hold settles */
@@ -84,21 +90,21 @@ struct seg_hold {
 
 /* One decision that must be committed before anyone hears of it. */
 typedef struct seg_op {
-    uint8_t kind;      /* seg_op_kind */
-    seg_hold *hold;    /* borrowed */
-    int64_t sold;      /* confirm: units sold */
-    int64_t returned;  /* units back to available (confirm rest, release, expire) */
+    uint8_t kind;               /* seg_op_kind */
+    seg_hold *hold;             /* borrowed */
+    int64_t sold;               /* confirm: units sold */
+    int64_t returned;           /* units back to available (confirm rest, release, expire) */
     int64_t prev_expires_at_ms; /* extend: for undo */
     int64_t new_expires_at_ms;  /* extend */
-    void *req;         /* the node's request waiting for this op, or NULL */
+    void *req;                  /* the node's request waiting for this op, or NULL */
 } seg_op;
 
 /* What the node must do with a request. */
 typedef enum seg_disp {
-    SEG_REPLY = 0,  /* answer now with status (and hold if not NULL) */
-    SEG_COMMIT,     /* op must go into the batch; answer after commit */
-    SEG_PARK,       /* hold has a pending op: park on hold->waiters, re-run later */
-    SEG_LOOKUP,     /* hold not in memory: look it up in the database */
+    SEG_REPLY = 0, /* answer now with status (and hold if not NULL) */
+    SEG_COMMIT,    /* op must go into the batch; answer after commit */
+    SEG_PARK,      /* hold has a pending op: park on hold->waiters, re-run later */
+    SEG_LOOKUP,    /* hold not in memory: look it up in the database */
 } seg_disp;
 
 typedef struct seg_result {
@@ -117,11 +123,11 @@ typedef struct seg_reserve_in {
 } seg_reserve_in;
 
 typedef struct seg_core {
-    hmap items;  /* seg_item by (tenant, item) */
-    hmap holds;  /* seg_hold by hold_id */
-    hmap keys;   /* seg_hold by (tenant, key) */
+    hmap items;          /* seg_item by (tenant, item) */
+    hmap holds;          /* seg_hold by hold_id */
+    hmap keys;           /* seg_hold by (tenant, key) */
     hmap pending_buyers; /* pending reserves of items with a per-buyer maximum */
-    seg_segment *segs; /* owned array */
+    seg_segment *segs;   /* owned array */
     size_t nsegs, segs_cap;
     seg_item **item_list; /* owned array of owned items */
     size_t nitems, items_cap;
@@ -131,7 +137,10 @@ typedef struct seg_core {
     int64_t retain_ms;
     size_t retain_max;
     /* expiry heap of (expires_at_ms, hold_id), lazy: stale entries skipped */
-    struct seg_expiry { int64_t at_ms; uint64_t hold_id; } *heap;
+    struct seg_expiry {
+        int64_t at_ms;
+        uint64_t hold_id;
+    } * heap;
     size_t heap_len, heap_cap;
 } seg_core;
 
@@ -143,8 +152,7 @@ int seg_core_add_item(seg_core *c, const seg_item *proto, seg_item **out);
 seg_item *seg_core_find_item(seg_core *c, const char *tenant_id, const char *item_id);
 bool seg_core_knows_tenant(const seg_core *c, const char *tenant_id);
 /* Adds a loaded segment of item. Returns ESC_EINVAL if counters are inconsistent. */
-int seg_core_add_segment(seg_core *c, seg_item *item, const seg_segment *proto,
-                         seg_segment **out);
+int seg_core_add_segment(seg_core *c, seg_item *item, const seg_segment *proto, seg_segment **out);
 seg_segment *seg_core_find_segment(seg_core *c, uint64_t segment_id);
 /* Adds a loaded hold (state HELD or final). Strings copied. */
 int seg_core_add_hold(seg_core *c, seg_segment *seg, const seg_hold *proto, const char *buyer_id,

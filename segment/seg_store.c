@@ -31,7 +31,7 @@ int seg_store_state_from_text(const char *s)
 
 static int segment_state_from_text(const char *s)
 {
-    return strcmp(s, "active") == 0 ? SEG_ACTIVE
+    return strcmp(s, "active") == 0     ? SEG_ACTIVE
            : strcmp(s, "draining") == 0 ? SEG_DRAINING
                                         : SEG_RETIRED;
 }
@@ -62,8 +62,7 @@ static int64_t i64(const PGresult *r, int row, int col)
     return strtoll(PQgetvalue(r, row, col), NULL, 10);
 }
 
-static int load_items(PGconn *conn, const char *node_id, seg_core *core, char *why,
-                      size_t why_len)
+static int load_items(PGconn *conn, const char *node_id, seg_core *core, char *why, size_t why_len)
 {
     const char *v[1] = {node_id};
     PGresult *r = exec(conn,
@@ -101,8 +100,8 @@ static int load_items(PGconn *conn, const char *node_id, seg_core *core, char *w
 }
 
 /* Raises the epoch of our segments and loads them; fills ids for the holds query. */
-static int claim_segments(PGconn *conn, const char *node_id, seg_core *core, sbuf *ids,
-                          char *why, size_t why_len)
+static int claim_segments(PGconn *conn, const char *node_id, seg_core *core, sbuf *ids, char *why,
+                          size_t why_len)
 {
     const char *v[1] = {node_id};
     PGresult *r = exec(conn,
@@ -132,8 +131,8 @@ static int claim_segments(PGconn *conn, const char *node_id, seg_core *core, sbu
         }
         sbuf_i64(ids, (int64_t)proto.segment_id);
         ESC_LOG(ESC_LOG_INFO, "SEG-CLAIM",
-                "seg=%" PRIu64 " item=%s/%s epoch=%" PRIu64 " available=%" PRId64
-                " held=%" PRId64 " sold=%" PRId64,
+                "seg=%" PRIu64 " item=%s/%s epoch=%" PRIu64 " available=%" PRId64 " held=%" PRId64
+                " sold=%" PRId64,
                 s->segment_id, it->tenant_id, it->item_id, s->epoch, s->available, s->held,
                 s->sold);
     }

@@ -14,8 +14,8 @@ int main(int argc, char **argv)
         return 1;
     }
     /* The key names this checkout: a retry after a timeout reuses it. */
-    esc_reserve_req req = {.item_id = "tee", .buyer_id = "buyer-17", .qty = 1,
-                           .idempotency_key = "order-2026-0001"};
+    esc_reserve_req req = {
+        .item_id = "tee", .buyer_id = "buyer-17", .qty = 1, .idempotency_key = "order-2026-0001"};
     esc_hold hold;
     rc = esc_reserve(c, &req, 0, &hold);
     if (rc == ESC_ESOLD_OUT || rc == ESC_ETRY_LATER) {
@@ -31,7 +31,7 @@ int main(int argc, char **argv)
     printf("hold %llu: %lld unit(s) until %lld\n", (unsigned long long)hold.hold_id,
            (long long)hold.qty, (long long)hold.expires_at_ms);
     rc = esc_extend(c, hold.hold_id, 0, 0, &hold); /* payment started: once per hold */
-    bool paid = rc == 0; /* ... the payment provider answers here ... */
+    bool paid = rc == 0;                           /* ... the payment provider answers here ... */
     rc = paid ? esc_confirm(c, hold.hold_id, 0, 0, &hold) : esc_release(c, hold.hold_id, 0, &hold);
     printf("%s: hold is %s\n", esc_err_name(rc), esc_hold_state_name(hold.state));
     esc_client_free(c);

@@ -49,7 +49,7 @@ typedef enum esc_hold_state {
 const char *esc_hold_state_name(esc_hold_state state);
 
 typedef struct esc_hold {
-    uint64_t hold_id;    /* names the hold and its segment */
+    uint64_t hold_id; /* names the hold and its segment */
     uint64_t segment_id;
     char item_id[ESC_ID_MAX + 1];
     char buyer_id[ESC_ID_MAX + 1];
@@ -65,7 +65,8 @@ typedef struct esc_hold {
 typedef void (*esc_log_fn)(int level, const char *line, void *arg);
 
 typedef struct esc_options {
-    const char *endpoint;  /* segment node, e.g. "tcp://127.0.0.1:7101" or "ipc:///run/esc.sock"; borrowed */
+    const char *
+        endpoint; /* segment node, e.g. "tcp://127.0.0.1:7101" or "ipc:///run/esc.sock"; borrowed */
     const char *tenant_id; /* every request is scoped by it; borrowed */
     uint32_t deadline_ms;  /* default per-call deadline; 0 = 5000 */
     uint32_t resend_ms;    /* resend an unanswered request after this long; 0 = 500 */
@@ -112,9 +113,9 @@ int esc_get(esc_client *c, uint64_t hold_id, uint32_t deadline_ms, esc_hold *out
  * fails, the holds already taken are released and the call returns that
  * line's error with *failed_line set to its index. On 0, holds[0..*nholds)
  * are written (holds must have room for nlines). */
-int esc_reserve_cart(esc_client *c, const char *buyer_id, const esc_cart_line *lines,
-                     size_t nlines, const char *cart_key, uint32_t ttl_ms, uint32_t deadline_ms,
-                     esc_hold *holds, size_t *nholds, size_t *failed_line);
+int esc_reserve_cart(esc_client *c, const char *buyer_id, const esc_cart_line *lines, size_t nlines,
+                     const char *cart_key, uint32_t ttl_ms, uint32_t deadline_ms, esc_hold *holds,
+                     size_t *nholds, size_t *failed_line);
 
 /* ---- asynchronous API ------------------------------------------------ */
 
@@ -143,8 +144,7 @@ int esc_async_release(esc_async *a, uint64_t hold_id, uint32_t deadline_ms, esc_
                       void *arg);
 int esc_async_extend(esc_async *a, uint64_t hold_id, uint32_t ttl_ms, uint32_t deadline_ms,
                      esc_hold_cb cb, void *arg);
-int esc_async_get(esc_async *a, uint64_t hold_id, uint32_t deadline_ms, esc_hold_cb cb,
-                  void *arg);
+int esc_async_get(esc_async *a, uint64_t hold_id, uint32_t deadline_ms, esc_hold_cb cb, void *arg);
 int esc_async_reserve_cart(esc_async *a, const char *buyer_id, const esc_cart_line *lines,
                            size_t nlines, const char *cart_key, uint32_t ttl_ms,
                            uint32_t deadline_ms, esc_cart_cb cb, void *arg);

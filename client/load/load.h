@@ -48,7 +48,7 @@ typedef struct load_config {
     uint64_t seed;
     uint32_t try_later_retries;
     uint32_t buyer_pool; /* 0: buyer id = key; N: "buyer-<index % N>" */
-    bool quiet; /* no progress lines on stderr */
+    bool quiet;          /* no progress lines on stderr */
 } load_config;
 
 typedef struct load_stats {

@@ -24,15 +24,16 @@
 
 static void usage(FILE *f)
 {
-    fprintf(f, "usage: escrow-load --endpoint URL [--tenant T] [--item I] [--buyers N]\n"
-               "         [--concurrency C] [--qty Q] [--think-ms MS] [--confirm P] [--release P]\n"
-               "         [--ttl-ms MS] [--deadline-ms MS] [--seed N] [--dsn DSN]\n"
-               "         [--key-prefix S] [--buyer-pool N] [--try-later-retries N] [--quiet]\n"
-               "defaults: tenant t1, item item-1, buyers 100000, concurrency 1000, qty 1,\n"
-               "  think-ms 0, confirm 0.7, release 0.2 (the rest abandons its hold), ttl-ms 0\n"
-               "  (the item's), deadline-ms 0 (5000), seed 1, key-prefix load-<seed>-<item>,\n"
-               "  buyer-pool 0 (every request a different buyer; N: buyer ids \"buyer-<i mod N>\",\n"
-               "  shared by processes: exercises per-buyer maximums), try-later-retries 50\n");
+    fprintf(f,
+            "usage: escrow-load --endpoint URL [--tenant T] [--item I] [--buyers N]\n"
+            "         [--concurrency C] [--qty Q] [--think-ms MS] [--confirm P] [--release P]\n"
+            "         [--ttl-ms MS] [--deadline-ms MS] [--seed N] [--dsn DSN]\n"
+            "         [--key-prefix S] [--buyer-pool N] [--try-later-retries N] [--quiet]\n"
+            "defaults: tenant t1, item item-1, buyers 100000, concurrency 1000, qty 1,\n"
+            "  think-ms 0, confirm 0.7, release 0.2 (the rest abandons its hold), ttl-ms 0\n"
+            "  (the item's), deadline-ms 0 (5000), seed 1, key-prefix load-<seed>-<item>,\n"
+            "  buyer-pool 0 (every request a different buyer; N: buyer ids \"buyer-<i mod N>\",\n"
+            "  shared by processes: exercises per-buyer maximums), try-later-retries 50\n");
 }
 
 static int parse_u64(const char *s, uint64_t lo, uint64_t hi, uint64_t *out)
@@ -231,8 +232,8 @@ static int check_args(cli_args *a)
     if (c->key_prefix == NULL) {
         /* the item in the key: a rerun against another item of the same tenant
          * must not collide with the keys of an earlier run (a key is forever) */
-        snprintf(a->prefix, sizeof a->prefix, "load-%" PRIu64 "-%.*s", c->seed,
-                 PREFIX_LEN_MAX - 26, c->item_id);
+        snprintf(a->prefix, sizeof a->prefix, "load-%" PRIu64 "-%.*s", c->seed, PREFIX_LEN_MAX - 26,
+                 c->item_id);
         a->cfg.key_prefix = a->prefix;
     }
     if (!id_valid(c->key_prefix) || strlen(c->key_prefix) > PREFIX_LEN_MAX) {

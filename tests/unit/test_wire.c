@@ -59,7 +59,7 @@ static int decode_raw(uint32_t version, const char *tenant, const char *item, co
     char why[WIRE_WHY_MAX];
     int rc = wire_decode_request(buf, n, &q, why);
     if (rc != 0) {
-        assert_true(strlen(why) > 0); /* every refusal says why */
+        assert_true(strlen(why) > 0);   /* every refusal says why */
         assert_int_equal(q.corr_id, 7); /* and can be correlated */
     }
     return rc;
@@ -68,8 +68,8 @@ static int decode_raw(uint32_t version, const char *tenant, const char *item, co
 static void test_roundtrip_every_op(void **state)
 {
     (void)state;
-    int ops[] = {WIRE_OP_RESERVE, WIRE_OP_CONFIRM, WIRE_OP_RELEASE, WIRE_OP_EXTEND, WIRE_OP_GET,
-                 WIRE_OP_STATS};
+    int ops[] = {WIRE_OP_RESERVE, WIRE_OP_CONFIRM, WIRE_OP_RELEASE,
+                 WIRE_OP_EXTEND,  WIRE_OP_GET,     WIRE_OP_STATS};
     for (size_t i = 0; i < sizeof ops / sizeof ops[0]; i++) {
         wire_request q = reserve_req(), out;
         q.op = (wire_op)ops[i];
