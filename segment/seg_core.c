@@ -665,6 +665,11 @@ void seg_core_commit_op(seg_core *c, const seg_op *op, int64_t now_ms)
     switch (op->kind) {
     case SEG_OP_RESERVE:
     case SEG_OP_EXTEND:
+        if (h->expires_at_ms <= now_ms) {
+            /* it lapsed while its commit was in flight, and the sweeper
+             * skipped it then (pending): arm it again */
+            heap_push(c, h->expires_at_ms, h->hold_id);
+        }
         return;
     default:
         h->seg->returning -= op->returned;

@@ -281,6 +281,22 @@ static void test_sweeper_and_extend(void **state)
     assert_ok(f);
 }
 
+static void test_lapse_during_commit_is_swept(void **state)
+{
+    fixture *f = *state;
+    seg_result res;
+    reserve(f, "b", "slow", 1, T0, &res);
+    seg_op ops[4];
+    /* the sweeper passes while the reserve is still committing */
+    assert_int_equal(seg_core_sweep(&f->core, T0 + 2000, ops, 4), 0);
+    seg_core_commit_op(&f->core, &res.op, T0 + 2000);
+    assert_int_equal(seg_core_sweep(&f->core, T0 + 2001, ops, 4), 1);
+    seg_core_commit_op(&f->core, &ops[0], T0 + 2001);
+    assert_int_equal(res.hold->state, SEG_EXPIRED);
+    assert_int_equal(f->s1->available + f->s2->available, 3);
+    assert_ok(f);
+}
+
 static void test_undo_restores_everything(void **state)
 {
     fixture *f = *state;
@@ -380,6 +396,7 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_release_twice_returns_once, setup, teardown),
         cmocka_unit_test_setup_teardown(test_expiry_at_point_of_use, setup, teardown),
         cmocka_unit_test_setup_teardown(test_sweeper_and_extend, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_lapse_during_commit_is_swept, setup, teardown),
         cmocka_unit_test_setup_teardown(test_undo_restores_everything, setup, teardown),
         cmocka_unit_test_setup_teardown(test_per_buyer_one_pending, setup_limited, teardown),
         cmocka_unit_test_setup_teardown(test_tenant_isolation_and_lookup, setup, teardown),
