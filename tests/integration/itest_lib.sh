@@ -1,0 +1,200 @@
+#!/usr/bin/env bash
+# itest_lib.sh - what the integration tests in this directory share, on top
+# of tests/support/lib.sh (which it sources: the EXIT trap that stops every
+# process and the private PostgreSQL comes from there).
+#
+# Environment (defaults let a human run a test by hand):
+#   ESC_BIN    binaries (escrow-segment, escrowctl, escrow-load); default /tmp/bit/bin
+#   ESC_SRC    the source tree; default: two levels above this file
+#   ESC_PROBE  the esc_probe driver; default: ESC_BIN/../tests/esc_probe, then ESC_BIN/esc_probe
+#   ESC_KEEP   1 = keep the work directory (node logs, records) even on success
+#
+# Functions:
+#   itest_begin NAME            work dir ($ITEST_DIR), private PostgreSQL, schema; starts the clock
+#   itest_pass                  checks the time budget, prints "PASS NAME (N s)"
+#   itest_port                  a free port (echo)
+#   itest_node NODE_ID PORT [ARGS...]   start escrow-segment; sets ITEST_NODE_PID and
+#                               ITEST_NODE_LOG ($ITEST_DIR/node<n>-NODE_ID-PORT.log)
+#   itest_probe ARGS...         run esc_probe
+#   itest_field NAME LINE       the value of NAME=... in LINE (echo; '?' if there is none)
+#   itest_status LINE           the first word of a probe outcome line (echo)
+#   itest_q SQL                 one value from PostgreSQL (echo)
+#   itest_eq ACTUAL EXPECTED MSG  fail unless equal
+#   itest_kill9 PID             SIGKILL a process started here, reap it, forget it
+#   itest_wait_pid PID TIMEOUT_S WHAT   wait for a background process; on timeout print its
+#                               threads' stacks (if gdb is installed), kill it and fail
+#   itest_invariants [ITEM_LIKE]  escrowctl check, conservation, segment_holds_agree,
+#                               counters >= 0, one terminal outbox event per ended hold,
+#                               one 'held' event per hold, none for live ones
+
+ITEST_LIB_DIR=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
+ESC_SRC=${ESC_SRC:-$(cd "$ITEST_LIB_DIR/../.." && pwd)}
+ESC_BIN=${ESC_BIN:-/tmp/bit/bin}
+export ESC_SRC ESC_BIN
+# shellcheck source=tests/support/lib.sh
+source "$ESC_SRC/tests/support/lib.sh"
+
+if [[ -z ${ESC_PROBE:-} ]]; then
+    for _p in "$ESC_BIN/../tests/esc_probe" "$ESC_BIN/esc_probe"; do
+        if [[ -x $_p ]]; then
+            ESC_PROBE=$_p
+            break
+        fi
+    done
+fi
+
+# Seconds a test may take (the brief: < 60 s on a 2-core machine).
+ITEST_BUDGET_S=${ITEST_BUDGET_S:-60}
+
+itest_begin() {
+    ITEST_NAME=$1
+    ITEST_T0=$SECONDS
+    [[ -x $ESC_BIN/escrow-segment && -x $ESC_BIN/escrowctl ]] ||
+        esc_fail "$ITEST_NAME: escrow-segment/escrowctl not found in ESC_BIN=$ESC_BIN"
+    [[ -n ${ESC_PROBE:-} && -x $ESC_PROBE ]] ||
+        esc_fail "$ITEST_NAME: esc_probe not found (set ESC_PROBE or build the esc_probe target)"
+    ITEST_DIR=$(mktemp -d "/tmp/escrow-itest-$ITEST_NAME.XXXXXX")
+    esc_on_exit _itest_finish
+    esc_pg_start || esc_fail "$ITEST_NAME: cannot start PostgreSQL"
+    esc_ctl migrate >"$ITEST_DIR/migrate.log" 2>&1 || {
+        cat "$ITEST_DIR/migrate.log" >&2
+        esc_fail "$ITEST_NAME: escrowctl migrate failed"
+    }
+}
+
+# Runs at exit (before processes and PostgreSQL are stopped): keeps the work
+# directory of a failed run and says where it is.
+_itest_finish() {
+    if [[ -z ${ITEST_PASSED:-} || ${ESC_KEEP:-0} == 1 ]]; then
+        echo "itest: logs kept in $ITEST_DIR" >&2
+        for f in "$ITEST_DIR"/*.log; do
+            [[ -f $f ]] || continue
+            echo "--- last lines of $f" >&2
+            tail -n 15 "$f" >&2
+        done
+    else
+        rm -rf "$ITEST_DIR"
+    fi
+}
+
+itest_pass() {
+    local took=$((SECONDS - ITEST_T0))
+    if ((took >= ITEST_BUDGET_S)); then
+        esc_fail "$ITEST_NAME took ${took} s, over its budget of ${ITEST_BUDGET_S} s"
+    fi
+    ITEST_PASSED=1
+    echo "PASS $ITEST_NAME (${took} s)"
+}
+
+itest_port() {
+    esc_free_port
+}
+
+ITEST_NODE_STARTS=0
+itest_node() {
+    local node=$1 port=$2
+    shift 2
+    ITEST_NODE_STARTS=$((ITEST_NODE_STARTS + 1))
+    ITEST_NODE_LOG=$ITEST_DIR/node$ITEST_NODE_STARTS-$node-$port.log
+    esc_node_start "$node" "tcp://127.0.0.1:$port" "$ITEST_NODE_LOG" "$@"
+    ITEST_NODE_PID=$ESC_NODE_PID
+}
+
+itest_probe() {
+    "$ESC_PROBE" "$@"
+}
+
+itest_field() {
+    local name=$1 line=$2 w
+    for w in $line; do
+        if [[ $w == "$name="* ]]; then
+            echo "${w#*=}"
+            return 0
+        fi
+    done
+    echo "?" # missing: the caller's assertion names what it expected
+}
+
+itest_status() {
+    echo "${1%% *}"
+}
+
+itest_q() {
+    esc_psql "$1"
+}
+
+itest_eq() {
+    esc_assert_eq "$1" "$2" "$ITEST_NAME: $3"
+}
+
+# Every invariant the database can check by itself. $1 limits the per-hold
+# checks to items LIKE $1 (default all).
+# Drops PID from lib.sh's cleanup list (it has ended and was reaped).
+_itest_forget() {
+    local keep=() p
+    for p in "${ESC_PIDS[@]}"; do
+        [[ $p == "$1" ]] || keep+=("$p")
+    done
+    ESC_PIDS=("${keep[@]}")
+}
+
+itest_kill9() {
+    kill -KILL "$1" 2>/dev/null || true
+    wait "$1" 2>/dev/null || true
+    _itest_forget "$1"
+}
+
+itest_wait_pid() {
+    local pid=$1 timeout_s=$2 what=$3 rc=0
+    local deadline=$((SECONDS + timeout_s))
+    while kill -0 "$pid" 2>/dev/null; do
+        if ((SECONDS >= deadline)); then
+            echo "itest: $what (pid $pid) still running after ${timeout_s} s" >&2
+            if command -v gdb >/dev/null 2>&1; then
+                gdb -p "$pid" -batch -ex 'thread apply all bt' >"$ITEST_DIR/hang-$pid.txt" 2>&1 || true
+                echo "itest: its stacks are in $ITEST_DIR/hang-$pid.txt" >&2
+                grep -E '^(Thread|#)' "$ITEST_DIR/hang-$pid.txt" | head -n 60 >&2 || true
+            fi
+            kill -KILL "$pid" 2>/dev/null || true
+            wait "$pid" 2>/dev/null || true
+            _itest_forget "$pid"
+            esc_fail "$ITEST_NAME: $what hung"
+        fi
+        sleep 0.1
+    done
+    wait "$pid" || rc=$?
+    _itest_forget "$pid"
+    return "$rc"
+}
+
+itest_invariants() {
+    local like=${1:-%} out
+    if ! out=$(esc_ctl check 2>&1); then
+        echo "$out" >&2
+        esc_fail "$ITEST_NAME: escrowctl check reports a violation"
+    fi
+    itest_eq "$(itest_q "SELECT count(*) FROM conservation WHERE NOT ok")" 0 \
+        "items violating conservation"
+    itest_eq "$(itest_q "SELECT count(*) FROM segment_holds_agree WHERE NOT ok")" 0 \
+        "segments whose counters disagree with their holds"
+    itest_eq "$(itest_q "SELECT count(*) FROM segments WHERE available < 0 OR held < 0 OR sold < 0")" 0 \
+        "segments with a counter below zero"
+    itest_eq "$(itest_q "SELECT count(*) FROM conservation WHERE held + sold > total")" 0 \
+        "items with held + sold above total (oversold)"
+    # Per hold: exactly one 'held' event; exactly one terminal event once it
+    # ended, none while it is held; the terminal event names the stored state.
+    # One pass over the outbox (it has no index on hold_id).
+    itest_eq "$(itest_q "WITH o AS (
+            SELECT hold_id, count(*) FILTER (WHERE kind = 'held') AS held_ev,
+                   count(*) FILTER (WHERE kind IN ('converted', 'cancelled', 'expired')) AS term_ev,
+                   max(kind) FILTER (WHERE kind IN ('converted', 'cancelled', 'expired')) AS term_kind
+            FROM outbox WHERE hold_id IS NOT NULL GROUP BY hold_id)
+        SELECT count(*) FILTER (WHERE coalesce(o.held_ev, 0) <> 1) || ' ' ||
+               count(*) FILTER (WHERE coalesce(o.term_ev, 0) <> CASE WHEN h.state = 'held' THEN 0 ELSE 1 END) || ' ' ||
+               count(*) FILTER (WHERE h.state <> 'held' AND o.term_kind IS DISTINCT FROM h.state)
+        FROM holds h LEFT JOIN o USING (hold_id) WHERE h.item_id LIKE '$like'")" "0 0 0" \
+        "holds with a 'held' event count other than 1 / a terminal event count other than 1 (0 while held) / a terminal event that disagrees with the state"
+    itest_eq "$(itest_q "SELECT count(*) FROM (SELECT DISTINCT hold_id FROM outbox WHERE hold_id IS NOT NULL) o
+        WHERE NOT EXISTS (SELECT 1 FROM holds h WHERE h.hold_id = o.hold_id)")" 0 \
+        "outbox events of holds that do not exist"
+}
