@@ -73,6 +73,10 @@ struct esc_async {
     uv_loop_t *loop; /* borrowed; outlives us */
     cli_opts opts;
     int sock;
+    int eid;              /* the connecting endpoint, for nnx_reconnect */
+    int64_t last_sent_us; /* a frame nanomsg accepted */
+    int64_t last_reply_us;
+    int64_t last_reconnect_us;
     nnx_watch watch;  /* embedded; we are freed from the last close_cb */
     uv_timer_t timer; /* embedded */
     int handles_open;
@@ -261,11 +265,33 @@ static void arm_timer(esc_async *a)
 /* Sends (or resends) c's frame and schedules its next attention. A frame
  * nanomsg would not queue never left, so it is retried soon, and the
  * definite answer we may be backing off from still stands. */
+/* nanomsg 1.1.5 can wedge a connecting endpoint after the node was killed
+ * and restarted on the same port: sends are refused forever (or accepted
+ * and never answered) while a fresh connection works at once. When nothing
+ * could be sent, or nothing came back, for a while, connect afresh (at most
+ * once per CLI_RECONNECT_US). Resent frames are idempotent, so replies lost
+ * with the old connection cost nothing but a retry. */
+static void maybe_reconnect(esc_async *a, call *c, int64_t now)
+{
+    bool unsendable = now - a->last_sent_us > CLI_RECONNECT_US;
+    bool unanswered = c->sends > 1 && now - a->last_reply_us > 3 * CLI_RECONNECT_US;
+    if ((!unsendable && !unanswered) || now - a->last_reconnect_us < CLI_RECONNECT_US) {
+        return;
+    }
+    a->last_reconnect_us = now;
+    int rc = nnx_reconnect(a->sock, &a->eid, a->opts.endpoint);
+    cli_log(&a->opts, 1, "ESC-CLIENT-RECONNECT endpoint=%s (%s) %s", a->opts.endpoint,
+            unsendable ? "nothing could be sent" : "nothing came back",
+            rc == 0 ? "reconnecting" : esc_err_name(rc));
+}
+
 static void send_frame(esc_async *a, call *c, int64_t now)
 {
     uint32_t wait_ms = a->opts.resend_ms;
+    maybe_reconnect(a, c, now);
     int rc = nnx_send(a->sock, &c->hdr, c->frame, c->len);
     if (rc == 0) {
+        a->last_sent_us = now;
         c->last_status = 0;
         /* Each resend waits twice as long, up to CLI_RESEND_FACTOR_MAX times
          * resend_ms: a node slowed by load is not fed ever more copies. */
@@ -294,6 +320,9 @@ static void finish(esc_async *a, call *c, int status, const esc_hold *hold)
 {
     heap_remove(a, c);
     slot_put(a, (uint32_t)(c->corr_id & CLI_SLOT_MASK));
+    if (a->nheap == 0) {
+        arm_timer(a); /* stops it: an idle client must not keep the loop alive */
+    }
     esc_hold_cb cb = c->cb;
     void *arg = c->arg;
     free(c);
@@ -394,6 +423,7 @@ static void ready_cb(nnx_watch *w, void *arg)
         if (msg == NULL) {
             return;
         }
+        a->last_reply_us = esc_mono_us();
         on_reply(a, msg, len, &hdr);
     }
 }
@@ -453,7 +483,8 @@ static int start_io(esc_async *a)
     if (rc < 0) {
         return rc;
     }
-    rc = nnx_connect(a->sock, a->opts.endpoint);
+    rc = nnx_connect(a->sock, a->opts.endpoint, &a->eid);
+    a->last_sent_us = a->last_reply_us = a->last_reconnect_us = esc_mono_us();
     if (rc < 0) {
         return rc;
     }

@@ -28,6 +28,8 @@
 /* A frame nanomsg refused to queue (no connection yet, send buffer full) is
  * retried this soon: it never left, so trying again costs nothing remote. */
 #define CLI_UNSENT_RETRY_MS 10u
+/* A connection that could not send for this long is made afresh (async.c). */
+#define CLI_RECONNECT_US 1000000
 /* Backoff after ESC_EBUSY / ESC_EUNAVAILABLE from the node: doubles from MIN
  * to MAX (plus up to 50% jitter), always inside the call's deadline. */
 #define CLI_BACKOFF_MS_MIN 10u

@@ -90,16 +90,26 @@ int nnx_bind(int sock, const char *url)
     return 0;
 }
 
-int nnx_connect(int sock, const char *url)
+int nnx_connect(int sock, const char *url, int *eid)
 {
     int rc = set_nodelay(sock);
     if (rc < 0) {
         return rc;
     }
-    if (nn_connect(sock, url) < 0) {
+    int id = nn_connect(sock, url);
+    if (id < 0) {
         return translate(nn_errno());
     }
+    if (eid != NULL) {
+        *eid = id;
+    }
     return 0;
+}
+
+int nnx_reconnect(int sock, int *eid, const char *url)
+{
+    (void)nn_shutdown(sock, *eid); /* fails only if it is already gone */
+    return nnx_connect(sock, url, eid);
 }
 
 void nnx_close(int sock)

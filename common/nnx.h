@@ -38,7 +38,14 @@ int nnx_open_req(int *sock_out);
 /* Binds/connects after setting NN_TCP_NODELAY. ESC_EINVAL for a bad URL,
  * ESC_EIO otherwise. */
 int nnx_bind(int sock, const char *url);
-int nnx_connect(int sock, const char *url);
+/* *eid (may be NULL) receives the endpoint id, for nnx_reconnect. */
+int nnx_connect(int sock, const char *url, int *eid);
+/* Drops the connecting endpoint *eid and connects to url afresh.
+ * nanomsg 1.1.5's connecting endpoint can wedge after its peer was killed
+ * and restarted on the same port (sends refused forever while a new socket
+ * connects at once); a client that cannot send for a while calls this.
+ * Returns 0 or ESC_EINVAL / ESC_EIO. */
+int nnx_reconnect(int sock, int *eid, const char *url);
 void nnx_close(int sock);
 
 /* Receives one message without blocking. Returns 0 with *msg (an NN_MSG

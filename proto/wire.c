@@ -168,7 +168,10 @@ int wire_decode_request(const void *buf, size_t len, wire_request *out, char why
     if (len > ESC_FRAME_BYTES_MAX) {
         return why_set(why, ESC_ETOOBIG, "frame larger than the protocol maximum");
     }
-    _Alignas(16) unsigned char mem[8192];
+    /* Large enough for any frame under the limit, so that an over-long field
+     * is refused by its own bound (ESC_ETOOBIG), not by the arena. One per
+     * thread; decoding does not nest. */
+    static _Thread_local _Alignas(16) unsigned char mem[2 * ESC_FRAME_BYTES_MAX];
     arena a = {mem, sizeof mem, 0};
     ProtobufCAllocator alloc = {arena_alloc, arena_free, &a};
     Escrow__Request *m = escrow__request__unpack(&alloc, len, buf);

@@ -922,7 +922,7 @@ static void raw_open(raw_conn *c, const char *endpoint)
     memset(c, 0, sizeof *c);
     int rc = nnx_open_req(&c->sock);
     if (rc == 0) {
-        rc = nnx_connect(c->sock, endpoint);
+        rc = nnx_connect(c->sock, endpoint, NULL);
     }
     if (rc != 0) {
         die("raw socket to %s: %s", endpoint, esc_err_name(rc));
@@ -1100,10 +1100,8 @@ static raw_req raw_base(const probe_args *args)
     return q;
 }
 
-/* Sends len bytes of x->buf; expects a reply with status want. known, if
- * not 0, is a wrong answer the node is known to give today: it is reported
- * as a KNOWN-DEVIATION line and not counted as a failure. */
-static void raw_expect_known(raw_ctx *x, const char *name, size_t len, int want, int known)
+/* Sends len bytes of x->buf; expects a reply with status want. */
+static void raw_expect(raw_ctx *x, const char *name, size_t len, int want)
 {
     wire_reply rep;
     x->cases++;
@@ -1113,19 +1111,13 @@ static void raw_expect_known(raw_ctx *x, const char *name, size_t len, int want,
         return;
     }
     bool ok = rep.status == want;
-    bool deviation = !ok && known != 0 && rep.status == known;
-    printf("CASE %-28s bytes=%-7zu -> %s%s%s (%s)%s\n", name, len, esc_err_name(rep.status),
-           ok ? "" : ", expected ", ok ? "" : esc_err_name(want), rep.message,
-           deviation ? " KNOWN-DEVIATION" : "");
-    if (!ok && !deviation) {
+    printf("CASE %-28s bytes=%-7zu -> %s%s%s (%s)\n", name, len, esc_err_name(rep.status),
+           ok ? "" : ", expected ", ok ? "" : esc_err_name(want), rep.message);
+    if (!ok) {
         x->failures++;
     }
 }
 
-static void raw_expect(raw_ctx *x, const char *name, size_t len, int want)
-{
-    raw_expect_known(x, name, len, want, 0);
-}
 
 static void raw_expect_req(raw_ctx *x, const char *name, const raw_req *q, int want)
 {
@@ -1271,19 +1263,15 @@ static void raw_cases_holds(raw_ctx *x)
 /* Frames near and over the protocol's size limit. */
 static void raw_cases_size(raw_ctx *x)
 {
-    /* A 60 KiB field in a frame under the limit. wire.c unpacks into an
-     * 8 KiB arena, so today such a frame is refused as PROTO before the field
-     * limit (TOOBIG) is checked: refused either way, reported as a
-     * deviation until wire.c answers TOOBIG (ESC_PROBE_STRICT=1 fails it). */
-    int known = getenv("ESC_PROBE_STRICT") != NULL ? 0 : ESC_EPROTO;
+    /* A 60 KiB field in a frame under the limit: refused by the field's own
+     * bound (TOOBIG), not by the decoder running out of room (PROTO). */
     char *big = repeat_char('b', 60 * 1024);
     raw_req q = raw_base(x->args);
     q.tenant = big;
-    raw_expect_known(x, "tenant_60_kib", raw_pack(&q, x->buf, RAW_BUF_BYTES), ESC_ETOOBIG, known);
+    raw_expect(x, "tenant_60_kib", raw_pack(&q, x->buf, RAW_BUF_BYTES), ESC_ETOOBIG);
     q = raw_base(x->args);
     q.credential_len = 60 * 1024;
-    raw_expect_known(x, "credential_60_kib", raw_pack(&q, x->buf, RAW_BUF_BYTES), ESC_ETOOBIG,
-                     known);
+    raw_expect(x, "credential_60_kib", raw_pack(&q, x->buf, RAW_BUF_BYTES), ESC_ETOOBIG);
     free(big);
     /* Over NN_RCVMAXSIZE: nanomsg drops the connection; no reply is fine. */
     size_t len = ESC_FRAME_BYTES_MAX + 4096;

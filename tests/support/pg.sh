@@ -128,6 +128,24 @@ esc_pg_start() {
         return 1
     fi
     export ESCROW_DSN="host=127.0.0.1 port=$ESC_PG_PORT dbname=escrow user=$ESC_PG_USER"
+    _esc_pg_watchdog
+}
+
+# If the script that started the cluster dies without running its EXIT trap
+# (ctest's TIMEOUT kills it outright), stop the cluster anyway: a detached
+# watcher polls the owner's pid and the directory once a second.
+_esc_pg_watchdog() {
+    [[ ${ESC_PG_NO_WATCHDOG:-0} == 1 ]] && return 0 # `pg.sh start`: the caller stops it
+    local as_owner=""
+    [[ $(id -u) -eq 0 ]] && as_owner="runuser -u postgres --"
+    setsid bash -c '
+        owner=$1 dir=$2 ctl=$3; shift 3
+        while kill -0 "$owner" 2>/dev/null && [[ -d $dir ]]; do sleep 1; done
+        if [[ -f $dir/data/postmaster.pid ]]; then
+            (cd "$dir" && "$@" "$ctl" -D "$dir/data" -m immediate stop) >/dev/null 2>&1
+        fi
+        rm -rf "$dir"' _ "$$" "$ESC_PG_DIR" "$ESC_PG_BINDIR/pg_ctl" $as_owner \
+        </dev/null >/dev/null 2>&1 &
 }
 
 esc_pg_running() {
