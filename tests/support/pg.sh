@@ -184,7 +184,7 @@ esc_pg_kill_immediate() {
 _esc_pg_main() {
     case "${1:-}" in
     start)
-        esc_pg_start || return 1
+        ESC_PG_NO_WATCHDOG=1 esc_pg_start || return 1
         printf 'export ESCROW_DSN=%q\nexport ESC_PG_DIR=%q\nexport ESC_PG_PORT=%q\nexport ESC_PG_USER=%q\n' \
             "$ESCROW_DSN" "$ESC_PG_DIR" "$ESC_PG_PORT" "$ESC_PG_USER"
         echo "# stop it with: $0 stop $ESC_PG_DIR"
@@ -207,7 +207,7 @@ _esc_pg_main() {
         trap esc_pg_stop EXIT
         trap 'exit 130' INT
         trap 'exit 143' TERM
-        esc_pg_start || return 1
+        ESC_PG_NO_WATCHDOG=1 esc_pg_start || return 1
         "$@"
         ;;
     *)
