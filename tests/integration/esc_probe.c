@@ -1609,6 +1609,40 @@ static int parse_args(int argc, char **argv, probe_args *a)
     return 0;
 }
 
+/* cart --item "a:2,b:1,a:1" --key CART: one all-or-nothing cart (blocking).
+ * Prints "<STATUS> holds=N failed_line=I" and one "HOLD ..." line per hold. */
+static int cmd_cart(const probe_args *args)
+{
+    char spec[1024];
+    esc_cart_line lines[ESC_CART_LINES_MAX];
+    size_t n = 0;
+    snprintf(spec, sizeof spec, "%s", args->item);
+    for (char *save = NULL, *tok = strtok_r(spec, ",", &save); tok != NULL;
+         tok = strtok_r(NULL, ",", &save)) {
+        char *colon = strchr(tok, ':');
+        if (colon == NULL || n == ESC_CART_LINES_MAX) {
+            die("cart: --item wants ITEM:QTY[,ITEM:QTY...]");
+        }
+        *colon = '\0';
+        lines[n].item_id = tok;
+        lines[n].qty = strtoll(colon + 1, NULL, 10);
+        n++;
+    }
+    esc_client *c = client_open(args);
+    esc_hold holds[ESC_CART_LINES_MAX];
+    size_t nholds = 0, failed = 0;
+    int rc = esc_reserve_cart(c, args->buyer ? args->buyer : args->key, lines, n, args->key,
+                              args->ttl_ms, 0, holds, &nholds, &failed);
+    printf("%s holds=%zu failed_line=%zu\n", esc_err_name(rc), rc == 0 ? nholds : 0,
+           rc == 0 ? n : failed);
+    for (size_t i = 0; rc == 0 && i < nholds; i++) {
+        printf("HOLD item=%s qty=%lld hold=%llu\n", holds[i].item_id, (long long)holds[i].qty,
+               (unsigned long long)holds[i].hold_id);
+    }
+    esc_client_free(c);
+    return 0;
+}
+
 typedef struct probe_cmd {
     const char *name;
     int (*fn)(const probe_args *args);
@@ -1628,6 +1662,7 @@ static const probe_cmd probe_cmds[] = {
     {"verify", cmd_verify, true, false, false, false},
     {"fence-load", cmd_fence_load, true, false, true, false},
     {"raw", cmd_raw, true, false, false, false},
+    {"cart", cmd_cart, true, true, false, false},
 };
 
 static void on_alarm(int sig)
