@@ -2,6 +2,7 @@
 # cart.sh - a cart is all-or-nothing against a real node: lines for the same
 # item are summed into one hold; when a later line fails, the holds already
 # taken are released (cancelled, units back) and the failing line is named;
+# (the node listens on an ipc endpoint here);
 # a retry of a successful cart with the same cart key returns the same holds.
 set -euo pipefail
 source "$(dirname "${BASH_SOURCE[0]}")/itest_lib.sh"
@@ -9,9 +10,9 @@ source "$(dirname "${BASH_SOURCE[0]}")/itest_lib.sh"
 itest_begin cart
 esc_ctl item create t1 shirt --total 10 --segments 2 --node n1 >/dev/null
 esc_ctl item create t1 hat --total 1 --segments 1 --node n1 >/dev/null
-PORT=$(itest_port)
-itest_node n1 "$PORT"
-EP=tcp://127.0.0.1:$PORT
+# over ipc: the node's other transport (local checkout code, no TCP stack)
+EP=ipc://$ITEST_DIR/n1.sock
+esc_node_start n1 "$EP" "$ITEST_DIR/node-n1.log"
 
 esc_step "cart shirt:1, hat:1, shirt:2 -> two holds, shirt summed to 3"
 out=$(itest_probe cart --endpoint "$EP" --item "shirt:1,hat:1,shirt:2" --key cart-ok --buyer ann)
