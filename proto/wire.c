@@ -192,7 +192,7 @@ int wire_decode_request(const void *buf, size_t len, wire_request *out, char why
     return decode_op(m, out, why);
 }
 
-int wire_encode_request(const wire_request *req, void *buf, size_t cap, size_t *len)
+int wire_encode_raw(const wire_raw_request *r, void *buf, size_t cap, size_t *len)
 {
     Escrow__Request m = ESCROW__REQUEST__INIT;
     Escrow__ReserveReq rs = ESCROW__RESERVE_REQ__INIT;
@@ -201,56 +201,79 @@ int wire_encode_request(const wire_request *req, void *buf, size_t cap, size_t *
     Escrow__ExtendReq ex = ESCROW__EXTEND_REQ__INIT;
     Escrow__GetReq gt = ESCROW__GET_REQ__INIT;
     Escrow__StatsReq st = ESCROW__STATS_REQ__INIT;
-    m.version = WIRE_VERSION;
-    m.corr_id = req->corr_id;
-    m.tenant_id = (char *)req->tenant_id;
-    switch (req->op) {
+    m.version = r->version;
+    m.corr_id = r->corr_id;
+    m.tenant_id = (char *)r->tenant_id;
+    m.credential.data = (uint8_t *)r->credential;
+    m.credential.len = r->credential_len;
+    switch (r->op) {
     case WIRE_OP_RESERVE:
-        rs.item_id = (char *)req->item_id;
-        rs.buyer_id = (char *)req->buyer_id;
-        rs.qty = req->qty;
-        rs.idempotency_key = (char *)req->key;
-        rs.ttl_ms = req->ttl_ms;
-        rs.segment_id = req->segment_id;
+        rs.item_id = (char *)r->item_id;
+        rs.buyer_id = (char *)r->buyer_id;
+        rs.qty = r->qty;
+        rs.idempotency_key = (char *)r->key;
+        rs.ttl_ms = r->ttl_ms;
+        rs.segment_id = r->segment_id;
         m.op_case = ESCROW__REQUEST__OP_RESERVE;
         m.reserve = &rs;
         break;
     case WIRE_OP_CONFIRM:
-        cf.hold_id = req->hold_id;
-        cf.qty = req->qty;
+        cf.hold_id = r->hold_id;
+        cf.qty = r->qty;
         m.op_case = ESCROW__REQUEST__OP_CONFIRM;
         m.confirm = &cf;
         break;
     case WIRE_OP_RELEASE:
-        rl.hold_id = req->hold_id;
+        rl.hold_id = r->hold_id;
         m.op_case = ESCROW__REQUEST__OP_RELEASE;
         m.release = &rl;
         break;
     case WIRE_OP_EXTEND:
-        ex.hold_id = req->hold_id;
-        ex.ttl_ms = req->ttl_ms;
+        ex.hold_id = r->hold_id;
+        ex.ttl_ms = r->ttl_ms;
         m.op_case = ESCROW__REQUEST__OP_EXTEND;
         m.extend = &ex;
         break;
     case WIRE_OP_GET:
-        gt.hold_id = req->hold_id;
+        gt.hold_id = r->hold_id;
         m.op_case = ESCROW__REQUEST__OP_GET;
         m.get = &gt;
         break;
     case WIRE_OP_STATS:
-        st.item_id = (char *)req->item_id;
+        st.item_id = (char *)r->item_id;
         m.op_case = ESCROW__REQUEST__OP_STATS;
         m.stats = &st;
         break;
     default:
-        return ESC_EINVAL;
+        break; /* no operation: a frame a server refuses */
     }
     size_t n = escrow__request__get_packed_size(&m);
-    if (n > cap || n > ESC_FRAME_BYTES_MAX) {
+    if (n > cap) {
         return ESC_ETOOBIG;
     }
     *len = escrow__request__pack(&m, buf);
     return 0;
+}
+
+int wire_encode_request(const wire_request *req, void *buf, size_t cap, size_t *len)
+{
+    if (req->op <= WIRE_OP_NONE || req->op > WIRE_OP_STATS) {
+        return ESC_EINVAL;
+    }
+    wire_raw_request r = {
+        .version = WIRE_VERSION,
+        .corr_id = req->corr_id,
+        .tenant_id = req->tenant_id,
+        .op = req->op,
+        .item_id = req->item_id,
+        .buyer_id = req->buyer_id,
+        .key = req->key,
+        .qty = req->qty,
+        .ttl_ms = req->ttl_ms,
+        .segment_id = req->segment_id,
+        .hold_id = req->hold_id,
+    };
+    return wire_encode_raw(&r, buf, cap < ESC_FRAME_BYTES_MAX ? cap : ESC_FRAME_BYTES_MAX, len);
 }
 
 int wire_encode_reply(const wire_reply *rep, void *buf, size_t cap, size_t *len)

@@ -90,6 +90,26 @@ int wire_decode_request(const void *buf, size_t len, wire_request *out, char why
  * *len, ESC_EINVAL for an unknown op, ESC_ETOOBIG if cap is too small. */
 int wire_encode_request(const wire_request *req, void *buf, size_t cap, size_t *len);
 
+/* Every field of a Request, unvalidated and unbounded (pointers, any
+ * version, any credential length): what a careless or hostile client could
+ * send. For tests and tools that must produce such frames; libescrow uses
+ * wire_encode_request. */
+typedef struct wire_raw_request {
+    uint32_t version;
+    uint64_t corr_id;
+    const char *tenant_id; /* borrowed, as every pointer here */
+    const void *credential;
+    size_t credential_len;
+    int op; /* WIRE_OP_*; anything else encodes a frame without an operation */
+    const char *item_id, *buyer_id, *key;
+    int64_t qty;
+    uint32_t ttl_ms;
+    uint64_t segment_id, hold_id;
+} wire_raw_request;
+
+/* Encodes r into buf. Returns 0 and *len, or ESC_ETOOBIG if cap is too small. */
+int wire_encode_raw(const wire_raw_request *r, void *buf, size_t cap, size_t *len);
+
 int wire_encode_reply(const wire_reply *rep, void *buf, size_t cap, size_t *len);
 /* Decodes a reply; segs are written up to segs_cap (nsegs says how many). */
 int wire_decode_reply(const void *buf, size_t len, wire_reply *out);

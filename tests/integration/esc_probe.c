@@ -1007,70 +1007,32 @@ typedef struct raw_req {
 
 static size_t raw_pack(const raw_req *q, uint8_t *buf, size_t cap)
 {
-    Escrow__Request m = ESCROW__REQUEST__INIT;
-    Escrow__ReserveReq rs = ESCROW__RESERVE_REQ__INIT;
-    Escrow__ConfirmReq cf = ESCROW__CONFIRM_REQ__INIT;
-    Escrow__ReleaseReq rl = ESCROW__RELEASE_REQ__INIT;
-    Escrow__ExtendReq ex = ESCROW__EXTEND_REQ__INIT;
-    Escrow__GetReq gt = ESCROW__GET_REQ__INIT;
-    Escrow__StatsReq st = ESCROW__STATS_REQ__INIT;
-    m.version = q->version;
-    m.corr_id = 42;
-    m.tenant_id = (char *)q->tenant;
     uint8_t *cred = NULL;
     if (q->credential_len > 0) {
         cred = xcalloc(q->credential_len, 1);
         memset(cred, 'c', q->credential_len);
-        m.credential.data = cred;
-        m.credential.len = q->credential_len;
     }
-    switch (q->op) {
-    case WIRE_OP_RESERVE:
-        rs.item_id = (char *)q->item;
-        rs.buyer_id = (char *)q->buyer;
-        rs.idempotency_key = (char *)q->key;
-        rs.qty = q->qty;
-        rs.ttl_ms = q->ttl_ms;
-        rs.segment_id = q->segment_id;
-        m.op_case = ESCROW__REQUEST__OP_RESERVE;
-        m.reserve = &rs;
-        break;
-    case WIRE_OP_CONFIRM:
-        cf.hold_id = q->hold_id;
-        cf.qty = q->qty;
-        m.op_case = ESCROW__REQUEST__OP_CONFIRM;
-        m.confirm = &cf;
-        break;
-    case WIRE_OP_RELEASE:
-        rl.hold_id = q->hold_id;
-        m.op_case = ESCROW__REQUEST__OP_RELEASE;
-        m.release = &rl;
-        break;
-    case WIRE_OP_EXTEND:
-        ex.hold_id = q->hold_id;
-        ex.ttl_ms = q->ttl_ms;
-        m.op_case = ESCROW__REQUEST__OP_EXTEND;
-        m.extend = &ex;
-        break;
-    case WIRE_OP_GET:
-        gt.hold_id = q->hold_id;
-        m.op_case = ESCROW__REQUEST__OP_GET;
-        m.get = &gt;
-        break;
-    case WIRE_OP_STATS:
-        st.item_id = (char *)"";
-        m.op_case = ESCROW__REQUEST__OP_STATS;
-        m.stats = &st;
-        break;
-    default:
-        break; /* no operation */
-    }
-    size_t n = escrow__request__get_packed_size(&m);
-    if (n > cap) {
-        die("raw request of %zu bytes does not fit %zu", n, cap);
-    }
-    n = escrow__request__pack(&m, buf);
+    wire_raw_request r = {
+        .version = q->version,
+        .corr_id = 42,
+        .tenant_id = q->tenant,
+        .credential = cred,
+        .credential_len = q->credential_len,
+        .op = q->op,
+        .item_id = q->op == WIRE_OP_STATS ? "" : q->item,
+        .buyer_id = q->buyer,
+        .key = q->key,
+        .qty = q->qty,
+        .ttl_ms = q->ttl_ms,
+        .segment_id = q->segment_id,
+        .hold_id = q->hold_id,
+    };
+    size_t n = 0;
+    int rc = wire_encode_raw(&r, buf, cap, &n);
     free(cred);
+    if (rc != 0) {
+        die("raw request does not fit %zu bytes", cap);
+    }
     return n;
 }
 
@@ -1117,7 +1079,6 @@ static void raw_expect(raw_ctx *x, const char *name, size_t len, int want)
         x->failures++;
     }
 }
-
 
 static void raw_expect_req(raw_ctx *x, const char *name, const raw_req *q, int want)
 {
