@@ -208,6 +208,16 @@ static void probe_wait(probe_async *p)
     }
 }
 
+/* "STATUS <name> <count>" for every status seen (index = -status). */
+static void print_status_counts(const uint64_t by_status[32])
+{
+    for (int i = 0; i < 32; i++) {
+        if (by_status[i] != 0) {
+            printf("STATUS %s %" PRIu64 "\n", esc_err_name(-i), by_status[i]);
+        }
+    }
+}
+
 /* The outcome of one asynchronous call. */
 typedef struct outcome {
     bool done;
@@ -677,11 +687,7 @@ static int cmd_record(const probe_args *args)
     printf("SENT %" PRIu64 "\n", r->next);
     printf("ACKED reserve=%" PRIu64 " confirm=%" PRIu64 " release=%" PRIu64 "\n", r->acked[0],
            r->acked[1], r->acked[2]);
-    for (int i = 0; i < 32; i++) {
-        if (r->by_status[i] != 0) {
-            printf("STATUS %s %" PRIu64 "\n", esc_err_name(-i), r->by_status[i]);
-        }
-    }
+    print_status_counts(r->by_status);
     free(r->slots);
     free(r);
     return 0;
@@ -899,11 +905,7 @@ static int cmd_fence_load(const probe_args *args)
     fclose(r->out);
     printf("SENT %" PRIu64 "\n", r->next);
     printf("OKS reserve=%" PRIu64 " confirm=%" PRIu64 "\n", r->ok[0], r->ok[1]);
-    for (int i = 0; i < 32; i++) {
-        if (r->by_status[i] != 0) {
-            printf("STATUS %s %" PRIu64 "\n", esc_err_name(-i), r->by_status[i]);
-        }
-    }
+    print_status_counts(r->by_status);
     free(r->slots);
     free(r);
     return 0;
