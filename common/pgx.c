@@ -224,6 +224,13 @@ void pgx_reconnect(pgx_conn *c)
     start_connect(c);
 }
 
+void pgx_drop(pgx_conn *c)
+{
+    if (c->state == PGX_READY) {
+        go_down(c, "dropped by a failpoint");
+    }
+}
+
 bool pgx_ready(const pgx_conn *c)
 {
     return c->state == PGX_READY;

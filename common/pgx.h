@@ -79,6 +79,10 @@ bool pgx_ready(const pgx_conn *c);
 int pgx_query(pgx_conn *c, const char *stmt, const char *sql, int nparams,
               const char *const *values, pgx_result_cb cb, void *arg);
 
+/* Drops an idle connection as if the network had lost it: state_cb(false)
+ * runs and the owner reconnects as usual. For failpoints in tests. */
+void pgx_drop(pgx_conn *c);
+
 /* Closes the connection; a query in progress is failed. Returns true if
  * close_cb((uv_handle_t *)&c->poll) will run from the loop, false if the
  * connection is already fully closed (close_cb is never called then). */

@@ -37,6 +37,10 @@ int main(int argc, char **argv)
     node_config cfg;
     memset(&cfg, 0, sizeof cfg);
     cfg.dsn = getenv("ESCROW_DSN");
+    const char *fp = getenv("ESC_FAILPOINT_COMMIT_LOST_PCT");
+    if (fp != NULL) {
+        cfg.failpoint_commit_lost_pct = (uint32_t)strtoul(fp, NULL, 10) % 101;
+    }
     int c;
     while ((c = getopt_long(argc, argv, "", opts, NULL)) != -1) {
         switch (c) {

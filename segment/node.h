@@ -43,6 +43,10 @@ typedef struct node_config {
     const char *listen[NODE_LISTEN_MAX]; /* borrowed */
     int nlisten;
     uint32_t sweep_ms; /* expiry sweeper period */
+    /* Failpoint for tests: percent of committed batches whose result is
+     * thrown away with the connection, as if the network lost the reply
+     * after COMMIT ($ESC_FAILPOINT_COMMIT_LOST_PCT). 0 in production. */
+    uint32_t failpoint_commit_lost_pct;
 } node_config;
 
 typedef struct node_stats {

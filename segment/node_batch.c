@@ -489,6 +489,15 @@ static void on_commit(pgx_conn *c, PGresult *res, const pgx_err *err, void *arg)
         n->stats.commit_us_max = us;
     }
     memset(n->rejected, 0, b->n * sizeof *n->rejected);
+    if (err->code == 0 && n->cfg.failpoint_commit_lost_pct > 0 &&
+        (uint32_t)(rand() % 100) < n->cfg.failpoint_commit_lost_pct) {
+        ESC_LOG(ESC_LOG_WARN, "SEG-FAILPOINT",
+                "batch=%" PRIu64 " committed; dropping the reply and the connection", b->batch_id);
+        n->stats.batch_failures++;
+        n->inflight_unknown = true;
+        pgx_drop(&n->commit_conn);
+        return;
+    }
     if (err->code == 0) {
         apply_rejections(n, b, res);
         settle(n, b, true, 0);
