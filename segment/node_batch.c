@@ -238,13 +238,13 @@ void node_batch_kick(node *n)
 
 /* ---- outcome ------------------------------------------------------------ */
 
-/* Appends list (linked by next) to *head. */
-static void chain(node_req **head, node_req *list)
+/* Appends list (linked by next) at *tail and moves *tail to its end. */
+static void chain(node_req ***tail, node_req *list)
 {
-    while (*head != NULL) {
-        head = &(*head)->next;
+    **tail = list;
+    while (**tail != NULL) {
+        *tail = &(**tail)->next;
     }
-    *head = list;
 }
 
 static void count_commit(node *n, const seg_op *op)
@@ -273,11 +273,11 @@ static void count_commit(node *n, const seg_op *op)
 static void settle(node *n, node_batch *b, bool committed, int fail_status)
 {
     int64_t now = esc_wall_ms();
-    node_req *again = NULL;
+    node_req *again = NULL, **tail = &again;
     for (size_t k = b->n; k-- > 0;) {
         seg_op *op = &b->ops[k];
         node_req *r = op->req;
-        chain(&again, op->hold->waiters);
+        chain(&tail, op->hold->waiters);
         op->hold->waiters = NULL;
         if (committed && !n->rejected[k]) {
             seg_core_commit_op(&n->core, op, now);
@@ -293,7 +293,7 @@ static void settle(node *n, node_batch *b, bool committed, int fail_status)
             node_req_free(n, r); /* already answered by the database's verdict */
         } else if (r != NULL) {
             r->next = NULL;
-            chain(&again, r);
+            chain(&tail, r);
         }
     }
     b->n = 0;
