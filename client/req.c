@@ -7,17 +7,6 @@
 
 #include "esc_limits.h"
 
-bool cli_hold_id_valid(uint64_t hold_id)
-{
-    uint64_t seg = hold_id >> ESC_HOLD_SEQ_BITS;
-    return hold_id != 0 && seg != 0 && seg <= ESC_SEGMENT_ID_MAX;
-}
-
-static bool ttl_valid(uint32_t ttl_ms)
-{
-    return ttl_ms == 0 || (ttl_ms >= ESC_TTL_MS_MIN && ttl_ms <= ESC_TTL_MS_MAX);
-}
-
 /* dst has room for max + 1 bytes; src was checked by wire_id_valid(src, max). */
 static void copy_id(char *dst, const char *src)
 {
@@ -31,7 +20,7 @@ int cli_req_reserve(wire_request *out, const char *tenant_id, const esc_reserve_
         !wire_id_valid(req->idempotency_key, ESC_KEY_LEN_MAX)) {
         return ESC_EINVAL;
     }
-    if (req->qty < 1 || req->qty > ESC_QTY_MAX || !ttl_valid(req->ttl_ms)) {
+    if (req->qty < 1 || req->qty > ESC_QTY_MAX || !wire_ttl_valid(req->ttl_ms)) {
         return ESC_EINVAL;
     }
     if (!wire_id_valid(tenant_id, ESC_TENANT_LEN_MAX)) {
@@ -51,7 +40,7 @@ int cli_req_reserve(wire_request *out, const char *tenant_id, const esc_reserve_
 int cli_req_hold(wire_request *out, const char *tenant_id, wire_op op, uint64_t hold_id,
                  int64_t qty, uint32_t ttl_ms)
 {
-    if (!cli_hold_id_valid(hold_id) || !wire_id_valid(tenant_id, ESC_TENANT_LEN_MAX)) {
+    if (!wire_hold_id_valid(hold_id) || !wire_id_valid(tenant_id, ESC_TENANT_LEN_MAX)) {
         return ESC_EINVAL;
     }
     switch (op) {
@@ -61,7 +50,7 @@ int cli_req_hold(wire_request *out, const char *tenant_id, wire_op op, uint64_t 
         }
         break;
     case WIRE_OP_EXTEND:
-        if (!ttl_valid(ttl_ms)) {
+        if (!wire_ttl_valid(ttl_ms)) {
             return ESC_EINVAL;
         }
         break;

@@ -15,10 +15,6 @@
 #include "escrow.h"
 #include "wire.h"
 
-/* True if hold_id can name a hold: (segment_id << ESC_HOLD_SEQ_BITS) | seq
- * with 1 <= segment_id <= ESC_SEGMENT_ID_MAX. */
-bool cli_hold_id_valid(uint64_t hold_id);
-
 /* Fills *out (op RESERVE, corr_id 0) from req (borrowed) for tenant_id
  * (borrowed, already valid). Returns 0, or ESC_EINVAL for a missing or
  * invalid item, buyer or key (1..128 bytes of printable ASCII), qty outside

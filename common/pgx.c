@@ -74,12 +74,10 @@ static int watch(pgx_conn *c, int events)
         }
         c->poll.data = c;
         c->poll_inited = true;
-        c->fd = fd;
     }
     if (uv_poll_start(&c->poll, events, on_io) != 0) {
         return ESC_EUNAVAILABLE;
     }
-    c->poll_active = true;
     return 0;
 }
 
@@ -115,7 +113,6 @@ static void go_down(pgx_conn *c, const char *why)
         uv_poll_stop(&c->poll);
         uv_close((uv_handle_t *)&c->poll, on_poll_closed);
     }
-    c->poll_active = false;
     if (was == PGX_BUSY) {
         finish_query(c, &err);
     }

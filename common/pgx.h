@@ -42,9 +42,7 @@ struct pgx_conn {
     uv_loop_t *loop; /* borrowed */
     PGconn *conn;    /* owned */
     uv_poll_t poll;  /* embedded */
-    bool poll_active;
     bool poll_inited;
-    int fd;
     char *dsn;        /* owned */
     const char *name; /* borrowed, for logs */
     int state;        /* PGX_* */

@@ -79,9 +79,20 @@ static int copy_id(char *dst, size_t max, const char *src, char why[WIRE_WHY_MAX
     return 0;
 }
 
+bool wire_ttl_valid(uint32_t ttl_ms)
+{
+    return ttl_ms == 0 || (ttl_ms >= ESC_TTL_MS_MIN && ttl_ms <= ESC_TTL_MS_MAX);
+}
+
+bool wire_hold_id_valid(uint64_t hold_id)
+{
+    uint64_t seg = hold_id >> ESC_HOLD_SEQ_BITS;
+    return seg != 0 && seg <= ESC_SEGMENT_ID_MAX;
+}
+
 static int check_ttl(uint32_t ttl_ms, char why[WIRE_WHY_MAX])
 {
-    if (ttl_ms != 0 && (ttl_ms < ESC_TTL_MS_MIN || ttl_ms > ESC_TTL_MS_MAX)) {
+    if (!wire_ttl_valid(ttl_ms)) {
         return why_set(why, ESC_EINVAL,
                        "ttl_ms out of bounds (50 ms .. 24 h, or 0 for the item's)");
     }
@@ -90,8 +101,7 @@ static int check_ttl(uint32_t ttl_ms, char why[WIRE_WHY_MAX])
 
 static int check_hold_id(uint64_t hold_id, char why[WIRE_WHY_MAX])
 {
-    if (hold_id == 0 || (hold_id >> ESC_HOLD_SEQ_BITS) == 0 ||
-        (hold_id >> ESC_HOLD_SEQ_BITS) > ESC_SEGMENT_ID_MAX) {
+    if (!wire_hold_id_valid(hold_id)) {
         return why_set(why, ESC_EINVAL, "hold_id is not a valid hold id");
     }
     return 0;

@@ -78,8 +78,14 @@ typedef struct wire_reply {
     size_t segs_cap;
 } wire_reply;
 
+/* The field rules, shared by the decoder and by libescrow (which checks
+ * before it sends, so a bad call fails locally). */
 /* True if s is 1..max bytes of printable ASCII (0x21..0x7e). */
 bool wire_id_valid(const char *s, size_t max);
+/* 0 (the item's) or ESC_TTL_MS_MIN..ESC_TTL_MS_MAX. */
+bool wire_ttl_valid(uint32_t ttl_ms);
+/* Names a segment 1..ESC_SEGMENT_ID_MAX (hold ids are segment << 40 | seq). */
+bool wire_hold_id_valid(uint64_t hold_id);
 
 /* Decodes and validates a request. Returns 0, or ESC_EPROTO / ESC_EINVAL /
  * ESC_ETOOBIG with *why set; out->corr_id is set whenever the frame parsed,

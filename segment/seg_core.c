@@ -78,14 +78,15 @@ bool seg_core_knows_tenant(const seg_core *c, const char *tenant_id)
     return false;
 }
 
+static bool segment_eq(const hmap_node *n, const void *k)
+{
+    return HMAP_ENTRY(n, seg_segment, by_id)->segment_id == *(const uint64_t *)k;
+}
+
 seg_segment *seg_core_find_segment(seg_core *c, uint64_t segment_id)
 {
-    for (size_t i = 0; i < c->nsegs; i++) {
-        if (c->segs[i].segment_id == segment_id) {
-            return &c->segs[i];
-        }
-    }
-    return NULL;
+    hmap_node *n = hmap_find(&c->segments, hmap_hash_u64(segment_id), segment_eq, &segment_id);
+    return n ? HMAP_ENTRY(n, seg_segment, by_id) : NULL;
 }
 
 static seg_hold *find_hold(seg_core *c, uint64_t hold_id)
@@ -121,7 +122,8 @@ int seg_core_init(seg_core *c, size_t segs_cap)
     c->retain_ms = RETAIN_MS_DEFAULT;
     c->retain_max = RETAIN_MAX_DEFAULT;
     if (c->segs == NULL || hmap_init(&c->items, 64) != 0 || hmap_init(&c->holds, 1024) != 0 ||
-        hmap_init(&c->keys, 1024) != 0 || hmap_init(&c->pending_buyers, 64) != 0) {
+        hmap_init(&c->keys, 1024) != 0 || hmap_init(&c->pending_buyers, 64) != 0 ||
+        hmap_init(&c->segments, 64) != 0) {
         seg_core_fini(c);
         return ESC_ENOMEM;
     }
@@ -157,6 +159,7 @@ void seg_core_fini(seg_core *c)
     hmap_fini(&c->holds);
     hmap_fini(&c->keys);
     hmap_fini(&c->pending_buyers);
+    hmap_fini(&c->segments);
     memset(c, 0, sizeof *c);
 }
 
@@ -205,6 +208,7 @@ int seg_core_add_segment(seg_core *c, seg_item *item, const seg_segment *proto, 
     s->fenced = false;
     s->item = item;
     item->segs[item->nsegs++] = s;
+    hmap_insert(&c->segments, &s->by_id, hmap_hash_u64(s->segment_id));
     *out = s;
     return 0;
 }
@@ -766,27 +770,31 @@ void seg_core_trim(seg_core *c, int64_t now_ms)
 
 int seg_core_check(const seg_core *c, uint64_t *bad_segment)
 {
-    for (size_t i = 0; i < c->nsegs; i++) {
-        const seg_segment *s = &c->segs[i];
-        if (s->fenced) {
-            continue;
-        }
-        int64_t live = 0;
-        for (size_t b = 0; b < c->holds.nbuckets; b++) {
-            for (const hmap_node *n = c->holds.buckets[b]; n != NULL; n = n->next) {
-                const seg_hold *h = HMAP_ENTRY(n, seg_hold, by_id);
-                if (h->seg == s && h->state == SEG_HELD) {
-                    live += h->qty;
-                }
+    /* one pass over the holds (this runs at start-up over every live hold) */
+    int64_t *live = calloc(c->nsegs ? c->nsegs : 1, sizeof *live);
+    if (live == NULL) {
+        return ESC_ENOMEM;
+    }
+    for (size_t b = 0; b < c->holds.nbuckets; b++) {
+        for (const hmap_node *n = c->holds.buckets[b]; n != NULL; n = n->next) {
+            const seg_hold *h = HMAP_ENTRY(n, seg_hold, by_id);
+            if (h->state == SEG_HELD) {
+                live[h->seg - c->segs] += h->qty;
             }
         }
-        if (s->available < 0 || s->held < 0 || s->sold < 0 || s->returning < 0 ||
-            s->available + s->held + s->sold + s->returning != s->allocated || live != s->held) {
+    }
+    int rc = 0;
+    for (size_t i = 0; i < c->nsegs && rc == 0; i++) {
+        const seg_segment *s = &c->segs[i];
+        if (!s->fenced && (s->available < 0 || s->held < 0 || s->sold < 0 || s->returning < 0 ||
+                           s->available + s->held + s->sold + s->returning != s->allocated ||
+                           live[i] != s->held)) {
             if (bad_segment != NULL) {
                 *bad_segment = s->segment_id;
             }
-            return ESC_EINTERNAL;
+            rc = ESC_EINTERNAL;
         }
     }
-    return 0;
+    free(live);
+    return rc;
 }

@@ -54,6 +54,7 @@ struct seg_item {
 };
 
 struct seg_segment {
+    hmap_node by_id;
     uint64_t segment_id;
     uint64_t epoch;
     int64_t available, held, sold;
@@ -127,6 +128,7 @@ typedef struct seg_core {
     hmap holds;          /* seg_hold by hold_id */
     hmap keys;           /* seg_hold by (tenant, key) */
     hmap pending_buyers; /* pending reserves of items with a per-buyer maximum */
+    hmap segments;       /* seg_segment by segment_id (they live in segs[]) */
     seg_segment *segs;   /* owned array */
     size_t nsegs, segs_cap;
     seg_item **item_list; /* owned array of owned items */
@@ -187,7 +189,8 @@ void seg_core_fence(seg_core *c, seg_segment *seg, void (*waiters_cb)(void *wait
 /* Trims final holds kept past retention (by age and count). */
 void seg_core_trim(seg_core *c, int64_t now_ms);
 
-/* Checks every invariant; returns 0 or ESC_EINTERNAL (and names the segment). */
+/* Checks every invariant in one pass over the holds; returns 0, ESC_EINTERNAL
+ * (and names the segment) or ESC_ENOMEM. */
 int seg_core_check(const seg_core *c, uint64_t *bad_segment);
 
 /* Hold id helpers. */

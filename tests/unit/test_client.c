@@ -336,9 +336,9 @@ static void test_cart_plan(void **state)
 static void test_req_and_reply_mapping(void **state)
 {
     (void)state;
-    assert_false(cli_hold_id_valid(0));
-    assert_false(cli_hold_id_valid(7));
-    assert_true(cli_hold_id_valid(1ULL << 40 | 7));
+    assert_false(wire_hold_id_valid(0));
+    assert_false(wire_hold_id_valid(7));
+    assert_true(wire_hold_id_valid(1ULL << 40 | 7));
     assert_int_equal(cli_reply_status(0, true), 0);
     assert_int_equal(cli_reply_status(0, false), ESC_EPROTO);
     assert_int_equal(cli_reply_status(5, false), ESC_EPROTO);
