@@ -192,32 +192,35 @@ void node_dispatch(node *n, const nnx_hdr *hdr, const wire_request *q, node_req 
         return;
     }
     decide(n, q, &res);
-    switch (res.disp) {
-    case SEG_REPLY:
+    if (res.disp == SEG_REPLY) {
         node_answer(n, hdr, q, res.status, res.hold);
         if (r != NULL) {
             node_req_free(n, r);
         }
         return;
-    case SEG_COMMIT:
-        if (r == NULL) {
-            r = node_req_new(n, hdr, q);
+    }
+    if (r == NULL && n->pending_reqs >= ESC_PENDING_MAX) {
+        /* the waiting room is full: nothing was promised, say so */
+        if (res.disp == SEG_COMMIT) {
+            seg_core_undo_op(&n->core, &res.op);
         }
+        node_answer(n, hdr, q, ESC_EBUSY, NULL);
+        return;
+    }
+    if (r == NULL) {
+        r = node_req_new(n, hdr, q);
+    }
+    switch (res.disp) {
+    case SEG_COMMIT:
         r->status = res.status;
         res.op.req = r;
         node_batch_add(n, &res.op);
         return;
     case SEG_PARK:
-        if (r == NULL) {
-            r = node_req_new(n, hdr, q);
-        }
         r->next = res.hold->waiters;
         res.hold->waiters = r;
         return;
-    case SEG_LOOKUP:
-        if (r == NULL) {
-            r = node_req_new(n, hdr, q);
-        }
+    default: /* SEG_LOOKUP */
         node_lookup_enqueue(n, r);
         return;
     }
