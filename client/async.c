@@ -378,6 +378,8 @@ static void on_reply(esc_async *a, void *msg, size_t len, const nnx_hdr *hdr)
     wire_reply rep;
     rep.segs = NULL;
     rep.segs_cap = 0;
+    rep.route = NULL;
+    rep.hb = NULL;
     int rc = wire_decode_reply(msg, len, &rep);
     nnx_free(msg);
     if (rc < 0) {

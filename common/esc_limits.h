@@ -56,6 +56,16 @@
 #define ESC_HOLD_SEQ_BITS 40
 #define ESC_SEGMENT_ID_MAX ((1ULL << (63 - ESC_HOLD_SEQ_BITS)) - 1)
 
+/* Under a coordinator: node ids, endpoints, and what one heartbeat carries.
+ * A heartbeat entry is ~40 bytes, so ESC_HB_SEGMENTS_MAX keeps a heartbeat
+ * (and its reply) well under ESC_FRAME_BYTES_MAX. */
+#define ESC_NODE_ID_LEN_MAX 64
+#define ESC_ENDPOINT_LEN_MAX 255
+#define ESC_HB_SEGMENTS_MAX 1024
+#define ESC_HB_TRANSFERS_MAX 256
+/* Segments of one item in a routing table. */
+#define ESC_ROUTE_SEGMENTS_MAX ESC_SEGMENTS_PER_ITEM_MAX
+
 /* Client-side bounds. */
 #define ESC_CLIENT_INFLIGHT_MAX 65536
 #define ESC_CART_LINES_MAX 64

@@ -5,6 +5,7 @@
  */
 #include "wire.h"
 
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -50,6 +51,8 @@ bool wire_id_valid(const char *s, size_t max)
     }
     return n > 0;
 }
+
+static void copy_str(char *dst, size_t max, const char *src);
 
 static int why_set(char why[WIRE_WHY_MAX], int rc, const char *msg)
 {
@@ -130,6 +133,152 @@ static int decode_reserve(const Escrow__ReserveReq *r, wire_request *out, char *
     return 0;
 }
 
+static bool segment_id_valid(uint64_t id)
+{
+    return id >= 1 && id <= ESC_SEGMENT_ID_MAX;
+}
+
+static int decode_route_req(const Escrow__RouteReq *r, wire_request *out, char *why)
+{
+    bool has_item = r->item_id != NULL && r->item_id[0] != '\0';
+    if (has_item == (r->segment_id != 0)) {
+        return why_set(why, ESC_EINVAL, "a route request names an item_id or a segment_id");
+    }
+    if (!has_item) {
+        if (!segment_id_valid(r->segment_id)) {
+            return why_set(why, ESC_EINVAL, "segment_id out of range");
+        }
+        out->segment_id = r->segment_id;
+        return 0;
+    }
+    return copy_id(out->item_id, ESC_ITEM_LEN_MAX, r->item_id, why, "item_id");
+}
+
+static bool endpoint_valid(const char *s)
+{
+    return wire_id_valid(s, ESC_ENDPOINT_LEN_MAX);
+}
+
+/* Decoded heartbeats live here: one per thread, allocated on first use (a
+ * client process never decodes one and never pays for it). */
+static _Thread_local wire_heartbeat *tl_hb;
+
+static int decode_stats_entry(const Escrow__SegmentStats *e, wire_seg_stats *s, char *why)
+{
+    if (!segment_id_valid(e->segment_id)) {
+        return why_set(why, ESC_EINVAL, "heartbeat: segment_id out of range");
+    }
+    if (e->available < 0 || e->held < 0 || e->sold < 0 || e->state > WIRE_SEG_RETIRED) {
+        return why_set(why, ESC_EINVAL, "heartbeat: segment counters out of range");
+    }
+    memset(s, 0, sizeof *s);
+    if (e->tenant_id != NULL && e->tenant_id[0] != '\0') {
+        int rc = copy_id(s->tenant_id, ESC_TENANT_LEN_MAX, e->tenant_id, why, "tenant_id");
+        if (rc < 0) {
+            return rc;
+        }
+    }
+    if (e->item_id != NULL && e->item_id[0] != '\0') {
+        int rc = copy_id(s->item_id, ESC_ITEM_LEN_MAX, e->item_id, why, "item_id");
+        if (rc < 0) {
+            return rc;
+        }
+    }
+    s->segment_id = e->segment_id;
+    s->epoch = e->epoch;
+    s->available = e->available;
+    s->held = e->held;
+    s->sold = e->sold;
+    s->state = e->state;
+    s->reserved = e->reserved;
+    s->empties = e->empties;
+    return 0;
+}
+
+static int decode_heartbeat(const Escrow__HeartbeatReq *h, wire_request *out, char *why)
+{
+    int rc;
+    if (tl_hb == NULL && (tl_hb = malloc(sizeof *tl_hb)) == NULL) {
+        return why_set(why, ESC_ENOMEM, "out of memory");
+    }
+    wire_heartbeat *hb = tl_hb;
+    hb->nsegs = hb->nxfers = hb->ndry = 0;
+    if ((rc = copy_id(hb->node_id, ESC_NODE_ID_LEN_MAX, h->node_id, why, "node_id")) < 0) {
+        return rc;
+    }
+    if (h->endpoint == NULL || !endpoint_valid(h->endpoint)) {
+        return why_set(why, ESC_EINVAL, "heartbeat: endpoint must be 1..255 printable bytes");
+    }
+    snprintf(hb->endpoint, sizeof hb->endpoint, "%s", h->endpoint);
+    if (h->incarnation == 0) {
+        return why_set(why, ESC_EINVAL, "heartbeat: incarnation must not be 0");
+    }
+    hb->incarnation = h->incarnation;
+    hb->stopping = h->stopping;
+    if (h->n_segments > ESC_HB_SEGMENTS_MAX || h->n_transfers > ESC_HB_TRANSFERS_MAX ||
+        h->n_dry > ESC_HB_SEGMENTS_MAX) {
+        return why_set(why, ESC_ETOOBIG, "heartbeat: too many entries");
+    }
+    for (size_t i = 0; i < h->n_segments; i++) {
+        if ((rc = decode_stats_entry(h->segments[i], &hb->segs[i], why)) < 0) {
+            return rc;
+        }
+    }
+    hb->nsegs = h->n_segments;
+    for (size_t i = 0; i < h->n_transfers; i++) {
+        const Escrow__TransferResult *t = h->transfers[i];
+        if (t->transfer_id == 0 || t->outcome < WIRE_XFER_SENT || t->outcome > WIRE_XFER_STALE ||
+            t->qty < 0 || t->qty > ESC_TOTAL_MAX) {
+            return why_set(why, ESC_EINVAL, "heartbeat: transfer result out of range");
+        }
+        hb->xfers[i] = (wire_transfer_result){t->transfer_id, t->outcome, t->qty};
+    }
+    hb->nxfers = h->n_transfers;
+    for (size_t i = 0; i < h->n_dry; i++) {
+        if (!segment_id_valid(h->dry[i])) {
+            return why_set(why, ESC_EINVAL, "heartbeat: dry segment_id out of range");
+        }
+        hb->dry[i] = h->dry[i];
+    }
+    hb->ndry = h->n_dry;
+    out->hb = hb;
+    return 0;
+}
+
+static int decode_admin(const Escrow__AdminReq *a, wire_request *out, char *why)
+{
+    int rc;
+    if (a->op <= WIRE_ADMIN_NONE || a->op >= WIRE_ADMIN_LAST_) {
+        return why_set(why, ESC_EINVAL, "unknown admin operation");
+    }
+    out->admin_op = a->op;
+    switch (a->op) {
+    case WIRE_ADMIN_DRAIN:
+    case WIRE_ADMIN_UNDRAIN:
+        return copy_id(out->node_id, ESC_NODE_ID_LEN_MAX, a->node_id, why, "node_id");
+    case WIRE_ADMIN_RELOAD:
+        return 0;
+    default:
+        break;
+    }
+    if ((rc = copy_id(out->item_id, ESC_ITEM_LEN_MAX, a->item_id, why, "item_id")) < 0) {
+        return rc;
+    }
+    if (a->op == WIRE_ADMIN_RESTOCK || a->op == WIRE_ADMIN_REDUCE) {
+        if (a->qty < 1 || a->qty > ESC_TOTAL_MAX) {
+            return why_set(why, ESC_EINVAL, "qty must be between 1 and 1000000000");
+        }
+        out->qty = a->qty;
+    }
+    if (a->op == WIRE_ADMIN_SPLIT) {
+        if (a->segments < 1 || a->segments > ESC_SEGMENTS_PER_ITEM_MAX) {
+            return why_set(why, ESC_EINVAL, "segments must be between 1 and 256");
+        }
+        out->nsegments = a->segments;
+    }
+    return 0;
+}
+
 static int decode_op(const Escrow__Request *m, wire_request *out, char *why)
 {
     int rc;
@@ -148,6 +297,7 @@ static int decode_op(const Escrow__Request *m, wire_request *out, char *why)
     case ESCROW__REQUEST__OP_RELEASE:
         out->op = WIRE_OP_RELEASE;
         out->hold_id = m->release->hold_id;
+        out->by_operator = m->release->by_operator;
         return check_hold_id(out->hold_id, why);
     case ESCROW__REQUEST__OP_EXTEND:
         out->op = WIRE_OP_EXTEND;
@@ -167,9 +317,31 @@ static int decode_op(const Escrow__Request *m, wire_request *out, char *why)
             return copy_id(out->item_id, ESC_ITEM_LEN_MAX, m->stats->item_id, why, "item_id");
         }
         return 0;
+    case ESCROW__REQUEST__OP_ROUTE:
+        out->op = WIRE_OP_ROUTE;
+        return decode_route_req(m->route, out, why);
+    case ESCROW__REQUEST__OP_HEARTBEAT:
+        out->op = WIRE_OP_HEARTBEAT;
+        return decode_heartbeat(m->heartbeat, out, why);
+    case ESCROW__REQUEST__OP_ADMIN:
+        out->op = WIRE_OP_ADMIN;
+        return decode_admin(m->admin, out, why);
     default:
         return why_set(why, ESC_EPROTO, "request names no operation");
     }
+}
+
+/* Requests that are not about one tenant's stock carry no tenant. */
+static bool tenant_optional(const Escrow__Request *m)
+{
+    if (m->op_case == ESCROW__REQUEST__OP_HEARTBEAT) {
+        return true;
+    }
+    if (m->op_case == ESCROW__REQUEST__OP_ADMIN) {
+        uint32_t op = m->admin->op;
+        return op == WIRE_ADMIN_DRAIN || op == WIRE_ADMIN_UNDRAIN || op == WIRE_ADMIN_RELOAD;
+    }
+    return false;
 }
 
 int wire_decode_request(const void *buf, size_t len, wire_request *out, char why[WIRE_WHY_MAX])
@@ -178,11 +350,16 @@ int wire_decode_request(const void *buf, size_t len, wire_request *out, char why
     if (len > ESC_FRAME_BYTES_MAX) {
         return why_set(why, ESC_ETOOBIG, "frame larger than the protocol maximum");
     }
-    /* Large enough for any frame under the limit, so that an over-long field
-     * is refused by its own bound (ESC_ETOOBIG), not by the arena. One per
-     * thread; decoding does not nest. */
-    static _Thread_local _Alignas(16) unsigned char mem[2 * ESC_FRAME_BYTES_MAX];
-    arena a = {mem, sizeof mem, 0};
+    /* Large enough for any frame under the limit (a full heartbeat unpacks
+     * to about twice its size), so that an over-long field is refused by its
+     * own bound (ESC_ETOOBIG), not by the arena. One per thread, allocated
+     * on first use; decoding does not nest. */
+    enum { ARENA_BYTES = 4 * ESC_FRAME_BYTES_MAX };
+    static _Thread_local unsigned char *mem;
+    if (mem == NULL && (mem = malloc(ARENA_BYTES)) == NULL) {
+        return why_set(why, ESC_ENOMEM, "out of memory");
+    }
+    arena a = {mem, ARENA_BYTES, 0};
     ProtobufCAllocator alloc = {arena_alloc, arena_free, &a};
     Escrow__Request *m = escrow__request__unpack(&alloc, len, buf);
     if (m == NULL) {
@@ -195,9 +372,11 @@ int wire_decode_request(const void *buf, size_t len, wire_request *out, char why
     if (m->credential.len > ESC_CREDENTIAL_LEN_MAX) {
         return why_set(why, ESC_ETOOBIG, "credential too long");
     }
-    int rc = copy_id(out->tenant_id, ESC_TENANT_LEN_MAX, m->tenant_id, why, "tenant_id");
-    if (rc < 0) {
-        return rc;
+    if (!tenant_optional(m) || (m->tenant_id != NULL && m->tenant_id[0] != '\0')) {
+        int rc = copy_id(out->tenant_id, ESC_TENANT_LEN_MAX, m->tenant_id, why, "tenant_id");
+        if (rc < 0) {
+            return rc;
+        }
     }
     return decode_op(m, out, why);
 }
@@ -211,6 +390,7 @@ int wire_encode_raw(const wire_raw_request *r, void *buf, size_t cap, size_t *le
     Escrow__ExtendReq ex = ESCROW__EXTEND_REQ__INIT;
     Escrow__GetReq gt = ESCROW__GET_REQ__INIT;
     Escrow__StatsReq st = ESCROW__STATS_REQ__INIT;
+    Escrow__RouteReq ro = ESCROW__ROUTE_REQ__INIT;
     m.version = r->version;
     m.corr_id = r->corr_id;
     m.tenant_id = (char *)r->tenant_id;
@@ -235,6 +415,7 @@ int wire_encode_raw(const wire_raw_request *r, void *buf, size_t cap, size_t *le
         break;
     case WIRE_OP_RELEASE:
         rl.hold_id = r->hold_id;
+        rl.by_operator = r->by_operator;
         m.op_case = ESCROW__REQUEST__OP_RELEASE;
         m.release = &rl;
         break;
@@ -254,6 +435,12 @@ int wire_encode_raw(const wire_raw_request *r, void *buf, size_t cap, size_t *le
         m.op_case = ESCROW__REQUEST__OP_STATS;
         m.stats = &st;
         break;
+    case WIRE_OP_ROUTE:
+        ro.item_id = (char *)(r->item_id != NULL ? r->item_id : "");
+        ro.segment_id = r->segment_id;
+        m.op_case = ESCROW__REQUEST__OP_ROUTE;
+        m.route = &ro;
+        break;
     default:
         break; /* no operation: a frame a server refuses */
     }
@@ -267,7 +454,7 @@ int wire_encode_raw(const wire_raw_request *r, void *buf, size_t cap, size_t *le
 
 int wire_encode_request(const wire_request *req, void *buf, size_t cap, size_t *len)
 {
-    if (req->op <= WIRE_OP_NONE || req->op > WIRE_OP_STATS) {
+    if (req->op <= WIRE_OP_NONE || req->op > WIRE_OP_ROUTE) {
         return ESC_EINVAL;
     }
     wire_raw_request r = {
@@ -282,8 +469,209 @@ int wire_encode_request(const wire_request *req, void *buf, size_t cap, size_t *
         .ttl_ms = req->ttl_ms,
         .segment_id = req->segment_id,
         .hold_id = req->hold_id,
+        .by_operator = req->by_operator,
     };
     return wire_encode_raw(&r, buf, cap < ESC_FRAME_BYTES_MAX ? cap : ESC_FRAME_BYTES_MAX, len);
+}
+
+int wire_encode_heartbeat(uint64_t corr_id, const wire_heartbeat *hb, void *buf, size_t cap,
+                          size_t *len)
+{
+    if (hb->nsegs > ESC_HB_SEGMENTS_MAX || hb->nxfers > ESC_HB_TRANSFERS_MAX ||
+        hb->ndry > ESC_HB_SEGMENTS_MAX) {
+        return ESC_EINVAL;
+    }
+    Escrow__Request m = ESCROW__REQUEST__INIT;
+    Escrow__HeartbeatReq h = ESCROW__HEARTBEAT_REQ__INIT;
+    m.version = WIRE_VERSION;
+    m.corr_id = corr_id;
+    m.op_case = ESCROW__REQUEST__OP_HEARTBEAT;
+    m.heartbeat = &h;
+    h.node_id = (char *)hb->node_id;
+    h.incarnation = hb->incarnation;
+    h.endpoint = (char *)hb->endpoint;
+    h.stopping = hb->stopping;
+    h.n_dry = hb->ndry;
+    h.dry = (uint64_t *)hb->dry;
+    Escrow__SegmentStats *st = calloc(hb->nsegs + 1, sizeof *st);
+    Escrow__SegmentStats **stp = calloc(hb->nsegs + 1, sizeof *stp);
+    Escrow__TransferResult *tr = calloc(hb->nxfers + 1, sizeof *tr);
+    Escrow__TransferResult **trp = calloc(hb->nxfers + 1, sizeof *trp);
+    int rc = 0;
+    if (st == NULL || stp == NULL || tr == NULL || trp == NULL) {
+        rc = ESC_ENOMEM;
+        goto out;
+    }
+    for (size_t i = 0; i < hb->nsegs; i++) {
+        const wire_seg_stats *w = &hb->segs[i];
+        escrow__segment_stats__init(&st[i]);
+        st[i].segment_id = w->segment_id;
+        st[i].item_id = (char *)w->item_id;
+        st[i].tenant_id = (char *)w->tenant_id;
+        st[i].epoch = w->epoch;
+        st[i].available = w->available;
+        st[i].held = w->held;
+        st[i].sold = w->sold;
+        st[i].state = w->state;
+        st[i].reserved = w->reserved;
+        st[i].empties = w->empties;
+        stp[i] = &st[i];
+    }
+    h.n_segments = hb->nsegs;
+    h.segments = stp;
+    for (size_t i = 0; i < hb->nxfers; i++) {
+        escrow__transfer_result__init(&tr[i]);
+        tr[i].transfer_id = hb->xfers[i].transfer_id;
+        tr[i].outcome = hb->xfers[i].outcome;
+        tr[i].qty = hb->xfers[i].qty;
+        trp[i] = &tr[i];
+    }
+    h.n_transfers = hb->nxfers;
+    h.transfers = trp;
+    size_t n = escrow__request__get_packed_size(&m);
+    if (n > cap || n > ESC_FRAME_BYTES_MAX) {
+        rc = ESC_ETOOBIG;
+    } else {
+        *len = escrow__request__pack(&m, buf);
+    }
+out:
+    free(st);
+    free(stp);
+    free(tr);
+    free(trp);
+    return rc;
+}
+
+int wire_encode_admin(uint64_t corr_id, const char *tenant_id, uint32_t admin_op,
+                      const char *item_id, const char *node_id, int64_t qty, uint32_t nsegments,
+                      void *buf, size_t cap, size_t *len)
+{
+    if (admin_op <= WIRE_ADMIN_NONE || admin_op >= WIRE_ADMIN_LAST_) {
+        return ESC_EINVAL;
+    }
+    Escrow__Request m = ESCROW__REQUEST__INIT;
+    Escrow__AdminReq a = ESCROW__ADMIN_REQ__INIT;
+    m.version = WIRE_VERSION;
+    m.corr_id = corr_id;
+    m.tenant_id = (char *)(tenant_id != NULL ? tenant_id : "");
+    m.op_case = ESCROW__REQUEST__OP_ADMIN;
+    m.admin = &a;
+    a.op = admin_op;
+    a.item_id = (char *)(item_id != NULL ? item_id : "");
+    a.node_id = (char *)(node_id != NULL ? node_id : "");
+    a.qty = qty;
+    a.segments = nsegments;
+    size_t n = escrow__request__get_packed_size(&m);
+    if (n > cap || n > ESC_FRAME_BYTES_MAX) {
+        return ESC_ETOOBIG;
+    }
+    *len = escrow__request__pack(&m, buf);
+    return 0;
+}
+
+/* ---- routes ---- */
+
+/* Fills pb from r; segs/ptrs have room for r->nsegs. */
+static void route_to_pb(const wire_route *r, Escrow__Route *pb, Escrow__RouteSegment *segs,
+                        Escrow__RouteSegment **ptrs)
+{
+    escrow__route__init(pb);
+    pb->tenant_id = (char *)r->tenant_id;
+    pb->item_id = (char *)r->item_id;
+    pb->version = r->version;
+    pb->sold_out = r->sold_out;
+    pb->paused = r->paused;
+    pb->tail_segment = r->tail_segment;
+    for (size_t i = 0; i < r->nsegs; i++) {
+        escrow__route_segment__init(&segs[i]);
+        segs[i].segment_id = r->segs[i].segment_id;
+        segs[i].epoch = r->segs[i].epoch;
+        segs[i].endpoint = (char *)r->segs[i].endpoint;
+        segs[i].state = r->segs[i].state;
+        ptrs[i] = &segs[i];
+    }
+    pb->n_segments = r->nsegs;
+    pb->segments = ptrs;
+}
+
+static int route_from_pb(const Escrow__Route *pb, wire_route *out)
+{
+    memset(out, 0, offsetof(wire_route, segs));
+    if (!wire_id_valid(pb->tenant_id, ESC_TENANT_LEN_MAX) ||
+        !wire_id_valid(pb->item_id, ESC_ITEM_LEN_MAX) || pb->n_segments > ESC_ROUTE_SEGMENTS_MAX ||
+        (pb->tail_segment != 0 && !segment_id_valid(pb->tail_segment))) {
+        return ESC_EPROTO;
+    }
+    copy_str(out->tenant_id, ESC_TENANT_LEN_MAX, pb->tenant_id);
+    copy_str(out->item_id, ESC_ITEM_LEN_MAX, pb->item_id);
+    out->version = pb->version;
+    out->sold_out = pb->sold_out;
+    out->paused = pb->paused;
+    out->tail_segment = pb->tail_segment;
+    for (size_t i = 0; i < pb->n_segments; i++) {
+        const Escrow__RouteSegment *g = pb->segments[i];
+        const char *ep = g->endpoint != NULL ? g->endpoint : "";
+        if (!segment_id_valid(g->segment_id) || g->state > WIRE_SEG_RETIRED ||
+            (ep[0] != '\0' && !endpoint_valid(ep))) {
+            return ESC_EPROTO;
+        }
+        out->segs[i].segment_id = g->segment_id;
+        out->segs[i].epoch = g->epoch;
+        out->segs[i].state = g->state;
+        copy_str(out->segs[i].endpoint, ESC_ENDPOINT_LEN_MAX, ep);
+    }
+    out->nsegs = pb->n_segments;
+    return 0;
+}
+
+int wire_encode_route_pub(const wire_route *r, void *buf, size_t cap, size_t *len)
+{
+    if (r->nsegs > ESC_ROUTE_SEGMENTS_MAX || !wire_id_valid(r->tenant_id, ESC_TENANT_LEN_MAX)) {
+        return ESC_EINVAL;
+    }
+    Escrow__RouteSegment *segs = calloc(r->nsegs + 1, sizeof *segs);
+    Escrow__RouteSegment **ptrs = calloc(r->nsegs + 1, sizeof *ptrs);
+    int rc = 0;
+    if (segs == NULL || ptrs == NULL) {
+        rc = ESC_ENOMEM;
+        goto out;
+    }
+    Escrow__Route pb;
+    route_to_pb(r, &pb, segs, ptrs);
+    size_t tlen = strlen(r->tenant_id) + 1;
+    size_t n = escrow__route__get_packed_size(&pb);
+    if (tlen + n > cap || tlen + n > ESC_FRAME_BYTES_MAX) {
+        rc = ESC_ETOOBIG;
+        goto out;
+    }
+    memcpy(buf, r->tenant_id, tlen);
+    *len = tlen + escrow__route__pack(&pb, (uint8_t *)buf + tlen);
+out:
+    free(segs);
+    free(ptrs);
+    return rc;
+}
+
+int wire_decode_route_pub(const void *buf, size_t len, wire_route *out)
+{
+    const unsigned char *p = buf;
+    const unsigned char *nul =
+        len > 0 ? memchr(p, '\0', len < ESC_TENANT_LEN_MAX + 1 ? len : ESC_TENANT_LEN_MAX + 1)
+                : NULL;
+    if (len > ESC_FRAME_BYTES_MAX || nul == NULL) {
+        return ESC_EPROTO;
+    }
+    size_t tlen = (size_t)(nul - p) + 1;
+    Escrow__Route *pb = escrow__route__unpack(NULL, len - tlen, p + tlen);
+    if (pb == NULL) {
+        return ESC_EPROTO;
+    }
+    int rc = route_from_pb(pb, out);
+    if (rc == 0 && strcmp(out->tenant_id, (const char *)p) != 0) {
+        rc = ESC_EPROTO; /* the topic must name the route's own tenant */
+    }
+    escrow__route__free_unpacked(pb, NULL);
+    return rc;
 }
 
 int wire_encode_reply(const wire_reply *rep, void *buf, size_t cap, size_t *len)
@@ -327,20 +715,87 @@ int wire_encode_reply(const wire_reply *rep, void *buf, size_t cap, size_t *len)
             big[i].held = rep->segs[i].held;
             big[i].sold = rep->segs[i].sold;
             big[i].state = rep->segs[i].state;
+            big[i].tenant_id = (char *)rep->segs[i].tenant_id;
+            big[i].reserved = rep->segs[i].reserved;
+            big[i].empties = rep->segs[i].empties;
             bigp[i] = &big[i];
         }
         m.n_segments = rep->nsegs;
         m.segments = bigp;
     }
     int rc = 0;
+    Escrow__Route route;
+    Escrow__RouteSegment *rsegs = NULL, **rptrs = NULL;
+    Escrow__HeartbeatReply hbr = ESCROW__HEARTBEAT_REPLY__INIT;
+    Escrow__Assignment *as = NULL, **asp = NULL;
+    Escrow__TransferCmd *xc = NULL, **xcp = NULL;
+    if (rep->route != NULL) {
+        if (rep->route->nsegs > ESC_ROUTE_SEGMENTS_MAX) {
+            rc = ESC_ETOOBIG;
+            goto out;
+        }
+        rsegs = calloc(rep->route->nsegs + 1, sizeof *rsegs);
+        rptrs = calloc(rep->route->nsegs + 1, sizeof *rptrs);
+        if (rsegs == NULL || rptrs == NULL) {
+            rc = ESC_ENOMEM;
+            goto out;
+        }
+        route_to_pb(rep->route, &route, rsegs, rptrs);
+        m.route = &route;
+    }
+    if (rep->hb != NULL) {
+        const wire_hb_reply *w = rep->hb;
+        if (w->nsegs > ESC_HB_SEGMENTS_MAX || w->nxfers > ESC_HB_TRANSFERS_MAX) {
+            rc = ESC_ETOOBIG;
+            goto out;
+        }
+        as = calloc(w->nsegs + 1, sizeof *as);
+        asp = calloc(w->nsegs + 1, sizeof *asp);
+        xc = calloc(w->nxfers + 1, sizeof *xc);
+        xcp = calloc(w->nxfers + 1, sizeof *xcp);
+        if (as == NULL || asp == NULL || xc == NULL || xcp == NULL) {
+            rc = ESC_ENOMEM;
+            goto out;
+        }
+        hbr.lease_ms = w->lease_ms;
+        hbr.heartbeat_ms = w->heartbeat_ms;
+        for (size_t i = 0; i < w->nsegs; i++) {
+            escrow__assignment__init(&as[i]);
+            as[i].segment_id = w->segs[i].segment_id;
+            as[i].epoch = w->segs[i].epoch;
+            as[i].state = w->segs[i].state;
+            as[i].paused = w->segs[i].paused;
+            asp[i] = &as[i];
+        }
+        hbr.n_segments = w->nsegs;
+        hbr.segments = asp;
+        for (size_t i = 0; i < w->nxfers; i++) {
+            escrow__transfer_cmd__init(&xc[i]);
+            xc[i].transfer_id = w->xfers[i].transfer_id;
+            xc[i].kind = w->xfers[i].kind;
+            xc[i].segment_id = w->xfers[i].segment_id;
+            xc[i].qty = w->xfers[i].qty;
+            xcp[i] = &xc[i];
+        }
+        hbr.n_transfers = w->nxfers;
+        hbr.transfers = xcp;
+        m.heartbeat = &hbr;
+    }
     size_t n = escrow__reply__get_packed_size(&m);
     if (n > cap || n > ESC_FRAME_BYTES_MAX) {
         rc = ESC_ETOOBIG;
     } else {
         *len = escrow__reply__pack(&m, buf);
     }
+out:
     free(big);
     free(bigp);
+    free(rsegs);
+    free(rptrs);
+    free(as);
+    free(asp);
+    free(xc);
+    free(xcp);
     return rc;
 }
 
@@ -356,13 +811,45 @@ static void copy_str(char *dst, size_t max, const char *src)
     dst[n] = '\0';
 }
 
+static int hb_reply_from_pb(const Escrow__HeartbeatReply *pb, wire_hb_reply *out)
+{
+    if (pb->n_segments > ESC_HB_SEGMENTS_MAX || pb->n_transfers > ESC_HB_TRANSFERS_MAX) {
+        return ESC_EPROTO;
+    }
+    out->lease_ms = pb->lease_ms;
+    out->heartbeat_ms = pb->heartbeat_ms;
+    out->nsegs = out->nxfers = 0;
+    for (size_t i = 0; i < pb->n_segments; i++) {
+        const Escrow__Assignment *a = pb->segments[i];
+        if (!segment_id_valid(a->segment_id) || a->state > WIRE_SEG_RETIRED) {
+            return ESC_EPROTO;
+        }
+        out->segs[i] = (wire_assignment){a->segment_id, a->epoch, a->state, a->paused};
+    }
+    out->nsegs = pb->n_segments;
+    for (size_t i = 0; i < pb->n_transfers; i++) {
+        const Escrow__TransferCmd *x = pb->transfers[i];
+        if (x->transfer_id == 0 || (x->kind != WIRE_XFER_GIVE && x->kind != WIRE_XFER_RECEIVE) ||
+            !segment_id_valid(x->segment_id) || x->qty < 1 || x->qty > ESC_TOTAL_MAX) {
+            return ESC_EPROTO;
+        }
+        out->xfers[i] = (wire_xfer_cmd){x->transfer_id, x->kind, x->segment_id, x->qty};
+    }
+    out->nxfers = pb->n_transfers;
+    return 0;
+}
+
 int wire_decode_reply(const void *buf, size_t len, wire_reply *out)
 {
     wire_seg_stats *segs = out->segs;
     size_t segs_cap = out->segs_cap;
+    wire_route *route = out->route;
+    wire_hb_reply *hb = out->hb;
     memset(out, 0, sizeof *out);
     out->segs = segs;
     out->segs_cap = segs_cap;
+    out->route = route;
+    out->hb = hb;
     if (len > ESC_FRAME_BYTES_MAX) {
         return ESC_ETOOBIG;
     }
@@ -394,9 +881,21 @@ int wire_decode_reply(const void *buf, size_t len, wire_reply *out)
         s->held = m->segments[i]->held;
         s->sold = m->segments[i]->sold;
         s->state = m->segments[i]->state;
+        copy_str(s->tenant_id, ESC_TENANT_LEN_MAX, m->segments[i]->tenant_id);
+        s->reserved = m->segments[i]->reserved;
+        s->empties = m->segments[i]->empties;
+    }
+    int rc = 0;
+    if (m->route != NULL && route != NULL) {
+        rc = route_from_pb(m->route, route);
+        out->has_route = rc == 0;
+    }
+    if (rc == 0 && m->heartbeat != NULL && hb != NULL) {
+        rc = hb_reply_from_pb(m->heartbeat, hb);
+        out->has_hb = rc == 0;
     }
     escrow__reply__free_unpacked(m, NULL);
-    return 0;
+    return rc;
 }
 
 int64_t wire_reserve_hash(const char *item_id, const char *buyer_id, int64_t qty)

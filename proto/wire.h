@@ -27,7 +27,33 @@ typedef enum wire_op {
     WIRE_OP_EXTEND,
     WIRE_OP_GET,
     WIRE_OP_STATS,
+    WIRE_OP_ROUTE,     /* libescrow -> coordinator: an item's routing table */
+    WIRE_OP_HEARTBEAT, /* node -> coordinator: lease, stats, transfer results */
+    WIRE_OP_ADMIN,     /* escrowctl -> coordinator: item and node operations */
 } wire_op;
+
+/* Administrative operations (AdminReq.op). */
+typedef enum wire_admin_op {
+    WIRE_ADMIN_NONE = 0,
+    WIRE_ADMIN_RESTOCK,   /* item, qty > 0: add units (splits a collapsed item again) */
+    WIRE_ADMIN_REDUCE,    /* item, qty > 0: remove units that are not held or sold */
+    WIRE_ADMIN_PAUSE,     /* item: no new reserves; holds go on */
+    WIRE_ADMIN_RESUME,    /* item */
+    WIRE_ADMIN_SPLIT,     /* item, segments 1..ESC_SEGMENTS_PER_ITEM_MAX */
+    WIRE_ADMIN_COLLAPSE,  /* item: everything into one tail segment now */
+    WIRE_ADMIN_REBALANCE, /* item: run the rebalancer for it now */
+    WIRE_ADMIN_RETIRE,    /* item: stops selling for good */
+    WIRE_ADMIN_DRAIN,     /* node: hand its segments to other nodes */
+    WIRE_ADMIN_UNDRAIN,   /* node: may take segments again */
+    WIRE_ADMIN_RELOAD,    /* re-read the catalog (items created by escrowctl) now */
+    WIRE_ADMIN_LAST_
+} wire_admin_op;
+
+/* Segment states, as segments.state and seg_core's SEG_ACTIVE... */
+enum { WIRE_SEG_ACTIVE = 0, WIRE_SEG_DRAINING = 1, WIRE_SEG_RETIRED = 2 };
+/* Transfer commands (TransferCmd.kind) and results (TransferResult.outcome). */
+enum { WIRE_XFER_GIVE = 1, WIRE_XFER_RECEIVE = 2 };
+enum { WIRE_XFER_SENT = 1, WIRE_XFER_RECEIVED, WIRE_XFER_CANCELLED, WIRE_XFER_STALE };
 
 /* Hold states, numbered as in escrow.proto and esc_hold_state. */
 enum { WIRE_HOLD_HELD = 1, WIRE_HOLD_CONVERTED, WIRE_HOLD_CANCELLED, WIRE_HOLD_EXPIRED };
@@ -43,6 +69,14 @@ typedef struct wire_request {
     uint32_t ttl_ms;                      /* reserve, extend: 0 or within bounds */
     uint64_t segment_id;                  /* reserve: routing hint, 0 = any */
     uint64_t hold_id;                     /* confirm, release, extend, get */
+    bool by_operator;                     /* release by escrowctl */
+    /* admin: op, node (drain/undrain), segments (split); item_id and qty as above */
+    uint32_t admin_op;
+    char node_id[ESC_NODE_ID_LEN_MAX + 1];
+    uint32_t nsegments;
+    /* heartbeat: decoded into storage owned by wire.c, one per thread, valid
+     * until the next wire_decode_request on the same thread */
+    const struct wire_heartbeat *hb;
 } wire_request;
 
 typedef struct wire_hold {
@@ -65,7 +99,70 @@ typedef struct wire_seg_stats {
     int64_t held;
     int64_t sold;
     uint32_t state;
+    char tenant_id[ESC_TENANT_LEN_MAX + 1]; /* heartbeat: may be empty */
+    uint64_t reserved;                      /* heartbeat: units reserved since loaded (demand) */
+    uint64_t empties;                       /* heartbeat: SEGMENT_EMPTY answers since loaded */
 } wire_seg_stats;
+
+typedef struct wire_transfer_result {
+    uint64_t transfer_id;
+    uint32_t outcome; /* WIRE_XFER_SENT ... */
+    int64_t qty;
+} wire_transfer_result;
+
+typedef struct wire_heartbeat {
+    char node_id[ESC_NODE_ID_LEN_MAX + 1];
+    uint64_t incarnation;
+    char endpoint[ESC_ENDPOINT_LEN_MAX + 1];
+    bool stopping;
+    size_t nsegs;
+    wire_seg_stats segs[ESC_HB_SEGMENTS_MAX];
+    size_t nxfers;
+    wire_transfer_result xfers[ESC_HB_TRANSFERS_MAX];
+    size_t ndry;
+    uint64_t dry[ESC_HB_SEGMENTS_MAX];
+} wire_heartbeat;
+
+typedef struct wire_assignment {
+    uint64_t segment_id;
+    uint64_t epoch;
+    uint32_t state; /* WIRE_SEG_ACTIVE / WIRE_SEG_DRAINING */
+    bool paused;
+} wire_assignment;
+
+typedef struct wire_xfer_cmd {
+    uint64_t transfer_id;
+    uint32_t kind; /* WIRE_XFER_GIVE / WIRE_XFER_RECEIVE */
+    uint64_t segment_id;
+    int64_t qty;
+} wire_xfer_cmd;
+
+typedef struct wire_hb_reply {
+    uint32_t lease_ms;
+    uint32_t heartbeat_ms;
+    size_t nsegs;
+    wire_assignment segs[ESC_HB_SEGMENTS_MAX];
+    size_t nxfers;
+    wire_xfer_cmd xfers[ESC_HB_TRANSFERS_MAX];
+} wire_hb_reply;
+
+typedef struct wire_route_seg {
+    uint64_t segment_id;
+    uint64_t epoch;
+    uint32_t state;                          /* WIRE_SEG_* */
+    char endpoint[ESC_ENDPOINT_LEN_MAX + 1]; /* empty: no owner right now */
+} wire_route_seg;
+
+typedef struct wire_route {
+    char tenant_id[ESC_TENANT_LEN_MAX + 1];
+    char item_id[ESC_ITEM_LEN_MAX + 1];
+    uint64_t version;
+    bool sold_out;
+    bool paused;
+    uint64_t tail_segment; /* non-zero: collapsed, every reserve goes there */
+    size_t nsegs;
+    wire_route_seg segs[ESC_ROUTE_SEGMENTS_MAX];
+} wire_route;
 
 typedef struct wire_reply {
     uint64_t corr_id;
@@ -76,6 +173,13 @@ typedef struct wire_reply {
     size_t nsegs;
     wire_seg_stats *segs; /* borrowed; encode reads nsegs, decode fills up to segs_cap */
     size_t segs_cap;
+    /* Optional parts. Encode: sent when non-NULL (borrowed). Decode: filled
+     * when the caller points them at storage and the reply carries them
+     * (has_route / has_hb say so); ignored when NULL. */
+    wire_route *route;
+    bool has_route;
+    wire_hb_reply *hb;
+    bool has_hb;
 } wire_reply;
 
 /* The field rules, shared by the decoder and by libescrow (which checks
@@ -111,13 +215,29 @@ typedef struct wire_raw_request {
     int64_t qty;
     uint32_t ttl_ms;
     uint64_t segment_id, hold_id;
+    bool by_operator; /* release */
 } wire_raw_request;
 
 /* Encodes r into buf. Returns 0 and *len, or ESC_ETOOBIG if cap is too small. */
 int wire_encode_raw(const wire_raw_request *r, void *buf, size_t cap, size_t *len);
 
+/* Heartbeat and admin requests (wire_encode_request covers the other ops,
+ * route included). Return 0 and *len, ESC_EINVAL (bounds), ESC_ETOOBIG. */
+int wire_encode_heartbeat(uint64_t corr_id, const wire_heartbeat *hb, void *buf, size_t cap,
+                          size_t *len);
+int wire_encode_admin(uint64_t corr_id, const char *tenant_id, uint32_t admin_op,
+                      const char *item_id, const char *node_id, int64_t qty, uint32_t nsegments,
+                      void *buf, size_t cap, size_t *len);
+
+/* A routing update on the PUB socket: tenant_id, NUL, encoded Route. */
+int wire_encode_route_pub(const wire_route *r, void *buf, size_t cap, size_t *len);
+/* Decodes and validates one; ESC_EPROTO / ESC_EINVAL if malformed. */
+int wire_decode_route_pub(const void *buf, size_t len, wire_route *out);
+
 int wire_encode_reply(const wire_reply *rep, void *buf, size_t cap, size_t *len);
-/* Decodes a reply; segs are written up to segs_cap (nsegs says how many). */
+/* Decodes a reply; segs are written up to segs_cap (nsegs says how many);
+ * route and hb as described in wire_reply. A route or heartbeat part that
+ * breaks its bounds makes the whole reply ESC_EPROTO. */
 int wire_decode_reply(const void *buf, size_t len, wire_reply *out);
 
 /* Hash of the parameters that make a reserve "the same request" (item,

@@ -953,6 +953,8 @@ static int raw_wait(raw_conn *c, uint32_t id, int64_t wait_ms, wire_reply *rep)
             uint32_t got = nnx_hdr_get_request_id(&hdr);
             rep->segs = NULL;
             rep->segs_cap = 0;
+            rep->route = NULL;
+            rep->hb = NULL;
             rc = wire_decode_reply(msg, len, rep);
             nnx_free(msg);
             if (rc != 0) {

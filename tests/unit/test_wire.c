@@ -209,6 +209,7 @@ static void test_reply_roundtrip(void **state)
     assert_int_equal(wire_encode_reply(&r, buf, sizeof buf, &n), 0);
     wire_seg_stats got[1];
     wire_reply out;
+    memset(&out, 0, sizeof out);
     out.segs = got;
     out.segs_cap = 1; /* fewer than sent: truncated, never overflowed */
     assert_int_equal(wire_decode_reply(buf, n, &out), 0);
@@ -220,6 +221,276 @@ static void test_reply_roundtrip(void **state)
     assert_int_equal(out.nsegs, 1);
     assert_int_equal(got[0].epoch, 3);
     assert_int_equal(wire_decode_reply("\xff\xff\xff", 3, &out), ESC_EPROTO);
+}
+
+static void test_route_request(void **state)
+{
+    (void)state;
+    wire_request q = reserve_req(), out;
+    q.op = WIRE_OP_ROUTE;
+    unsigned char buf[2048];
+    size_t n;
+    char why[WIRE_WHY_MAX];
+    assert_int_equal(wire_encode_request(&q, buf, sizeof buf, &n), 0);
+    assert_int_equal(wire_decode_request(buf, n, &out, why), 0);
+    assert_int_equal(out.op, WIRE_OP_ROUTE);
+    assert_string_equal(out.item_id, "tee");
+    /* by segment instead of item */
+    q.item_id[0] = '\0';
+    q.segment_id = 17;
+    assert_int_equal(wire_encode_request(&q, buf, sizeof buf, &n), 0);
+    assert_int_equal(wire_decode_request(buf, n, &out, why), 0);
+    assert_int_equal(out.segment_id, 17);
+    /* both, or neither: refused */
+    strcpy(q.item_id, "tee");
+    assert_int_equal(wire_encode_request(&q, buf, sizeof buf, &n), 0);
+    assert_int_equal(wire_decode_request(buf, n, &out, why), ESC_EINVAL);
+    q.item_id[0] = '\0';
+    q.segment_id = 0;
+    assert_int_equal(wire_encode_request(&q, buf, sizeof buf, &n), 0);
+    assert_int_equal(wire_decode_request(buf, n, &out, why), ESC_EINVAL);
+    /* a route needs a tenant */
+    q.segment_id = 17;
+    q.tenant_id[0] = '\0';
+    assert_int_equal(wire_encode_request(&q, buf, sizeof buf, &n), 0);
+    assert_int_equal(wire_decode_request(buf, n, &out, why), ESC_EINVAL);
+}
+
+static void test_release_by_operator(void **state)
+{
+    (void)state;
+    wire_request q = reserve_req(), out;
+    q.op = WIRE_OP_RELEASE;
+    q.hold_id = (3ULL << ESC_HOLD_SEQ_BITS) | 5;
+    q.by_operator = true;
+    unsigned char buf[2048];
+    size_t n;
+    char why[WIRE_WHY_MAX];
+    assert_int_equal(wire_encode_request(&q, buf, sizeof buf, &n), 0);
+    assert_int_equal(wire_decode_request(buf, n, &out, why), 0);
+    assert_true(out.by_operator);
+}
+
+static wire_heartbeat *sample_heartbeat(void)
+{
+    wire_heartbeat *hb = calloc(1, sizeof *hb);
+    assert_non_null(hb);
+    strcpy(hb->node_id, "n1");
+    strcpy(hb->endpoint, "tcp://127.0.0.1:7101");
+    hb->incarnation = 99;
+    hb->nsegs = 2;
+    hb->segs[0] = (wire_seg_stats){.segment_id = 5,
+                                   .epoch = 2,
+                                   .available = 10,
+                                   .held = 3,
+                                   .sold = 4,
+                                   .reserved = 7,
+                                   .empties = 1};
+    strcpy(hb->segs[0].tenant_id, "shop-1");
+    hb->segs[1] = (wire_seg_stats){.segment_id = 6, .epoch = 3, .state = WIRE_SEG_DRAINING};
+    hb->nxfers = 1;
+    hb->xfers[0] = (wire_transfer_result){11, WIRE_XFER_SENT, 4};
+    hb->ndry = 1;
+    hb->dry[0] = 6;
+    return hb;
+}
+
+static void test_heartbeat_roundtrip_and_bounds(void **state)
+{
+    (void)state;
+    wire_heartbeat *hb = sample_heartbeat();
+    static unsigned char buf[ESC_FRAME_BYTES_MAX];
+    size_t n;
+    wire_request out;
+    char why[WIRE_WHY_MAX];
+    assert_int_equal(wire_encode_heartbeat(3, hb, buf, sizeof buf, &n), 0);
+    assert_int_equal(wire_decode_request(buf, n, &out, why), 0);
+    assert_int_equal(out.op, WIRE_OP_HEARTBEAT);
+    assert_int_equal(out.corr_id, 3);
+    assert_string_equal(out.tenant_id, ""); /* a heartbeat is nobody's stock */
+    assert_non_null(out.hb);
+    assert_string_equal(out.hb->node_id, "n1");
+    assert_int_equal(out.hb->incarnation, 99);
+    assert_int_equal(out.hb->nsegs, 2);
+    assert_int_equal(out.hb->segs[0].held, 3);
+    assert_int_equal(out.hb->segs[0].reserved, 7);
+    assert_string_equal(out.hb->segs[0].tenant_id, "shop-1");
+    assert_int_equal(out.hb->segs[1].state, WIRE_SEG_DRAINING);
+    assert_int_equal(out.hb->nxfers, 1);
+    assert_int_equal(out.hb->xfers[0].qty, 4);
+    assert_int_equal(out.hb->ndry, 1);
+    assert_int_equal(out.hb->dry[0], 6);
+
+    /* a full heartbeat fits the frame and the decoder's arena */
+    hb->nsegs = ESC_HB_SEGMENTS_MAX;
+    for (size_t i = 0; i < hb->nsegs; i++) {
+        hb->segs[i] = (wire_seg_stats){.segment_id = i + 1,
+                                       .epoch = 1u << 20,
+                                       .available = 100000,
+                                       .held = 100000,
+                                       .sold = 100000,
+                                       .reserved = 1u << 30,
+                                       .empties = 1u << 20};
+    }
+    assert_int_equal(wire_encode_heartbeat(4, hb, buf, sizeof buf, &n), 0);
+    assert_int_equal(wire_decode_request(buf, n, &out, why), 0);
+    assert_int_equal(out.hb->nsegs, ESC_HB_SEGMENTS_MAX);
+
+    /* bounds: negative counters, segment 0, bad outcome, no incarnation */
+    free(hb);
+    hb = sample_heartbeat();
+    hb->segs[0].available = -1;
+    assert_int_equal(wire_encode_heartbeat(5, hb, buf, sizeof buf, &n), 0);
+    assert_int_equal(wire_decode_request(buf, n, &out, why), ESC_EINVAL);
+    free(hb);
+    hb = sample_heartbeat();
+    hb->dry[0] = 0;
+    assert_int_equal(wire_encode_heartbeat(5, hb, buf, sizeof buf, &n), 0);
+    assert_int_equal(wire_decode_request(buf, n, &out, why), ESC_EINVAL);
+    free(hb);
+    hb = sample_heartbeat();
+    hb->xfers[0].outcome = 9;
+    assert_int_equal(wire_encode_heartbeat(5, hb, buf, sizeof buf, &n), 0);
+    assert_int_equal(wire_decode_request(buf, n, &out, why), ESC_EINVAL);
+    free(hb);
+    hb = sample_heartbeat();
+    hb->incarnation = 0;
+    assert_int_equal(wire_encode_heartbeat(5, hb, buf, sizeof buf, &n), 0);
+    assert_int_equal(wire_decode_request(buf, n, &out, why), ESC_EINVAL);
+    hb->incarnation = 1;
+    hb->endpoint[0] = '\0';
+    assert_int_equal(wire_encode_heartbeat(5, hb, buf, sizeof buf, &n), 0);
+    assert_int_equal(wire_decode_request(buf, n, &out, why), ESC_EINVAL);
+    hb->nsegs = ESC_HB_SEGMENTS_MAX + 1;
+    assert_int_equal(wire_encode_heartbeat(5, hb, buf, sizeof buf, &n), ESC_EINVAL);
+    free(hb);
+}
+
+static void test_admin_requests(void **state)
+{
+    (void)state;
+    unsigned char buf[2048];
+    size_t n;
+    wire_request out;
+    char why[WIRE_WHY_MAX];
+    assert_int_equal(
+        wire_encode_admin(1, "shop-1", WIRE_ADMIN_RESTOCK, "tee", NULL, 50, 0, buf, sizeof buf, &n),
+        0);
+    assert_int_equal(wire_decode_request(buf, n, &out, why), 0);
+    assert_int_equal(out.op, WIRE_OP_ADMIN);
+    assert_int_equal(out.admin_op, WIRE_ADMIN_RESTOCK);
+    assert_int_equal(out.qty, 50);
+    assert_string_equal(out.item_id, "tee");
+    /* drain needs a node, not a tenant */
+    assert_int_equal(
+        wire_encode_admin(2, NULL, WIRE_ADMIN_DRAIN, NULL, "n1", 0, 0, buf, sizeof buf, &n), 0);
+    assert_int_equal(wire_decode_request(buf, n, &out, why), 0);
+    assert_string_equal(out.node_id, "n1");
+    assert_int_equal(
+        wire_encode_admin(2, NULL, WIRE_ADMIN_DRAIN, NULL, NULL, 0, 0, buf, sizeof buf, &n), 0);
+    assert_int_equal(wire_decode_request(buf, n, &out, why), ESC_EINVAL);
+    /* item operations need a tenant and an item, restock a positive qty */
+    assert_int_equal(
+        wire_encode_admin(3, NULL, WIRE_ADMIN_PAUSE, "tee", NULL, 0, 0, buf, sizeof buf, &n), 0);
+    assert_int_equal(wire_decode_request(buf, n, &out, why), ESC_EINVAL);
+    assert_int_equal(
+        wire_encode_admin(3, "shop-1", WIRE_ADMIN_PAUSE, "", NULL, 0, 0, buf, sizeof buf, &n), 0);
+    assert_int_equal(wire_decode_request(buf, n, &out, why), ESC_EINVAL);
+    assert_int_equal(
+        wire_encode_admin(3, "shop-1", WIRE_ADMIN_RESTOCK, "tee", NULL, 0, 0, buf, sizeof buf, &n),
+        0);
+    assert_int_equal(wire_decode_request(buf, n, &out, why), ESC_EINVAL);
+    assert_int_equal(
+        wire_encode_admin(3, "shop-1", WIRE_ADMIN_SPLIT, "tee", NULL, 0, 257, buf, sizeof buf, &n),
+        0);
+    assert_int_equal(wire_decode_request(buf, n, &out, why), ESC_EINVAL);
+    assert_int_equal(
+        wire_encode_admin(3, "shop-1", WIRE_ADMIN_SPLIT, "tee", NULL, 0, 16, buf, sizeof buf, &n),
+        0);
+    assert_int_equal(wire_decode_request(buf, n, &out, why), 0);
+    assert_int_equal(out.nsegments, 16);
+    assert_int_equal(
+        wire_encode_admin(3, "shop-1", WIRE_ADMIN_LAST_, "tee", NULL, 0, 0, buf, sizeof buf, &n),
+        ESC_EINVAL);
+}
+
+static wire_route *sample_route(void)
+{
+    wire_route *r = calloc(1, sizeof *r);
+    assert_non_null(r);
+    strcpy(r->tenant_id, "shop-1");
+    strcpy(r->item_id, "tee");
+    r->version = 1234;
+    r->tail_segment = 8;
+    r->nsegs = 2;
+    r->segs[0] = (wire_route_seg){.segment_id = 7, .epoch = 3, .state = WIRE_SEG_DRAINING};
+    strcpy(r->segs[0].endpoint, "tcp://127.0.0.1:7101");
+    r->segs[1] = (wire_route_seg){.segment_id = 8, .epoch = 4};
+    return r;
+}
+
+static void test_route_pub_and_reply(void **state)
+{
+    (void)state;
+    wire_route *r = sample_route();
+    wire_route *got = calloc(1, sizeof *got);
+    assert_non_null(got);
+    static unsigned char buf[ESC_FRAME_BYTES_MAX];
+    size_t n;
+    assert_int_equal(wire_encode_route_pub(r, buf, sizeof buf, &n), 0);
+    assert_memory_equal(buf, "shop-1", 7); /* the topic, NUL included */
+    assert_int_equal(wire_decode_route_pub(buf, n, got), 0);
+    assert_int_equal(got->version, 1234);
+    assert_int_equal(got->tail_segment, 8);
+    assert_int_equal(got->nsegs, 2);
+    assert_string_equal(got->segs[0].endpoint, "tcp://127.0.0.1:7101");
+    assert_string_equal(got->segs[1].endpoint, "");
+    assert_int_equal(got->segs[0].state, WIRE_SEG_DRAINING);
+    /* a topic that is not the route's tenant, or no topic at all: refused */
+    buf[0] = 'x';
+    assert_int_equal(wire_decode_route_pub(buf, n, got), ESC_EPROTO);
+    assert_int_equal(wire_decode_route_pub("shop-1", 6, got), ESC_EPROTO);
+
+    /* in a reply, with a heartbeat reply next to it */
+    wire_hb_reply *hb = calloc(1, sizeof *hb), *hbgot = calloc(1, sizeof *hbgot);
+    assert_non_null(hb);
+    assert_non_null(hbgot);
+    hb->lease_ms = 2000;
+    hb->heartbeat_ms = 200;
+    hb->nsegs = 1;
+    hb->segs[0] = (wire_assignment){5, 9, WIRE_SEG_ACTIVE, true};
+    hb->nxfers = 1;
+    hb->xfers[0] = (wire_xfer_cmd){11, WIRE_XFER_RECEIVE, 5, 40};
+    wire_reply rep;
+    memset(&rep, 0, sizeof rep);
+    rep.corr_id = 5;
+    rep.route = r;
+    rep.hb = hb;
+    assert_int_equal(wire_encode_reply(&rep, buf, sizeof buf, &n), 0);
+    wire_reply out;
+    memset(&out, 0, sizeof out);
+    assert_int_equal(wire_decode_reply(buf, n, &out), 0); /* no storage: parts ignored */
+    assert_false(out.has_route);
+    assert_false(out.has_hb);
+    out.route = got;
+    out.hb = hbgot;
+    assert_int_equal(wire_decode_reply(buf, n, &out), 0);
+    assert_true(out.has_route);
+    assert_true(out.has_hb);
+    assert_int_equal(got->nsegs, 2);
+    assert_int_equal(hbgot->lease_ms, 2000);
+    assert_int_equal(hbgot->segs[0].epoch, 9);
+    assert_true(hbgot->segs[0].paused);
+    assert_int_equal(hbgot->xfers[0].kind, WIRE_XFER_RECEIVE);
+    assert_int_equal(hbgot->xfers[0].qty, 40);
+    /* a part out of bounds spoils the reply */
+    hb->xfers[0].qty = 0;
+    assert_int_equal(wire_encode_reply(&rep, buf, sizeof buf, &n), 0);
+    assert_int_equal(wire_decode_reply(buf, n, &out), ESC_EPROTO);
+    free(r);
+    free(got);
+    free(hb);
+    free(hbgot);
 }
 
 static void test_request_hash(void **state)
@@ -243,6 +514,11 @@ int main(void)
         cmocka_unit_test(test_encode_refuses_invalid),
         cmocka_unit_test(test_reply_roundtrip),
         cmocka_unit_test(test_request_hash),
+        cmocka_unit_test(test_route_request),
+        cmocka_unit_test(test_release_by_operator),
+        cmocka_unit_test(test_heartbeat_roundtrip_and_bounds),
+        cmocka_unit_test(test_admin_requests),
+        cmocka_unit_test(test_route_pub_and_reply),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
