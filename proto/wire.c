@@ -5,6 +5,7 @@
  */
 #include "wire.h"
 
+#include <pthread.h>
 #include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -159,9 +160,46 @@ static bool endpoint_valid(const char *s)
     return wire_id_valid(s, ESC_ENDPOINT_LEN_MAX);
 }
 
-/* Decoded heartbeats live here: one per thread, allocated on first use (a
- * client process never decodes one and never pays for it). */
-static _Thread_local wire_heartbeat *tl_hb;
+/* Per-thread decoding memory, allocated on first use and freed when the
+ * thread exits (a pthread key destructor): the unpack arena, large enough
+ * for any frame under the limit (a full heartbeat unpacks to about twice its
+ * size) so that an over-long field is refused by its own bound, not by the
+ * arena; and the decoded heartbeat (wire_request.hb points at it). */
+enum { ARENA_BYTES = 4 * ESC_FRAME_BYTES_MAX };
+typedef struct decode_mem {
+    _Alignas(16) unsigned char arena[ARENA_BYTES];
+    wire_heartbeat hb;
+} decode_mem;
+
+static pthread_key_t mem_key;
+static pthread_once_t mem_once = PTHREAD_ONCE_INIT;
+static int mem_key_rc = -1;
+static _Thread_local decode_mem *tl_mem;
+
+static void mem_key_init(void)
+{
+    mem_key_rc = pthread_key_create(&mem_key, free);
+}
+
+static decode_mem *decode_mem_get(void)
+{
+    if (tl_mem != NULL) {
+        return tl_mem;
+    }
+    if (pthread_once(&mem_once, mem_key_init) != 0 || mem_key_rc != 0) {
+        return NULL;
+    }
+    decode_mem *m = malloc(sizeof *m);
+    if (m == NULL) {
+        return NULL;
+    }
+    if (pthread_setspecific(mem_key, m) != 0) {
+        free(m);
+        return NULL;
+    }
+    tl_mem = m;
+    return m;
+}
 
 static int decode_stats_entry(const Escrow__SegmentStats *e, wire_seg_stats *s, char *why)
 {
@@ -198,10 +236,7 @@ static int decode_stats_entry(const Escrow__SegmentStats *e, wire_seg_stats *s, 
 static int decode_heartbeat(const Escrow__HeartbeatReq *h, wire_request *out, char *why)
 {
     int rc;
-    if (tl_hb == NULL && (tl_hb = malloc(sizeof *tl_hb)) == NULL) {
-        return why_set(why, ESC_ENOMEM, "out of memory");
-    }
-    wire_heartbeat *hb = tl_hb;
+    wire_heartbeat *hb = &tl_mem->hb; /* wire_decode_request allocated it */
     hb->nsegs = hb->nxfers = hb->ndry = 0;
     if ((rc = copy_id(hb->node_id, ESC_NODE_ID_LEN_MAX, h->node_id, why, "node_id")) < 0) {
         return rc;
@@ -350,16 +385,11 @@ int wire_decode_request(const void *buf, size_t len, wire_request *out, char why
     if (len > ESC_FRAME_BYTES_MAX) {
         return why_set(why, ESC_ETOOBIG, "frame larger than the protocol maximum");
     }
-    /* Large enough for any frame under the limit (a full heartbeat unpacks
-     * to about twice its size), so that an over-long field is refused by its
-     * own bound (ESC_ETOOBIG), not by the arena. One per thread, allocated
-     * on first use; decoding does not nest. */
-    enum { ARENA_BYTES = 4 * ESC_FRAME_BYTES_MAX };
-    static _Thread_local unsigned char *mem;
-    if (mem == NULL && (mem = malloc(ARENA_BYTES)) == NULL) {
+    decode_mem *mem = decode_mem_get(); /* decoding does not nest */
+    if (mem == NULL) {
         return why_set(why, ESC_ENOMEM, "out of memory");
     }
-    arena a = {mem, ARENA_BYTES, 0};
+    arena a = {mem->arena, ARENA_BYTES, 0};
     ProtobufCAllocator alloc = {arena_alloc, arena_free, &a};
     Escrow__Request *m = escrow__request__unpack(&alloc, len, buf);
     if (m == NULL) {
