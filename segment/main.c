@@ -1,13 +1,16 @@
 /*
  * main.c - escrow-segment: parses argv, wires a node to a libuv loop, runs.
  */
+#include <fcntl.h>
 #include <getopt.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include <uv.h>
 
+#include "clock.h"
 #include "escrow_errors.h"
 #include "log.h"
 #include "node.h"
@@ -15,14 +18,38 @@
 
 static void usage(FILE *f)
 {
-    fprintf(f, "usage: escrow-segment --node-id ID --listen URL [--listen URL ...] [--dsn DSN]\n"
-               "                      [--log-level error|warn|info|debug] [--sweep-ms MS]\n"
-               "\n"
-               "Serves the escrow segments assigned to node ID in PostgreSQL. Taking them\n"
-               "raises their epoch, which fences any previous owner.\n"
-               "  --dsn       PostgreSQL connection string (default: $ESCROW_DSN)\n"
-               "  --listen    nanomsg endpoint, e.g. tcp://127.0.0.1:7101 or ipc:///tmp/esc.sock\n"
-               "  --sweep-ms  expiry sweeper period (default 50)\n");
+    fprintf(f,
+            "usage: escrow-segment --node-id ID --listen URL [--listen URL ...] [--dsn DSN]\n"
+            "                      [--coordinator URL [--advertise URL]]\n"
+            "                      [--log-level error|warn|info|debug] [--sweep-ms MS]\n"
+            "\n"
+            "Static mode (no --coordinator): serves the escrow segments assigned to node ID\n"
+            "in PostgreSQL; taking them raises their epoch, which fences any previous owner.\n"
+            "Managed mode: heartbeats the coordinator and serves the segments it assigns.\n"
+            "  --dsn          PostgreSQL connection string (default: $ESCROW_DSN)\n"
+            "  --listen       nanomsg endpoint, e.g. tcp://127.0.0.1:7101 or ipc:///tmp/esc.sock\n"
+            "  --coordinator  the coordinator's heartbeat endpoint (its --listen URL)\n"
+            "  --advertise    the endpoint clients use to reach this node (default: the first\n"
+            "                 --listen)\n"
+            "  --sweep-ms     expiry sweeper period (default 50)\n");
+}
+
+/* A random number per process start: a restarted node is a new incarnation
+ * and never inherits the epochs its previous process was granted. */
+static uint64_t new_incarnation(void)
+{
+    uint64_t v = 0;
+    int fd = open("/dev/urandom", O_RDONLY);
+    if (fd >= 0) {
+        if (read(fd, &v, sizeof v) != (ssize_t)sizeof v) {
+            v = 0;
+        }
+        close(fd);
+    }
+    if (v == 0) {
+        v = (uint64_t)esc_wall_ms() * 1000003u ^ (uint64_t)getpid() ^ (uint64_t)esc_mono_us();
+    }
+    return v ? v : 1;
 }
 
 int main(int argc, char **argv)
@@ -32,6 +59,8 @@ int main(int argc, char **argv)
                                          {"dsn", required_argument, NULL, 'd'},
                                          {"log-level", required_argument, NULL, 'v'},
                                          {"sweep-ms", required_argument, NULL, 's'},
+                                         {"coordinator", required_argument, NULL, 'c'},
+                                         {"advertise", required_argument, NULL, 'a'},
                                          {"help", no_argument, NULL, 'h'},
                                          {NULL, 0, NULL, 0}};
     node_config cfg;
@@ -56,6 +85,12 @@ int main(int argc, char **argv)
             break;
         case 'd':
             cfg.dsn = optarg;
+            break;
+        case 'c':
+            cfg.coordinator = optarg;
+            break;
+        case 'a':
+            cfg.advertise = optarg;
             break;
         case 'v':
             if (esc_log_level_parse(optarg) < 0) {
@@ -89,6 +124,19 @@ int main(int argc, char **argv)
         usage(stderr);
         return 2;
     }
+    if ((cfg.advertise != NULL && cfg.coordinator == NULL) ||
+        (cfg.advertise != NULL &&
+         (cfg.advertise[0] == '\0' || strlen(cfg.advertise) > ESC_ENDPOINT_LEN_MAX)) ||
+        (cfg.coordinator != NULL && cfg.coordinator[0] == '\0') ||
+        (cfg.coordinator != NULL && cfg.advertise == NULL &&
+         strlen(cfg.listen[0]) > ESC_ENDPOINT_LEN_MAX)) {
+        fprintf(stderr,
+                "escrow-segment: --advertise needs --coordinator; endpoints are 1..%d "
+                "bytes\n",
+                ESC_ENDPOINT_LEN_MAX);
+        return 2;
+    }
+    cfg.incarnation = new_incarnation();
     static uv_loop_t loop; /* static: reachable until exit, even on a failed start */
     if (uv_loop_init(&loop) != 0) {
         fprintf(stderr, "escrow-segment: cannot create the event loop\n");

@@ -132,6 +132,9 @@ static void answer_stats(node *n, const nnx_hdr *hdr, const wire_request *req)
         w->held = s->held + s->returning;
         w->sold = s->sold;
         w->state = s->fenced ? 3u : (uint32_t)s->state;
+        snprintf(w->tenant_id, sizeof w->tenant_id, "%s", s->item->tenant_id);
+        w->reserved = s->reserved;
+        w->empties = s->empties;
     }
     if (rep.nsegs == 0 && !seg_core_knows_tenant(&n->core, req->tenant_id)) {
         rep.status = ESC_EUNKNOWN_TENANT;
@@ -164,6 +167,9 @@ static void decide(node *n, const wire_request *q, seg_result *res)
         return;
     case WIRE_OP_RELEASE:
         seg_core_release(&n->core, q->tenant_id, q->hold_id, now, res);
+        if (res->disp == SEG_COMMIT && q->by_operator) {
+            res->op.by_operator = true; /* outbox actor 'operator' */
+        }
         return;
     case WIRE_OP_EXTEND:
         seg_core_extend(&n->core, q->tenant_id, q->hold_id, q->ttl_ms, now, res);
@@ -193,7 +199,15 @@ void node_dispatch(node *n, const nnx_hdr *hdr, const wire_request *q, node_req 
     }
     decide(n, q, &res);
     if (res.disp == SEG_REPLY) {
-        node_answer(n, hdr, q, res.status, res.hold);
+        if (res.message != NULL) {
+            count_status(n, q->op, res.status);
+            node_send(n, hdr, q->corr_id, res.status, NULL, res.message);
+        } else {
+            node_answer(n, hdr, q, res.status, res.hold);
+        }
+        if (res.went_dry && n->managed) {
+            node_hb_soon(n); /* the coordinator hears of a dry segment at once */
+        }
         if (r != NULL) {
             node_req_free(n, r);
         }
@@ -358,20 +372,11 @@ static int start_handles(node *n)
     return 0;
 }
 
-int node_start(node *n, uv_loop_t *loop, const node_config *cfg)
+/* Static mode: claim the segments whose row names this node, synchronously
+ * (the loop is not running yet). */
+static int take_ownership(node *n)
 {
-    memset(n, 0, sizeof *n);
-    n->loop = loop;
-    n->cfg = *cfg;
-    n->sock = -1;
-    if (n->cfg.sweep_ms == 0) {
-        n->cfg.sweep_ms = 50;
-    }
-    int rc = seg_core_init(&n->core, ESC_NODE_SEGMENTS_MAX);
-    if (rc != 0) {
-        return rc;
-    }
-    PGconn *conn = PQconnectdb(cfg->dsn);
+    PGconn *conn = PQconnectdb(n->cfg.dsn);
     if (conn == NULL || PQstatus(conn) != CONNECTION_OK) {
         ESC_LOG(ESC_LOG_ERROR, "SEG-START", "cannot connect to PostgreSQL: %s",
                 conn ? PQerrorMessage(conn) : "out of memory");
@@ -379,21 +384,47 @@ int node_start(node *n, uv_loop_t *loop, const node_config *cfg)
         return ESC_EUNAVAILABLE;
     }
     char why[512] = "";
-    rc = seg_store_take_ownership(conn, cfg->node_id, cfg->nlisten ? cfg->listen[0] : "", &n->core,
-                                  why, sizeof why);
+    int rc =
+        seg_store_take_ownership(conn, n->cfg.node_id, n->cfg.advertise, &n->core, why, sizeof why);
     PQfinish(conn);
     if (rc != 0) {
-        ESC_LOG(ESC_LOG_ERROR, "SEG-START", "node=%s cannot take ownership: %s", cfg->node_id, why);
+        ESC_LOG(ESC_LOG_ERROR, "SEG-START", "node=%s cannot take ownership: %s", n->cfg.node_id,
+                why);
+    }
+    return rc;
+}
+
+int node_start(node *n, uv_loop_t *loop, const node_config *cfg)
+{
+    memset(n, 0, sizeof *n);
+    n->loop = loop;
+    n->cfg = *cfg;
+    n->sock = -1;
+    n->hb.sock = -1;
+    if (n->cfg.sweep_ms == 0) {
+        n->cfg.sweep_ms = 50;
+    }
+    int rc = seg_core_init(&n->core, ESC_NODE_SEGMENTS_MAX);
+    if (rc != 0) {
+        return rc;
+    }
+    n->managed = cfg->coordinator != NULL;
+    n->core.managed = n->managed;
+    if (n->cfg.advertise == NULL) {
+        n->cfg.advertise = cfg->nlisten ? cfg->listen[0] : "";
+    }
+    if (!n->managed && (rc = take_ownership(n)) != 0) {
         return rc;
     }
     node_batch_init(n);
     if ((rc = open_sockets(n)) != 0 || (rc = start_handles(n)) != 0 ||
-        (rc = node_db_open(n)) != 0) {
+        (rc = node_db_open(n)) != 0 || (n->managed && (rc = node_hb_open(n)) != 0)) {
         return rc;
     }
-    ESC_LOG(ESC_LOG_INFO, "SEG-READY", "node=%s segments=%zu items=%zu live_holds=%zu listen=%s",
-            cfg->node_id, n->core.nsegs, n->core.nitems, n->core.live_holds,
-            cfg->nlisten ? cfg->listen[0] : "-");
+    ESC_LOG(ESC_LOG_INFO, "SEG-READY",
+            "node=%s segments=%zu items=%zu live_holds=%zu listen=%s mode=%s%s", cfg->node_id,
+            n->core.nsegs, n->core.nitems, n->core.live_holds, cfg->nlisten ? cfg->listen[0] : "-",
+            n->managed ? "managed coordinator=" : "static", n->managed ? cfg->coordinator : "");
     return 0;
 }
 
@@ -412,6 +443,10 @@ void node_maybe_finish_stop(node *n)
     if (uv_is_closing((uv_handle_t *)&n->sweep_timer)) {
         return;
     }
+    if (n->managed && !node_hb_stop_done(n)) {
+        return; /* the coordinator hears "stopping" first: it hands our segments over at once */
+    }
+    node_hb_close(n);
     uv_close((uv_handle_t *)&n->sweep_timer, on_handle_closed);
     uv_close((uv_handle_t *)&n->reconnect_timer, on_handle_closed);
     uv_close((uv_handle_t *)&n->sig_term, on_handle_closed);
@@ -423,11 +458,13 @@ void node_maybe_finish_stop(node *n)
     ESC_LOG(ESC_LOG_INFO, "SEG-STOP",
             "node=%s stopped requests=%" PRIu64 " holds=%" PRIu64 " confirms=%" PRIu64
             " releases=%" PRIu64 " expiries=%" PRIu64 " sold_out=%" PRIu64 " try_later=%" PRIu64
-            " batches=%" PRIu64 " rows=%" PRIu64 " failed_batches=%" PRIu64
-            " commit_avg_ms=%.2f commit_max_ms=%.2f",
+            " segment_empty=%" PRIu64 " batches=%" PRIu64 " rows=%" PRIu64
+            " failed_batches=%" PRIu64 " heartbeats=%" PRIu64 " loaded=%" PRIu64 " dropped=%" PRIu64
+            " fenced=%" PRIu64 " transfers=%" PRIu64 " commit_avg_ms=%.2f commit_max_ms=%.2f",
             n->cfg.node_id, st->requests, st->reserves_ok, st->confirms, st->releases, st->expiries,
-            st->rejected_sold_out, st->rejected_try_later, st->batches, st->batch_rows,
-            st->batch_failures,
+            st->rejected_sold_out, st->rejected_try_later, st->rejected_segment_empty, st->batches,
+            st->batch_rows, st->batch_failures, st->heartbeats, st->segments_loaded,
+            st->segments_dropped, st->fenced_segments, st->transfers_done,
             st->batches ? (double)st->commit_us_total / (double)st->batches / 1000.0 : 0.0,
             (double)st->commit_us_max / 1000.0);
 }
@@ -449,6 +486,7 @@ void node_fini(node *n)
         nnx_close(n->sock);
         n->sock = -1;
     }
+    node_hb_fini(n);
     node_batch_fini(n);
     seg_core_fini(&n->core);
 }

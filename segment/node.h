@@ -11,6 +11,15 @@
  * segments.last_batch tells whether it committed. A batch refused by the
  * epoch fence drops the fenced segments: the node answers FENCED for them
  * from then on and acknowledges nothing more.
+ *
+ * Two modes. Static (no coordinator): at start the node claims the segments
+ * whose segments.node_id names it, raising their epochs. Managed
+ * (cfg.coordinator set, node_hb.c): the node claims nothing; it heartbeats
+ * the coordinator and serves exactly the segments the newest reply assigns
+ * it, loading each one asynchronously at the assigned epoch and dropping
+ * the ones no longer assigned; it executes the coordinator's transfer
+ * commands (GIVE, RECEIVE) inside its group commit and reports their
+ * results in the following heartbeats until a reply acknowledges them.
  */
 #ifndef ESC_NODE_H
 #define ESC_NODE_H
@@ -24,6 +33,7 @@
 #include "pgx.h"
 #include "sbuf.h"
 #include "seg_core.h"
+#include "seg_store.h"
 #include "wire.h"
 
 #define NODE_LISTEN_MAX 8
@@ -39,6 +49,9 @@ typedef struct node_batch {
 
 typedef struct node_config {
     const char *node_id;                 /* borrowed */
+    const char *coordinator;             /* borrowed; NULL = static mode */
+    const char *advertise;               /* borrowed; endpoint clients use (default listen[0]) */
+    uint64_t incarnation;                /* managed: random per process */
     const char *dsn;                     /* borrowed */
     const char *listen[NODE_LISTEN_MAX]; /* borrowed */
     int nlisten;
@@ -49,10 +62,55 @@ typedef struct node_config {
     uint32_t failpoint_commit_lost_pct;
 } node_config;
 
+/* A transfer this node executes: in a batch, or done and reported in every
+ * heartbeat until a reply to one of those heartbeats acknowledges it. */
+typedef struct node_xfer {
+    uint64_t transfer_id;
+    bool done;
+    uint32_t outcome;       /* WIRE_XFER_* once done (0 while in the batch) */
+    int64_t qty;            /* units moved */
+    uint64_t included_corr; /* first heartbeat that carried the result; 0 = none yet */
+} node_xfer;
+
+/* A segment being loaded (managed mode), read from its segment row. */
+typedef struct node_load {
+    seg_item item;
+    seg_segment seg;
+} node_load;
+
+/* Heartbeat client state (managed mode). */
+typedef struct node_hb {
+    int sock; /* raw REQ to the coordinator, -1 when closed */
+    int eid;
+    nnx_watch watch;
+    uv_timer_t timer;      /* every heartbeat_ms */
+    uv_timer_t soon_timer; /* an early heartbeat, at most one per NODE_HB_MIN_GAP_MS */
+    uv_timer_t stop_timer; /* the last (stopping) heartbeat waits this long for its reply */
+    uint32_t heartbeat_ms;
+    uint64_t corr;         /* of the last heartbeat sent */
+    uint64_t applied_corr; /* of the newest reply applied */
+    int64_t last_sent_ms, last_reply_ms, last_reconnect_ms;
+    wire_heartbeat *msg;     /* owned scratch */
+    wire_hb_reply *reply;    /* owned scratch */
+    unsigned char *buf;      /* owned, ESC_FRAME_BYTES_MAX */
+    wire_assignment *assign; /* owned: the newest assignment, ESC_HB_SEGMENTS_MAX */
+    size_t nassign;
+    node_xfer xfers[ESC_HB_TRANSFERS_MAX];
+    size_t nxfers;
+    node_load *loads; /* owned: the segment rows of the load in progress */
+    size_t nloads;
+    bool load_wanted; /* an assigned segment is not served yet */
+    bool load_busy;   /* a load's queries are running on query_conn */
+    sbuf load_ids, load_epochs;
+    bool stop_sent, stop_done;
+    uint64_t stop_corr;
+} node_hb;
+
 typedef struct node_stats {
     uint64_t requests, reserves_ok, confirms, releases, expiries, extends;
     uint64_t rejected_sold_out, rejected_try_later, rejected_segment_empty, rejected_other;
     uint64_t batches, batch_rows, batch_failures, fenced_segments;
+    uint64_t heartbeats, hb_replies, segments_loaded, segments_dropped, transfers_done;
     int64_t commit_us_total, commit_us_max;
 } node_stats;
 
@@ -73,7 +131,7 @@ typedef struct node {
     bool reconciling;
     int64_t inflight_start_us;
     uint64_t next_batch_id;
-    sbuf params[22];                       /* text parameters of the commit call */
+    sbuf params[SEG_COMMIT_NPARAMS];       /* text parameters of the commit call */
     node_touched *touched;                 /* owned scratch: segments of the batch being built */
     bool *rejected;                        /* owned scratch: reserves the database refused */
     uint64_t *present;                     /* owned scratch: hold ids found by a reconcile */
@@ -87,6 +145,8 @@ typedef struct node {
     size_t pending_reqs;
     node_stats stats;
     int exit_code;
+    bool managed;
+    node_hb hb;
 } node;
 
 /* Loads ownership synchronously, then opens sockets and connections on

@@ -74,6 +74,9 @@ void node_batch_add(node *n, const seg_op *op)
     if (n->filling->n >= BATCH_CAP) {
         node_req *r = op->req;
         seg_core_undo_op(&n->core, op);
+        if (op->hold == NULL) {
+            node_xfer_forget(n, op->transfer_id);
+        }
         if (r != NULL) {
             node_answer(n, &r->hdr, &r->req, ESC_EBUSY, NULL);
             node_req_free(n, r);
@@ -156,6 +159,18 @@ static void add_transition(node *n, const seg_op *op)
     sbuf_str(&n->params[19], kind_text(op->kind));
     sbuf_i64(&n->params[20], op->sold);
     sbuf_i64(&n->params[21], op->kind == SEG_OP_EXTEND ? op->new_expires_at_ms : 0);
+    sbuf_str(&n->params[SEG_P_T_ACTOR], op->by_operator ? "operator" : "");
+}
+
+/* A transfer: its counter delta is computed by the database, only if the
+ * transfer's state allows the step; the segment is in the batch anyway, so
+ * the epoch fence covers it. */
+static void add_xfer(node *n, const seg_op *op)
+{
+    sbuf_i64(&n->params[SEG_P_X_ID], (int64_t)op->transfer_id);
+    sbuf_str(&n->params[SEG_P_X_KIND], op->kind == SEG_OP_GIVE ? "give" : "receive");
+    sbuf_i64(&n->params[SEG_P_X_SEG], (int64_t)op->seg->segment_id);
+    sbuf_i64(&n->params[SEG_P_X_QTY], op->qty);
 }
 
 static void build_params(node *n, const node_batch *b, const char **values, char *batch_id,
@@ -167,7 +182,11 @@ static void build_params(node *n, const node_batch *b, const char **values, char
     }
     for (size_t i = 0; i < b->n; i++) {
         const seg_op *op = &b->ops[i];
-        node_touched *t = touch(n, &nt, op->hold->seg);
+        node_touched *t = touch(n, &nt, op->seg);
+        if (op->hold == NULL) {
+            add_xfer(n, op);
+            continue;
+        }
         if (op->kind == SEG_OP_RESERVE) {
             t->da -= op->hold->qty;
             t->dh += op->hold->qty;
@@ -277,6 +296,10 @@ static void settle(node *n, node_batch *b, bool committed, int fail_status)
     for (size_t k = b->n; k-- > 0;) {
         seg_op *op = &b->ops[k];
         node_req *r = op->req;
+        if (op->hold == NULL) {
+            node_xfer_settle(n, op, committed);
+            continue;
+        }
         chain(&tail, op->hold->waiters);
         op->hold->waiters = NULL;
         if (committed && !n->rejected[k]) {
@@ -338,10 +361,32 @@ static void hold_from_row(const PGresult *res, int row, int c, wire_hold *w)
     w->extended = PQgetvalue(res, row, c + 8)[0] == 't';
 }
 
+/* The database's verdict on one transfer of the batch (state text as the
+ * commit function returns it). */
+static void xfer_verdict(node *n, uint64_t transfer_id, const char *state, int64_t qty)
+{
+    node_xfer *x = node_xfer_find(n, transfer_id);
+    if (x == NULL || x->done) {
+        ESC_LOG(ESC_LOG_ERROR, "SEG-COMMIT", "verdict for an unknown transfer %" PRIu64,
+                transfer_id);
+        return;
+    }
+    x->outcome = strcmp(state, "sent") == 0        ? WIRE_XFER_SENT
+                 : strcmp(state, "received") == 0  ? WIRE_XFER_RECEIVED
+                 : strcmp(state, "cancelled") == 0 ? WIRE_XFER_CANCELLED
+                                                   : WIRE_XFER_STALE;
+    x->qty = x->outcome == WIRE_XFER_STALE ? 0 : qty;
+}
+
 /* The database's verdict on reserves it did not accept: answered here. */
 static void apply_rejections(node *n, node_batch *b, PGresult *res)
 {
     for (int row = 0; res != NULL && row < PQntuples(res); row++) {
+        if (strcmp(PQgetvalue(res, row, 1), "xfer") == 0) {
+            xfer_verdict(n, strtoull(PQgetvalue(res, row, 0), NULL, 10), PQgetvalue(res, row, 8),
+                         strtoll(PQgetvalue(res, row, 6), NULL, 10));
+            continue;
+        }
         size_t idx;
         seg_op *op = find_reserve(b, strtoull(PQgetvalue(res, row, 0), NULL, 10), &idx);
         if (op == NULL) {
@@ -382,42 +427,78 @@ static void batch_done(node *n)
 
 static void on_fenced_list(pgx_conn *c, PGresult *res, const pgx_err *err, void *arg);
 
-static void fence_waiters(void *waiters, void *arg)
+static void answer_waiters(node *n, void *waiters, int status)
 {
-    node *n = arg;
     node_req *r = waiters;
     while (r != NULL) {
         node_req *next = r->next;
-        node_answer(n, &r->hdr, &r->req, ESC_EFENCED, NULL);
+        node_answer(n, &r->hdr, &r->req, status, NULL);
         node_req_free(n, r);
         r = next;
     }
 }
 
-/* Removes the filling batch's ops on seg (undone, answered FENCED). */
-static void drop_filling_ops(node *n, const seg_segment *seg)
+/* Removes the filling batch's ops on seg (undone, answered status). */
+static void drop_filling_ops(node *n, const seg_segment *seg, int status)
 {
     node_batch *f = n->filling;
     size_t keep = 0;
     for (size_t k = f->n; k-- > 0;) {
-        if (f->ops[k].hold->seg == seg) {
-            node_req *r = f->ops[k].req;
-            fence_waiters(f->ops[k].hold->waiters, n);
-            f->ops[k].hold->waiters = NULL;
-            seg_core_undo_op(&n->core, &f->ops[k]);
-            f->ops[k].hold = NULL;
-            if (r != NULL) {
-                node_answer(n, &r->hdr, &r->req, ESC_EFENCED, NULL);
-                node_req_free(n, r);
-            }
+        seg_op *op = &f->ops[k];
+        if (op->seg != seg) {
+            continue;
+        }
+        node_req *r = op->req;
+        if (op->hold != NULL) {
+            answer_waiters(n, op->hold->waiters, status);
+            op->hold->waiters = NULL;
+        }
+        seg_core_undo_op(&n->core, op);
+        if (op->hold == NULL) {
+            node_xfer_forget(n, op->transfer_id);
+        }
+        op->seg = NULL;
+        if (r != NULL) {
+            node_answer(n, &r->hdr, &r->req, status, NULL);
+            node_req_free(n, r);
         }
     }
     for (size_t k = 0; k < f->n; k++) {
-        if (f->ops[k].hold != NULL) {
+        if (f->ops[k].seg != NULL) {
             f->ops[keep++] = f->ops[k];
         }
     }
     f->n = keep;
+}
+
+bool node_batch_touches(const node *n, const seg_segment *s)
+{
+    const node_batch *b = n->inflight;
+    for (size_t k = 0; b != NULL && k < b->n; k++) {
+        if (b->ops[k].seg == s) {
+            return true;
+        }
+    }
+    return false;
+}
+
+typedef struct drop_ctx {
+    node *n;
+    int status;
+} drop_ctx;
+
+static void drop_waiters_cb(void *waiters, void *arg)
+{
+    drop_ctx *d = arg;
+    answer_waiters(d->n, waiters, d->status);
+}
+
+void node_batch_drop_segment(node *n, seg_segment *s, int status)
+{
+    ESC_ASSERT(!node_batch_touches(n, s));
+    drop_filling_ops(n, s, status);
+    drop_ctx d = {n, status};
+    seg_core_fence(&n->core, s, drop_waiters_cb, &d);
 }
 
 /* The batch was refused by the epoch fence: find which segments moved on. */
@@ -448,8 +529,7 @@ static void on_fenced_list(pgx_conn *c, PGresult *res, const pgx_err *err, void 
                 "seg=%" PRIu64 " item=%s/%s epoch=%" PRIu64
                 ": a newer owner exists; this node stops serving it",
                 s->segment_id, s->item->tenant_id, s->item->item_id, s->epoch);
-        drop_filling_ops(n, s);
-        seg_core_fence(&n->core, s, fence_waiters, n);
+        node_batch_drop_segment(n, s, ESC_EFENCED);
         n->stats.fenced_segments++;
     }
     batch_done(n);
@@ -550,8 +630,9 @@ static void on_terminated(pgx_conn *c, PGresult *res, const pgx_err *err, void *
     }
     char batch_id[24];
     snprintf(batch_id, sizeof batch_id, "%" PRIu64, n->inflight->batch_id);
-    const char *v[3] = {sbuf_cstr(&n->params[1]), batch_id, sbuf_cstr(&n->params[7])};
-    if (pgx_query(c, NULL, SEG_SQL_RECONCILE, 3, v, on_reconciled, n) != 0) {
+    const char *v[4] = {sbuf_cstr(&n->params[SEG_P_SEG_ID]), batch_id,
+                        sbuf_cstr(&n->params[SEG_P_HOLD]), sbuf_cstr(&n->params[SEG_P_X_ID])};
+    if (pgx_query(c, NULL, SEG_SQL_RECONCILE, 4, v, on_reconciled, n) != 0) {
         n->reconciling = false;
     }
 }
@@ -566,6 +647,30 @@ static void start_reconcile(node *n)
      * so that what we read next is final */
     if (pgx_query(&n->commit_conn, NULL, SEG_SQL_TERMINATE, 1, v, on_terminated, n) != 0) {
         n->reconciling = false;
+    }
+}
+
+/* The transfers a committed batch moved ("id state qty ..."); the others
+ * of the batch were stale. */
+static void reconcile_xfers(node *n, const node_batch *b, const char *moved)
+{
+    static const char *const states[] = {"stale", "sent", "received", "cancelled"};
+    uint64_t v[3 * ESC_HB_TRANSFERS_MAX];
+    size_t nv = parse_ids(moved, v, 3 * ESC_HB_TRANSFERS_MAX);
+    for (size_t i = 0; i < b->n; i++) {
+        const seg_op *op = &b->ops[i];
+        if (op->hold != NULL) {
+            continue;
+        }
+        const char *state = "stale";
+        int64_t qty = 0;
+        for (size_t j = 0; j + 2 < nv; j += 3) {
+            if (v[j] == op->transfer_id && v[j + 1] >= 1 && v[j + 1] <= 3) {
+                state = states[v[j + 1]];
+                qty = (int64_t)v[j + 2];
+            }
+        }
+        xfer_verdict(n, op->transfer_id, state, qty);
     }
 }
 
@@ -595,6 +700,9 @@ static void on_reconciled(pgx_conn *c, PGresult *res, const pgx_err *err, void *
         }
         n->rejected[i] = !found; /* decided again: the database will say why */
     }
+    if (committed) {
+        reconcile_xfers(n, b, PQgetvalue(res, 0, 2));
+    }
     ESC_LOG(ESC_LOG_INFO, "SEG-RECONCILE", "batch=%" PRIu64 " %s", b->batch_id,
             committed ? "had committed" : "had not committed");
     n->inflight_unknown = false;
@@ -613,7 +721,7 @@ void node_lookup_enqueue(node *n, node_req *r)
         n->lookups_head = r;
     }
     n->lookups_tail = r;
-    lookup_next(n);
+    node_query_next(n);
 }
 
 static int lookup_status(int op, int state, int64_t qty, int64_t qty_sold)
@@ -651,8 +759,19 @@ static void on_lookup(pgx_conn *c, PGresult *res, const pgx_err *err, void *arg)
         node_send(n, &r->hdr, r->req.corr_id, status, &w, NULL);
     }
     node_req_free(n, r);
-    lookup_next(n);
+    node_query_next(n);
     node_maybe_finish_stop(n);
+}
+
+void node_query_next(node *n)
+{
+    if (n->lookup_busy || !pgx_ready(&n->query_conn)) {
+        return;
+    }
+    if (n->managed && node_hb_load_next(n)) {
+        return; /* a segment load first: requests for it wait until it is served */
+    }
+    lookup_next(n);
 }
 
 static void lookup_next(node *n)
@@ -704,7 +823,7 @@ static void on_db_state(pgx_conn *c, bool up, void *arg)
             node_batch_kick(n);
         }
     } else {
-        lookup_next(n);
+        node_query_next(n);
     }
 }
 

@@ -194,21 +194,37 @@ int seg_core_add_item(seg_core *c, const seg_item *proto, seg_item **out)
 
 int seg_core_add_segment(seg_core *c, seg_item *item, const seg_segment *proto, seg_segment **out)
 {
-    if (c->nsegs == c->segs_cap || item->nsegs == ESC_SEGMENTS_PER_ITEM_MAX) {
-        return ESC_ETOOBIG;
-    }
     if (proto->available < 0 || proto->held < 0 || proto->sold < 0 || proto->next_seq < 1 ||
         proto->segment_id == 0 || proto->segment_id > ESC_SEGMENT_ID_MAX) {
         return ESC_EINVAL;
     }
-    seg_segment *s = &c->segs[c->nsegs++];
-    *s = *proto;
+    seg_segment *s = seg_core_find_segment(c, proto->segment_id);
+    if (s != NULL) {
+        /* taken again after it was dropped: the tombstone comes back to life
+         * (its holds went with the fence; the caller loads them again) */
+        if (!s->fenced || s->item != item) {
+            return ESC_ECONFLICT;
+        }
+        hmap_node by_id = s->by_id;
+        *s = *proto;
+        s->by_id = by_id;
+    } else {
+        if (c->nsegs == c->segs_cap || item->nsegs == ESC_SEGMENTS_PER_ITEM_MAX) {
+            return ESC_ETOOBIG;
+        }
+        s = &c->segs[c->nsegs++];
+        *s = *proto;
+        item->segs[item->nsegs++] = s;
+        hmap_insert(&c->segments, &s->by_id, hmap_hash_u64(s->segment_id));
+    }
     s->returning = 0;
     s->allocated = s->available + s->held + s->sold;
     s->fenced = false;
+    s->dry = false;
+    s->xfer_pending = false;
+    s->reserved = 0;
+    s->empties = 0;
     s->item = item;
-    item->segs[item->nsegs++] = s;
-    hmap_insert(&c->segments, &s->by_id, hmap_hash_u64(s->segment_id));
     *out = s;
     return 0;
 }
@@ -391,6 +407,56 @@ static int classify_empty(const seg_item *it, int64_t qty)
     return ESC_ESOLD_OUT;
 }
 
+/* Managed mode: the client named the segment its route gave it (or none:
+ * any active segment of the item here). Returns the segment, or NULL with
+ * the answer in res. */
+static seg_segment *pick_managed(seg_item *it, uint64_t hint, int64_t qty, seg_result *res)
+{
+    if (hint == 0) {
+        seg_segment *s = pick_segment(it, 0, qty);
+        if (s != NULL) {
+            return s;
+        }
+        bool live = false;
+        for (size_t i = 0; i < it->nsegs; i++) {
+            seg_segment *o = it->segs[i];
+            if (serves_reserves(o)) {
+                live = true;
+                res->went_dry = res->went_dry || !o->dry;
+                o->dry = true;
+                o->empties++;
+            }
+        }
+        reply(res, live ? ESC_ESEGMENT_EMPTY : ESC_ENOT_OWNER, NULL);
+        return NULL;
+    }
+    for (size_t i = 0; i < it->nsegs; i++) {
+        seg_segment *s = it->segs[i];
+        if (s->segment_id != hint) {
+            continue;
+        }
+        if (s->fenced) {
+            break;
+        }
+        if (s->state != SEG_ACTIVE) {
+            reply(res, ESC_ENOT_OWNER, NULL);
+            res->message = "this segment takes no new reserves (collapsed or draining): "
+                           "refresh the route";
+            return NULL;
+        }
+        if (s->available < qty) {
+            res->went_dry = !s->dry;
+            s->dry = true;
+            s->empties++;
+            reply(res, ESC_ESEGMENT_EMPTY, NULL);
+            return NULL;
+        }
+        return s;
+    }
+    reply(res, ESC_ENOT_OWNER, NULL);
+    return NULL;
+}
+
 static int reserve_precheck(seg_core *c, const seg_item *it, const seg_reserve_in *in,
                             seg_result *res)
 {
@@ -424,8 +490,11 @@ void seg_core_reserve(seg_core *c, const seg_reserve_in *in, int64_t now_ms, seg
     memset(res, 0, sizeof *res);
     seg_item *it = seg_core_find_item(c, in->tenant_id, in->item_id);
     if (it == NULL) {
+        /* managed: the item may well exist, this node just serves none of it */
         reply(res,
-              seg_core_knows_tenant(c, in->tenant_id) ? ESC_EUNKNOWN_ITEM : ESC_EUNKNOWN_TENANT,
+              c->managed                                ? ESC_ENOT_OWNER
+              : seg_core_knows_tenant(c, in->tenant_id) ? ESC_EUNKNOWN_ITEM
+                                                        : ESC_EUNKNOWN_TENANT,
               NULL);
         return;
     }
@@ -445,8 +514,12 @@ void seg_core_reserve(seg_core *c, const seg_reserve_in *in, int64_t now_ms, seg
     if (reserve_precheck(c, it, in, res) < 0) {
         return;
     }
-    seg_segment *s = pick_segment(it, in->segment_id, in->qty);
-    if (s == NULL) {
+    seg_segment *s;
+    if (c->managed) {
+        if ((s = pick_managed(it, in->segment_id, in->qty, res)) == NULL) {
+            return;
+        }
+    } else if ((s = pick_segment(it, in->segment_id, in->qty)) == NULL) {
         reply(res, classify_empty(it, in->qty), NULL);
         return;
     }
@@ -479,6 +552,7 @@ void seg_core_reserve(seg_core *c, const seg_reserve_in *in, int64_t now_ms, seg
     res->hold = h;
     res->op.kind = SEG_OP_RESERVE;
     res->op.hold = h;
+    res->op.seg = s;
 }
 
 /* Finds the hold for a transition; answers NOT_OWNER / NOT_FOUND / LOOKUP /
@@ -527,6 +601,7 @@ static void finish_hold(seg_hold *h, int kind, int state, int64_t sold, seg_resu
     res->hold = h;
     res->op.kind = (uint8_t)kind;
     res->op.hold = h;
+    res->op.seg = s;
     res->op.sold = sold;
     res->op.returned = returned;
 }
@@ -619,6 +694,7 @@ void seg_core_extend(seg_core *c, const char *tenant_id, uint64_t hold_id, uint3
     res->hold = h;
     res->op.kind = SEG_OP_EXTEND;
     res->op.hold = h;
+    res->op.seg = h->seg;
 }
 
 void seg_core_get(seg_core *c, const char *tenant_id, uint64_t hold_id, seg_result *res)
@@ -652,6 +728,54 @@ size_t seg_core_sweep(seg_core *c, int64_t now_ms, seg_op *ops, size_t max)
     return n;
 }
 
+/* ---- transfers ---------------------------------------------------------- */
+
+static int xfer_precheck(const seg_segment *s, int64_t qty)
+{
+    if (s->fenced) {
+        return ESC_ENOT_OWNER;
+    }
+    if (s->xfer_pending) {
+        return ESC_EBUSY;
+    }
+    return qty < 1 ? ESC_EINVAL : 0;
+}
+
+int seg_core_give(seg_core *c, seg_segment *s, uint64_t transfer_id, int64_t qty, seg_op *op)
+{
+    (void)c;
+    int rc = xfer_precheck(s, qty);
+    if (rc != 0) {
+        return rc;
+    }
+    int64_t given = qty < s->available ? qty : s->available;
+    s->available -= given;
+    s->allocated -= given;
+    s->xfer_pending = true;
+    memset(op, 0, sizeof *op);
+    op->kind = SEG_OP_GIVE;
+    op->seg = s;
+    op->transfer_id = transfer_id;
+    op->qty = given; /* 0: the donor has nothing; the transfer is cancelled */
+    return 0;
+}
+
+int seg_core_receive(seg_core *c, seg_segment *s, uint64_t transfer_id, int64_t qty, seg_op *op)
+{
+    (void)c;
+    int rc = xfer_precheck(s, qty);
+    if (rc != 0) {
+        return rc;
+    }
+    s->xfer_pending = true;
+    memset(op, 0, sizeof *op);
+    op->kind = SEG_OP_RECEIVE;
+    op->seg = s;
+    op->transfer_id = transfer_id;
+    op->qty = qty;
+    return 0;
+}
+
 /* ---- batch outcome ----------------------------------------------------- */
 
 static void settle_pending_buyer(seg_core *c, seg_hold *h)
@@ -661,14 +785,43 @@ static void settle_pending_buyer(seg_core *c, seg_hold *h)
     }
 }
 
+static void commit_xfer(const seg_op *op)
+{
+    seg_segment *s = op->seg;
+    s->xfer_pending = false;
+    if (op->kind == SEG_OP_RECEIVE) {
+        s->available += op->qty;
+        s->allocated += op->qty;
+        s->dry = s->dry && op->qty == 0;
+    }
+    /* GIVE: the units left when it was decided */
+}
+
+static void undo_xfer(const seg_op *op)
+{
+    seg_segment *s = op->seg;
+    s->xfer_pending = false;
+    if (op->kind == SEG_OP_GIVE) {
+        s->available += op->qty;
+        s->allocated += op->qty;
+    }
+}
+
 void seg_core_commit_op(seg_core *c, const seg_op *op, int64_t now_ms)
 {
+    if (op->hold == NULL) {
+        commit_xfer(op);
+        return;
+    }
     seg_hold *h = op->hold;
     settle_pending_buyer(c, h);
     h->pending = SEG_PENDING_NONE;
     switch (op->kind) {
     case SEG_OP_RESERVE:
     case SEG_OP_EXTEND:
+        if (op->kind == SEG_OP_RESERVE) {
+            h->seg->reserved += (uint64_t)h->qty;
+        }
         if (h->expires_at_ms <= now_ms) {
             /* it lapsed while its commit was in flight, and the sweeper
              * skipped it then (pending): arm it again */
@@ -678,6 +831,7 @@ void seg_core_commit_op(seg_core *c, const seg_op *op, int64_t now_ms)
     default:
         h->seg->returning -= op->returned;
         h->seg->available += op->returned;
+        h->seg->dry = h->seg->dry && op->returned == 0;
         h->ended_at_ms = now_ms;
         c->live_holds--;
         retain(c, h);
@@ -687,6 +841,10 @@ void seg_core_commit_op(seg_core *c, const seg_op *op, int64_t now_ms)
 
 void seg_core_undo_op(seg_core *c, const seg_op *op)
 {
+    if (op->hold == NULL) {
+        undo_xfer(op);
+        return;
+    }
     seg_hold *h = op->hold;
     seg_segment *s = h->seg;
     settle_pending_buyer(c, h);
@@ -719,6 +877,8 @@ void seg_core_fence(seg_core *c, seg_segment *seg, void (*waiters_cb)(void *wait
                     void *arg)
 {
     seg->fenced = true;
+    seg->dry = false;
+    seg->xfer_pending = false;
     /* unlink its final holds from the retention list */
     seg_hold **pp = &c->retain_head;
     c->retain_tail = NULL;

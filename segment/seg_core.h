@@ -8,6 +8,9 @@
  *
  * Invariants (checked by seg_core_check):
  *   per segment: available + held + sold + returning == allocated, all >= 0;
+ *   allocated changes only by transfers: a GIVE lowers it (and available)
+ *   tentatively and an undo raises it back; a RECEIVE raises it (and
+ *   available) only when its batch committed the transfer as received;
  *   held == sum of qty of its holds in state HELD (tentative ones included);
  *   a hold with a pending op is not touched by another op until it settles.
  * Tentative means "decided in memory, not yet committed": a tentative
@@ -31,7 +34,9 @@ enum seg_op_kind {
     SEG_OP_CONFIRM,
     SEG_OP_RELEASE,
     SEG_OP_EXPIRE,
-    SEG_OP_EXTEND
+    SEG_OP_EXTEND,
+    SEG_OP_GIVE,   /* transfer out: the donor's available -= qty (tentative) */
+    SEG_OP_RECEIVE /* transfer in: available += qty only once the commit said received */
 };
 enum seg_pending { SEG_PENDING_NONE = 0, SEG_PENDING_CREATE, SEG_PENDING_CHANGE };
 
@@ -65,7 +70,11 @@ struct seg_segment {
     int64_t allocated; /* available + held + sold + returning; changes only by transfers */
     uint64_t next_seq; /* next hold sequence number */
     int state;         /* SEG_ACTIVE ... */
-    bool fenced;       /* a newer owner exists: serve nothing */
+    bool fenced;       /* a newer owner exists (or it was unassigned): serve nothing */
+    bool dry;          /* answered SEGMENT_EMPTY and got no units since (reported while set) */
+    bool xfer_pending; /* a GIVE or RECEIVE of this segment waits for its batch */
+    uint64_t reserved; /* units reserved (committed) since it was loaded: demand */
+    uint64_t empties;  /* SEGMENT_EMPTY answers since it was loaded: unmet demand */
     seg_item *item;    /* borrowed */
 };
 
@@ -89,10 +98,16 @@ struct seg_hold {
     char *key;             /* owned (idempotency key) */
 };
 
-/* One decision that must be committed before anyone hears of it. */
+/* One decision that must be committed before anyone hears of it. Hold ops
+ * name their hold (seg is hold->seg); transfer ops (GIVE, RECEIVE) have no
+ * hold and name seg, transfer_id and qty. */
 typedef struct seg_op {
     uint8_t kind;               /* seg_op_kind */
-    seg_hold *hold;             /* borrowed */
+    bool by_operator;           /* release: recorded with actor 'operator' */
+    seg_hold *hold;             /* borrowed; NULL for transfer ops */
+    seg_segment *seg;           /* borrowed; the segment the op writes (always set) */
+    uint64_t transfer_id;       /* GIVE, RECEIVE */
+    int64_t qty;                /* GIVE: units taken out; RECEIVE: units to add on commit */
     int64_t sold;               /* confirm: units sold */
     int64_t returned;           /* units back to available (confirm rest, release, expire) */
     int64_t prev_expires_at_ms; /* extend: for undo */
@@ -110,9 +125,11 @@ typedef enum seg_disp {
 
 typedef struct seg_result {
     seg_disp disp;
-    int status;     /* for SEG_REPLY (and the eventual reply of SEG_COMMIT) */
-    seg_hold *hold; /* borrowed */
-    seg_op op;      /* for SEG_COMMIT */
+    int status;          /* for SEG_REPLY (and the eventual reply of SEG_COMMIT) */
+    const char *message; /* static; a more specific sentence than esc_strerror, or NULL */
+    bool went_dry;       /* managed: a segment became dry with this answer (report it now) */
+    seg_hold *hold;      /* borrowed */
+    seg_op op;           /* for SEG_COMMIT */
 } seg_result;
 
 typedef struct seg_reserve_in {
@@ -144,6 +161,11 @@ typedef struct seg_core {
         uint64_t hold_id;
     } * heap;
     size_t heap_len, heap_cap;
+    /* Managed mode (a coordinator assigns segments): a reserve never hears
+     * SOLD_OUT or TRY_LATER from a node, only the coordinator sees the whole
+     * item; a segment hint that is not served here, or is draining, is
+     * NOT_OWNER; a dry segment is SEGMENT_EMPTY and marked dry. */
+    bool managed;
 } seg_core;
 
 int seg_core_init(seg_core *c, size_t segs_cap);
@@ -153,7 +175,10 @@ void seg_core_fini(seg_core *c);
 int seg_core_add_item(seg_core *c, const seg_item *proto, seg_item **out);
 seg_item *seg_core_find_item(seg_core *c, const char *tenant_id, const char *item_id);
 bool seg_core_knows_tenant(const seg_core *c, const char *tenant_id);
-/* Adds a loaded segment of item. Returns ESC_EINVAL if counters are inconsistent. */
+/* Adds a loaded segment of item. Returns ESC_EINVAL if counters are
+ * inconsistent, ESC_ECONFLICT if the segment is served already. A segment
+ * that was fenced (dropped) is loaded again in place, with the new counters
+ * and epoch: the caller checks that the epoch is higher. */
 int seg_core_add_segment(seg_core *c, seg_item *item, const seg_segment *proto, seg_segment **out);
 seg_segment *seg_core_find_segment(seg_core *c, uint64_t segment_id);
 /* Adds a loaded hold (state HELD or final). Strings copied. */
@@ -169,6 +194,17 @@ void seg_core_release(seg_core *c, const char *tenant_id, uint64_t hold_id, int6
 void seg_core_extend(seg_core *c, const char *tenant_id, uint64_t hold_id, uint32_t ttl_ms,
                      int64_t now_ms, seg_result *res);
 void seg_core_get(seg_core *c, const char *tenant_id, uint64_t hold_id, seg_result *res);
+
+/* Transfers (demarcation). GIVE moves min(qty, available) out of seg at
+ * once, tentatively (available and allocated), so no unit given away is
+ * sold meanwhile; RECEIVE adds nothing until its batch commits as received
+ * (the node then sets op->qty to what the database received and calls
+ * seg_core_commit_op). A GIVE that the database found stale, or whose batch
+ * failed, is undone with seg_core_undo_op. One transfer op per segment at a
+ * time. Return 0 and fill *op, ESC_ENOT_OWNER (fenced), ESC_EBUSY (the
+ * segment has a transfer op pending) or ESC_EINVAL (qty < 1). */
+int seg_core_give(seg_core *c, seg_segment *s, uint64_t transfer_id, int64_t qty, seg_op *op);
+int seg_core_receive(seg_core *c, seg_segment *s, uint64_t transfer_id, int64_t qty, seg_op *op);
 
 /* Expiry: fills up to max ops for held holds whose expiry passed. */
 size_t seg_core_sweep(seg_core *c, int64_t now_ms, seg_op *ops, size_t max);

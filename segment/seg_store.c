@@ -29,7 +29,7 @@ int seg_store_state_from_text(const char *s)
     return 0;
 }
 
-static int segment_state_from_text(const char *s)
+int seg_store_segment_state(const char *s)
 {
     return strcmp(s, "active") == 0     ? SEG_ACTIVE
            : strcmp(s, "draining") == 0 ? SEG_DRAINING
@@ -123,7 +123,7 @@ static int claim_segments(PGconn *conn, const char *node_id, seg_core *core, sbu
         proto.held = i64(r, i, 5);
         proto.sold = i64(r, i, 6);
         proto.next_seq = (uint64_t)i64(r, i, 7);
-        proto.state = segment_state_from_text(PQgetvalue(r, i, 8));
+        proto.state = seg_store_segment_state(PQgetvalue(r, i, 8));
         if (it == NULL || seg_core_add_segment(core, it, &proto, &s) != 0) {
             snprintf(why, why_len, "segment %" PRIu64 " cannot be loaded", proto.segment_id);
             PQclear(r);
@@ -141,23 +141,14 @@ static int claim_segments(PGconn *conn, const char *node_id, seg_core *core, sbu
     return 0;
 }
 
-static int load_holds(PGconn *conn, seg_core *core, const char *ids, char *why, size_t why_len)
+int seg_store_add_holds(const PGresult *r, seg_core *core, bool skip_unknown, char *why,
+                        size_t why_len)
 {
-    const char *v[1] = {ids};
-    PGresult *r = exec(
-        conn,
-        "/* escrow:segment-load */ SELECT hold_id, segment_id, buyer_id, idempotency_key, qty, "
-        "qty_sold, state, round(extract(epoch FROM expires_at) * 1000)::bigint, extended, "
-        "request_hash, COALESCE(round(extract(epoch FROM ended_at) * 1000)::bigint, 0) "
-        "FROM holds WHERE segment_id = ANY ($1::bigint[]) AND (state = 'held' OR "
-        "(state <> 'held' AND ended_at > now() - interval '15 minutes')) "
-        "ORDER BY ended_at NULLS FIRST LIMIT 4194304",
-        1, v, PGRES_TUPLES_OK);
-    if (!ok(r, PGRES_TUPLES_OK)) {
-        return fail(r, conn, why, why_len, "load holds");
-    }
     for (int i = 0; i < PQntuples(r); i++) {
         seg_segment *s = seg_core_find_segment(core, (uint64_t)i64(r, i, 1));
+        if (skip_unknown && (s == NULL || s->fenced)) {
+            continue;
+        }
         seg_hold proto, *h;
         memset(&proto, 0, sizeof proto);
         proto.hold_id = (uint64_t)i64(r, i, 0);
@@ -171,13 +162,25 @@ static int load_holds(PGconn *conn, seg_core *core, const char *ids, char *why, 
         if (s == NULL || proto.state == 0 ||
             seg_core_add_hold(core, s, &proto, PQgetvalue(r, i, 2), PQgetvalue(r, i, 3), &h) != 0) {
             snprintf(why, why_len, "hold %" PRIu64 " cannot be loaded", proto.hold_id);
-            PQclear(r);
             return ESC_EINTERNAL;
         }
     }
-    ESC_LOG(ESC_LOG_INFO, "SEG-LOAD", "holds=%d live=%zu", PQntuples(r), core->live_holds);
-    PQclear(r);
     return 0;
+}
+
+static int load_holds(PGconn *conn, seg_core *core, const char *ids, char *why, size_t why_len)
+{
+    const char *v[1] = {ids};
+    PGresult *r = exec(conn, SEG_SQL_LOAD_HOLDS, 1, v, PGRES_TUPLES_OK);
+    if (!ok(r, PGRES_TUPLES_OK)) {
+        return fail(r, conn, why, why_len, "load holds");
+    }
+    int rc = seg_store_add_holds(r, core, false, why, why_len);
+    if (rc == 0) {
+        ESC_LOG(ESC_LOG_INFO, "SEG-LOAD", "holds=%d live=%zu", PQntuples(r), core->live_holds);
+    }
+    PQclear(r);
+    return rc;
 }
 
 int seg_store_take_ownership(PGconn *conn, const char *node_id, const char *endpoint,

@@ -16,15 +16,35 @@
     "$1::bigint, $2::bigint[], $3::bigint[], $4::bigint[], $5::bigint[], $6::bigint[], "           \
     "$7::bigint[], $8::bigint[], $9::bigint[], $10::text[], $11::text[], $12::text[], "            \
     "$13::integer[], $14::text[], $15::bigint[], $16::bigint[], $17::integer[], $18::bigint[], "   \
-    "$19::bigint[], $20::text[], $21::integer[], $22::bigint[])"
-#define SEG_COMMIT_NPARAMS 22
+    "$19::bigint[], $20::text[], $21::integer[], $22::bigint[], $23::text[], $24::bigint[], "      \
+    "$25::text[], $26::bigint[], $27::bigint[])"
+#define SEG_COMMIT_NPARAMS 27
+/* Indexes of the commit call's parameters the node refers to by name. */
+enum {
+    SEG_P_BATCH = 0,
+    SEG_P_SEG_ID = 1,
+    SEG_P_SEG_EPOCH = 2,
+    SEG_P_HOLD = 7,
+    SEG_P_T_ACTOR = 22,
+    SEG_P_X_ID = 23,
+    SEG_P_X_KIND = 24,
+    SEG_P_X_SEG = 25,
+    SEG_P_X_QTY = 26
+};
 
-/* Did batch $2 commit? Which of its new holds exist? (after a lost connection) */
+/* Did batch $2 commit? Which of its new holds exist? Which of its transfers
+ * did it move ("id state qty ..." with state 1 sent, 2 received, 3
+ * cancelled)? (after a lost connection) */
 #define SEG_SQL_RECONCILE                                                                          \
     "/* escrow:segment-reconcile */ SELECT "                                                       \
     "COALESCE((SELECT bool_or(last_batch = $2::bigint) FROM segments "                             \
     "          WHERE segment_id = ANY ($1::bigint[])), false), "                                   \
-    "COALESCE((SELECT array_agg(hold_id) FROM holds WHERE hold_id = ANY ($3::bigint[])), '{}')"
+    "COALESCE((SELECT array_agg(hold_id) FROM holds WHERE hold_id = ANY ($3::bigint[])), '{}'), "  \
+    "COALESCE((SELECT string_agg(transfer_id || ' ' || CASE state WHEN 'sent' THEN 1 "             \
+    "  WHEN 'received' THEN 2 ELSE 3 END || ' ' || CASE state WHEN 'cancelled' THEN 0 ELSE qty "   \
+    "  END, ' ') FROM transfers WHERE transfer_id = ANY ($4::bigint[]) AND "                       \
+    "  ((state IN ('sent', 'cancelled') AND sent_batch = $2::bigint) OR "                          \
+    "   (state = 'received' AND received_batch = $2::bigint))), '')"
 
 #define SEG_SQL_TERMINATE                                                                          \
     "/* escrow:segment-reconcile */ SELECT pg_terminate_backend($1::integer, 5000) "               \
@@ -39,6 +59,39 @@
     "/* escrow:segment-lookup */ SELECT hold_id, segment_id, item_id, buyer_id, qty, qty_sold, "   \
     "state, round(extract(epoch FROM expires_at) * 1000)::bigint, extended "                       \
     "FROM holds WHERE hold_id = $1::bigint AND tenant_id = $2"
+
+/* Managed mode: the assigned segments ($2 ids at $3 epochs) that are still
+ * this node's ($1) at exactly that epoch, with their items. Columns:
+ * segment_id, tenant_id, item_id, epoch, available, held, sold, hold_seq,
+ * state, max_per_order, max_per_buyer, hold_ttl_ms, item state. */
+#define SEG_SQL_LOAD_SEGMENTS                                                                      \
+    "/* escrow:segment-load */ SELECT s.segment_id, s.tenant_id, s.item_id, s.epoch, "             \
+    "s.available, s.held, s.sold, s.hold_seq, s.state, i.max_per_order, i.max_per_buyer, "         \
+    "i.hold_ttl_ms, i.state FROM segments s JOIN items i USING (tenant_id, item_id) "              \
+    "JOIN unnest($2::bigint[], $3::bigint[]) AS a(id, epoch) "                                     \
+    "ON s.segment_id = a.id AND s.epoch = a.epoch "                                                \
+    "WHERE s.node_id = $1 AND s.state <> 'retired'"
+
+/* The live holds of segments $1 and the holds that ended within the
+ * retention (so that retries are answered from memory). Columns: hold_id,
+ * segment_id, buyer_id, idempotency_key, qty, qty_sold, state, expires (unix
+ * ms), extended, request_hash, ended (unix ms or 0). */
+#define SEG_SQL_LOAD_HOLDS                                                                         \
+    "/* escrow:segment-load */ SELECT hold_id, segment_id, buyer_id, idempotency_key, qty, "       \
+    "qty_sold, state, round(extract(epoch FROM expires_at) * 1000)::bigint, extended, "            \
+    "request_hash, COALESCE(round(extract(epoch FROM ended_at) * 1000)::bigint, 0) "               \
+    "FROM holds WHERE segment_id = ANY ($1::bigint[]) AND (state = 'held' OR "                     \
+    "(state <> 'held' AND ended_at > now() - interval '15 minutes')) "                             \
+    "ORDER BY ended_at NULLS FIRST LIMIT 4194304"
+
+/* Adds the holds of a SEG_SQL_LOAD_HOLDS result to core (their segments
+ * must be in core; rows of other segments are skipped when skip_unknown).
+ * Returns 0 or ESC_EINTERNAL with *why set. */
+int seg_store_add_holds(const PGresult *r, seg_core *core, bool skip_unknown, char *why,
+                        size_t why_len);
+
+/* "active" -> SEG_ACTIVE etc. */
+int seg_store_segment_state(const char *s);
 
 /* Registers the node, raises the epoch of every segment assigned to it (so
  * any previous owner is fenced from this moment), and loads items, segments,

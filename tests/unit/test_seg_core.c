@@ -1,7 +1,12 @@
 /*
  * test_seg_core.c - the segment node's decisions, without I/O: counters,
  * the four rejections, idempotency, transitions, expiry at the point of use,
- * undo of failed batches, fencing, and the invariant checker itself.
+ * undo of failed batches, fencing, and the invariant checker itself; and
+ * managed mode: transfers (GIVE takes min(qty, available) at once and gives
+ * it back on undo; RECEIVE adds only on commit), one transfer op per
+ * segment, the strict segment hint, draining, paused, SEGMENT_EMPTY instead
+ * of SOLD_OUT/TRY_LATER, the dry flag and the demand counters, and a
+ * dropped segment loaded again. seg_core_check runs after every step.
  */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -384,6 +389,263 @@ static void test_check_catches_drift(void **state)
     f->s1->available -= 1;
 }
 
+/* ---- managed mode: transfers ---------------------------------------------- */
+
+static void reserve_at(fixture *f, const char *key, int64_t qty, uint64_t seg, seg_result *res)
+{
+    seg_reserve_in in = {"shop", "tee", key, key, qty, 0, seg, qty * 1000 + (int64_t)strlen(key)};
+    seg_core_reserve(&f->core, &in, T0, res);
+}
+
+static void assert_counts(const seg_segment *s, int64_t avail, int64_t held, int64_t sold,
+                          int64_t allocated)
+{
+    assert_int_equal(s->available, avail);
+    assert_int_equal(s->held, held);
+    assert_int_equal(s->sold, sold);
+    assert_int_equal(s->allocated, allocated);
+}
+
+static void test_give_takes_what_is_there_and_undo_returns_it(void **state)
+{
+    fixture *f = *state; /* s1: 2 available, s2: 1 */
+    seg_op op;
+    assert_int_equal(seg_core_give(&f->core, f->s1, 7, 5, &op), 0);
+    assert_int_equal(op.kind, SEG_OP_GIVE);
+    assert_ptr_equal(op.seg, f->s1);
+    assert_null(op.hold);
+    assert_int_equal(op.transfer_id, 7);
+    assert_int_equal(op.qty, 2); /* min(5, available) */
+    assert_counts(f->s1, 0, 0, 0, 0);
+    assert_true(f->s1->xfer_pending);
+    assert_ok(f);
+    /* nothing given away is sold meanwhile */
+    seg_result res;
+    f->core.managed = true;
+    reserve_at(f, "k", 1, 1, &res);
+    assert_int_equal(res.disp, SEG_REPLY);
+    assert_int_equal(res.status, ESC_ESEGMENT_EMPTY);
+    f->core.managed = false;
+    /* stale or failed batch: everything back */
+    seg_core_undo_op(&f->core, &op);
+    assert_counts(f->s1, 2, 0, 0, 2);
+    assert_false(f->s1->xfer_pending);
+    assert_ok(f);
+    /* again, committed as sent */
+    assert_int_equal(seg_core_give(&f->core, f->s1, 7, 1, &op), 0);
+    assert_int_equal(op.qty, 1);
+    seg_core_commit_op(&f->core, &op, T0);
+    assert_counts(f->s1, 1, 0, 0, 1);
+    assert_false(f->s1->xfer_pending);
+    assert_ok(f);
+}
+
+static void test_give_from_an_empty_segment_gives_zero(void **state)
+{
+    fixture *f = *state;
+    hold_committed(f, "b", "k1", 1); /* s2 or s1: take everything */
+    hold_committed(f, "b", "k2", 1);
+    hold_committed(f, "b", "k3", 1);
+    assert_int_equal(f->s1->available + f->s2->available, 0);
+    seg_op op;
+    assert_int_equal(seg_core_give(&f->core, f->s1, 9, 3, &op), 0);
+    assert_int_equal(op.qty, 0); /* the database cancels the transfer */
+    seg_core_commit_op(&f->core, &op, T0);
+    assert_counts(f->s1, 0, 2, 0, 2);
+    assert_ok(f);
+}
+
+static void test_give_next_to_a_tentative_reserve(void **state)
+{
+    fixture *f = *state;
+    seg_result res;
+    reserve_at(f, "k", 1, 1, &res); /* pending in the same batch */
+    assert_int_equal(res.disp, SEG_COMMIT);
+    assert_ptr_equal(res.hold->seg, f->s1);
+    seg_op op;
+    assert_int_equal(seg_core_give(&f->core, f->s1, 3, 5, &op), 0);
+    assert_int_equal(op.qty, 1); /* the reserved unit is not given */
+    assert_counts(f->s1, 0, 1, 0, 1);
+    assert_ok(f);
+    /* the batch failed: both undone, in reverse order as settle() does */
+    seg_core_undo_op(&f->core, &op);
+    seg_core_undo_op(&f->core, &res.op);
+    assert_counts(f->s1, 2, 0, 0, 2);
+    assert_ok(f);
+    /* committed: the reserve keeps its unit, the give took the other */
+    reserve_at(f, "k", 1, 1, &res);
+    assert_int_equal(seg_core_give(&f->core, f->s1, 3, 5, &op), 0);
+    seg_core_commit_op(&f->core, &res.op, T0);
+    seg_core_commit_op(&f->core, &op, T0);
+    assert_counts(f->s1, 0, 1, 0, 1);
+    assert_ok(f);
+    /* the hold is released: its unit comes back to the donor */
+    seg_core_release(&f->core, "shop", res.hold->hold_id, T0, &res);
+    assert_int_equal(res.disp, SEG_COMMIT);
+    seg_core_commit_op(&f->core, &res.op, T0);
+    assert_counts(f->s1, 1, 0, 0, 1);
+    assert_ok(f);
+}
+
+static void test_receive_adds_only_when_committed(void **state)
+{
+    fixture *f = *state;
+    seg_op op;
+    assert_int_equal(seg_core_receive(&f->core, f->s2, 11, 3, &op), 0);
+    assert_int_equal(op.kind, SEG_OP_RECEIVE);
+    assert_counts(f->s2, 1, 0, 0, 1); /* nothing yet */
+    assert_ok(f);
+    seg_result res;
+    f->core.managed = true;
+    reserve_at(f, "k", 2, 2, &res); /* the pending receive adds nothing yet */
+    assert_int_equal(res.disp, SEG_REPLY);
+    assert_int_equal(res.status, ESC_ESEGMENT_EMPTY);
+    f->core.managed = false;
+    /* stale (the transfer had moved on): nothing */
+    seg_core_undo_op(&f->core, &op);
+    assert_counts(f->s2, 1, 0, 0, 1);
+    assert_false(f->s2->xfer_pending);
+    assert_ok(f);
+    /* received: the database's qty counts, not the command's */
+    assert_int_equal(seg_core_receive(&f->core, f->s2, 11, 3, &op), 0);
+    op.qty = 4;
+    seg_core_commit_op(&f->core, &op, T0);
+    assert_counts(f->s2, 5, 0, 0, 5);
+    assert_ok(f);
+}
+
+static void test_one_transfer_op_per_segment(void **state)
+{
+    fixture *f = *state;
+    seg_op a, b;
+    assert_int_equal(seg_core_give(&f->core, f->s1, 1, 1, &a), 0);
+    assert_int_equal(seg_core_give(&f->core, f->s1, 2, 1, &b), ESC_EBUSY);
+    assert_int_equal(seg_core_receive(&f->core, f->s1, 2, 1, &b), ESC_EBUSY);
+    assert_int_equal(seg_core_receive(&f->core, f->s2, 2, 0, &b), ESC_EINVAL);
+    assert_int_equal(seg_core_give(&f->core, f->s2, 2, -1, &b), ESC_EINVAL);
+    assert_int_equal(seg_core_receive(&f->core, f->s2, 2, 1, &b), 0);
+    seg_core_commit_op(&f->core, &a, T0);
+    seg_core_commit_op(&f->core, &b, T0);
+    assert_counts(f->s1, 1, 0, 0, 1);
+    assert_counts(f->s2, 2, 0, 0, 2);
+    assert_ok(f);
+    /* a dropped segment neither gives nor receives */
+    seg_core_fence(&f->core, f->s1, NULL, NULL);
+    assert_int_equal(seg_core_give(&f->core, f->s1, 5, 1, &a), ESC_ENOT_OWNER);
+    assert_int_equal(seg_core_receive(&f->core, f->s1, 5, 1, &a), ESC_ENOT_OWNER);
+    assert_ok(f);
+}
+
+/* ---- managed mode: reserves ------------------------------------------------ */
+
+static void test_managed_reserve_answers(void **state)
+{
+    fixture *f = *state;
+    f->core.managed = true;
+    seg_result res;
+    /* the hint is strict: s2 has 1, a reserve of 2 there is SEGMENT_EMPTY
+     * even though s1 has 2 */
+    reserve_at(f, "k1", 2, 2, &res);
+    assert_int_equal(res.disp, SEG_REPLY);
+    assert_int_equal(res.status, ESC_ESEGMENT_EMPTY);
+    assert_true(res.went_dry); /* the node reports it at once */
+    assert_true(f->s2->dry);
+    assert_int_equal(f->s2->empties, 1);
+    reserve_at(f, "k1", 2, 2, &res);
+    assert_int_equal(res.status, ESC_ESEGMENT_EMPTY);
+    assert_false(res.went_dry); /* still dry: nothing new to report early */
+    assert_int_equal(f->s2->empties, 2);
+    assert_int_equal(f->s1->empties, 0);
+    /* a segment not served here */
+    reserve_at(f, "k2", 1, 99, &res);
+    assert_int_equal(res.status, ESC_ENOT_OWNER);
+    /* an item this node serves nothing of */
+    seg_reserve_in other = {"shop", "hat", "b", "k3", 1, 0, 0, 1};
+    seg_core_reserve(&f->core, &other, T0, &res);
+    assert_int_equal(res.status, ESC_ENOT_OWNER);
+    /* reserved counts committed units */
+    reserve_at(f, "k4", 2, 1, &res);
+    assert_int_equal(res.disp, SEG_COMMIT);
+    assert_ptr_equal(res.hold->seg, f->s1);
+    assert_int_equal(f->s1->reserved, 0);
+    seg_core_commit_op(&f->core, &res.op, T0);
+    assert_int_equal(f->s1->reserved, 2);
+    assert_ok(f);
+    /* s1 is empty with units held: never TRY_LATER or SOLD_OUT from a node */
+    reserve_at(f, "k5", 1, 1, &res);
+    assert_int_equal(res.status, ESC_ESEGMENT_EMPTY);
+    assert_true(res.went_dry);
+    reserve_at(f, "k6", 5, 0, &res); /* no hint: every live segment is dry for 5 */
+    assert_int_equal(res.status, ESC_ESEGMENT_EMPTY);
+    assert_false(res.went_dry);
+    assert_int_equal(f->s1->empties, 2);
+    assert_int_equal(f->s2->empties, 3);
+    /* draining: no new reserves, with a sentence saying why */
+    f->s2->state = SEG_DRAINING;
+    reserve_at(f, "k7", 1, 2, &res);
+    assert_int_equal(res.status, ESC_ENOT_OWNER);
+    assert_non_null(res.message);
+    reserve_at(f, "k8", 1, 0, &res); /* no hint: the draining one is not picked */
+    assert_int_equal(res.status, ESC_ESEGMENT_EMPTY);
+    assert_int_equal(f->s2->empties, 3);
+    /* ... but its holds are served (a release on a draining segment) */
+    f->s2->state = SEG_ACTIVE;
+    reserve_at(f, "k9", 1, 2, &res);
+    assert_int_equal(res.disp, SEG_COMMIT);
+    seg_core_commit_op(&f->core, &res.op, T0);
+    f->s2->state = SEG_DRAINING;
+    uint64_t id = res.hold->hold_id;
+    seg_core_release(&f->core, "shop", id, T0, &res);
+    assert_int_equal(res.disp, SEG_COMMIT);
+    assert_true(f->s2->dry);
+    seg_core_commit_op(&f->core, &res.op, T0);
+    assert_counts(f->s2, 1, 0, 0, 1);
+    assert_false(f->s2->dry); /* units came back: no longer reported dry */
+    /* paused */
+    f->s2->state = SEG_ACTIVE;
+    f->item->paused = true;
+    reserve_at(f, "k10", 1, 2, &res);
+    assert_int_equal(res.status, ESC_EPAUSED);
+    assert_ok(f);
+}
+
+static void test_dropped_segment_loads_again(void **state)
+{
+    fixture *f = *state;
+    f->core.managed = true;
+    seg_hold *h = hold_committed(f, "b", "k", 1);
+    seg_segment *s = h->seg;
+    uint64_t id = s->segment_id;
+    seg_core_fence(&f->core, s, NULL, NULL);
+    assert_int_equal(f->core.live_holds, 0);
+    seg_segment proto, *again;
+    memset(&proto, 0, sizeof proto);
+    proto.segment_id = id;
+    proto.epoch = 5;
+    proto.available = 7;
+    proto.held = 0;
+    proto.sold = 3;
+    proto.next_seq = 40;
+    size_t nsegs = f->core.nsegs;
+    assert_int_equal(seg_core_add_segment(&f->core, f->item, &proto, &again), 0);
+    assert_ptr_equal(again, s); /* the same slot, no second copy */
+    assert_int_equal(f->core.nsegs, nsegs);
+    assert_int_equal(f->item->nsegs, 2);
+    assert_false(again->fenced);
+    assert_int_equal(again->epoch, 5);
+    assert_counts(again, 7, 0, 3, 10);
+    assert_int_equal(again->reserved, 0);
+    assert_ptr_equal(seg_core_find_segment(&f->core, id), again);
+    /* served already: a second load is refused */
+    assert_int_equal(seg_core_add_segment(&f->core, f->item, &proto, &again), ESC_ECONFLICT);
+    seg_result res;
+    reserve_at(f, "k2", 1, id, &res);
+    assert_int_equal(res.disp, SEG_COMMIT);
+    assert_int_equal(res.hold->hold_id, (id << ESC_HOLD_SEQ_BITS) | 40);
+    seg_core_commit_op(&f->core, &res.op, T0);
+    assert_ok(f);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -402,6 +664,15 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_tenant_isolation_and_lookup, setup, teardown),
         cmocka_unit_test_setup_teardown(test_fence_drops_segment, setup, teardown),
         cmocka_unit_test_setup_teardown(test_check_catches_drift, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_give_takes_what_is_there_and_undo_returns_it, setup,
+                                        teardown),
+        cmocka_unit_test_setup_teardown(test_give_from_an_empty_segment_gives_zero, setup,
+                                        teardown),
+        cmocka_unit_test_setup_teardown(test_give_next_to_a_tentative_reserve, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_receive_adds_only_when_committed, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_one_transfer_op_per_segment, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_managed_reserve_answers, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_dropped_segment_loads_again, setup, teardown),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
