@@ -7,6 +7,7 @@
 #include <string.h>
 
 #include <nanomsg/nn.h>
+#include <nanomsg/pubsub.h>
 #include <nanomsg/reqrep.h>
 #include <nanomsg/tcp.h>
 
@@ -117,6 +118,54 @@ void nnx_close(int sock)
     if (sock >= 0) {
         nn_close(sock);
     }
+}
+
+static int open_cooked(int protocol, int *sock_out)
+{
+    int s = nn_socket(AF_SP, protocol);
+    if (s < 0) {
+        return translate(nn_errno());
+    }
+    int maxsz = ESC_FRAME_BYTES_MAX;
+    int buf = 4 * 1024 * 1024;
+    if (nn_setsockopt(s, NN_SOL_SOCKET, NN_RCVMAXSIZE, &maxsz, sizeof maxsz) < 0 ||
+        nn_setsockopt(s, NN_SOL_SOCKET, NN_SNDBUF, &buf, sizeof buf) < 0 ||
+        nn_setsockopt(s, NN_SOL_SOCKET, NN_RCVBUF, &buf, sizeof buf) < 0) {
+        int rc = translate(nn_errno());
+        nn_close(s);
+        return rc;
+    }
+    *sock_out = s;
+    return 0;
+}
+
+int nnx_open_pub(int *sock_out)
+{
+    return open_cooked(NN_PUB, sock_out);
+}
+
+int nnx_open_sub(int *sock_out, const void *prefix, size_t len)
+{
+    int s;
+    int rc = open_cooked(NN_SUB, &s);
+    if (rc != 0) {
+        return rc;
+    }
+    if (nn_setsockopt(s, NN_SUB, NN_SUB_SUBSCRIBE, len ? prefix : "", len) < 0) {
+        rc = translate(nn_errno());
+        nn_close(s);
+        return rc;
+    }
+    *sock_out = s;
+    return 0;
+}
+
+int nnx_publish(int sock, const void *buf, size_t len)
+{
+    if (nn_send(sock, buf, len, NN_DONTWAIT) < 0) {
+        return translate(nn_errno());
+    }
+    return 0;
 }
 
 /* Control data carries SP_HDR as a size_t length followed by the header. */

@@ -48,6 +48,18 @@ int nnx_connect(int sock, const char *url, int *eid);
 int nnx_reconnect(int sock, int *eid, const char *url);
 void nnx_close(int sock);
 
+/* Routing updates (PUB/SUB, cooked sockets: subscribers filter by prefix).
+ * nnx_open_pub: a PUB socket; bind it with nnx_bind. nnx_open_sub: a SUB
+ * socket subscribed to prefix (len bytes; len 0 = everything); connect it
+ * with nnx_connect, read it with nnx_recv (hdr is empty). Return 0 and
+ * *sock_out, or ESC_EIO. */
+int nnx_open_pub(int *sock_out);
+int nnx_open_sub(int *sock_out, const void *prefix, size_t len);
+/* Publishes buf (copied) without blocking; subscribers that cannot keep up
+ * lose messages (the publisher resends everything periodically). Returns 0,
+ * ESC_EBUSY or ESC_EIO. */
+int nnx_publish(int sock, const void *buf, size_t len);
+
 /* Receives one message without blocking. Returns 0 with *msg (an NN_MSG
  * buffer the caller frees with nnx_free) and *len, or 0 with *msg == NULL
  * when nothing is queued, or ESC_EIO/ESC_ETOOBIG. */

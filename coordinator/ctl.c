@@ -7,16 +7,25 @@
 
 #include <libpq-fe.h>
 
+#include "ctl_admin.h"
 #include "ctl_check.h"
 #include "ctl_db.h"
 #include "ctl_item.h"
 #include "ctl_list.h"
 #include "ctl_migrate.h"
+#include "ctl_nodes.h"
+#include "ctl_release.h"
 #include "ctl_status.h"
 #include "escrow_errors.h"
 #include "log.h"
 
-static int dispatch(PGconn *conn, const ctl_args *a, FILE *out, bool *violated)
+/* What a command found besides its return code. */
+typedef struct outcome {
+    bool violated; /* check: an invariant is broken */
+    bool refused;  /* the coordinator or a node answered with an error */
+} outcome;
+
+static int dispatch(PGconn *conn, const ctl_args *a, FILE *out, outcome *o)
 {
     switch (a->cmd) {
     case CTL_CMD_MIGRATE:
@@ -25,32 +34,43 @@ static int dispatch(PGconn *conn, const ctl_args *a, FILE *out, bool *violated)
         return ctl_item_create(conn, a, out);
     case CTL_CMD_STATUS:
         return ctl_status(conn, a, out);
+    case CTL_CMD_NODES:
+        return ctl_nodes(conn, a, out);
+    case CTL_CMD_TRANSFERS:
+        return ctl_transfers(conn, a, out);
+    case CTL_CMD_RELEASE:
+        return ctl_release(conn, a, out, &o->refused);
     case CTL_CMD_HOLDS:
         return ctl_holds(conn, a, out);
     case CTL_CMD_EVENTS:
         return ctl_events(conn, a, out);
     case CTL_CMD_CHECK:
-        return ctl_check(conn, a, out, violated);
-    case CTL_CMD_NONE:
+        return ctl_check(conn, a, out, &o->violated);
+    default:
         break;
     }
-    ESC_ASSERT(!"ctl_run called without a command");
+    ESC_ASSERT(!"ctl_run called without a database command");
     return ESC_EINTERNAL;
 }
 
 int ctl_run(const ctl_args *a, FILE *out)
 {
-    PGconn *conn = NULL;
-    int rc = ctl_db_open(a->dsn, &conn);
-    if (rc != 0) {
-        return ctl_exit_code(a->cmd, rc, false);
+    outcome o = {false, false};
+    int rc = 0;
+    if (ctl_cmd_is_admin(a->cmd)) {
+        rc = ctl_admin(a, out, &o.refused);
+    } else {
+        PGconn *conn = NULL;
+        rc = ctl_db_open(a->dsn, &conn);
+        if (rc != 0) {
+            return ctl_exit_code(a->cmd, rc, false, false);
+        }
+        rc = dispatch(conn, a, out, &o);
+        ctl_db_close(conn);
     }
-    bool violated = false;
-    rc = dispatch(conn, a, out, &violated);
-    ctl_db_close(conn);
     if (fflush(out) != 0 || ferror(out)) {
         fprintf(stderr, "escrowctl: cannot write the output\n");
         return CTL_EXIT_FAIL;
     }
-    return ctl_exit_code(a->cmd, rc, violated);
+    return ctl_exit_code(a->cmd, rc, o.violated, o.refused);
 }

@@ -13,6 +13,7 @@
 #include <stdbool.h>
 #include <string.h>
 
+#include "ctl_admin.h"
 #include "ctl_db.h"
 #include "ctl_json.h"
 #include "escrow_errors.h"
@@ -30,7 +31,7 @@ static const char sql_node[] =
     TAG "INSERT INTO nodes (node_id, region) VALUES ($1, $2) ON CONFLICT DO NOTHING";
 static const char sql_item[] =
     TAG "INSERT INTO items (tenant_id, item_id, total, unallocated, max_per_order, "
-        "max_per_buyer, hold_ttl_ms) VALUES ($1, $2, $3, 0, $4, $5, $6) "
+        "max_per_buyer, hold_ttl_ms, segments_wanted) VALUES ($1, $2, $3, 0, $4, $5, $6, $7) "
         "ON CONFLICT DO NOTHING RETURNING 1";
 static const char sql_segments[] =
     TAG "WITH ins AS (INSERT INTO segments (tenant_id, item_id, region, seg_no, node_id, "
@@ -64,15 +65,16 @@ static int split_text(const ctl_item_spec *s, char buf[SPLIT_TEXT_MAX])
 /* Tenant, region check, node, item; in the open transaction. */
 static int insert_catalog(PGconn *conn, const ctl_item_spec *s)
 {
-    char total[24], mpo[16], mpb[16], ttl[16];
+    char total[24], mpo[16], mpb[16], ttl[16], nsegs[16];
     snprintf(total, sizeof total, "%" PRId64, s->total);
     snprintf(mpo, sizeof mpo, "%d", s->max_per_order);
     snprintf(mpb, sizeof mpb, "%d", s->max_per_buyer);
     snprintf(ttl, sizeof ttl, "%d", s->hold_ttl_ms);
+    snprintf(nsegs, sizeof nsegs, "%d", s->segments);
     const char *p_tenant[] = {s->tenant};
     const char *p_region[] = {s->region};
     const char *p_node[] = {s->node, s->region};
-    const char *p_item[] = {s->tenant, s->item, total, mpo, mpb, ttl};
+    const char *p_item[] = {s->tenant, s->item, total, mpo, mpb, ttl, nsegs};
     PGresult *res = NULL;
     int rc = ctl_db_query(conn, sql_region, 1, p_region, &res);
     if (rc == 0 && PQntuples(res) != 1) {
@@ -82,8 +84,10 @@ static int insert_catalog(PGconn *conn, const ctl_item_spec *s)
     PQclear(res);
     res = NULL;
     rc = rc != 0 ? rc : ctl_db_exec(conn, sql_tenant, 1, p_tenant);
-    rc = rc != 0 ? rc : ctl_db_exec(conn, sql_node, 2, p_node);
-    rc = rc != 0 ? rc : ctl_db_query(conn, sql_item, 6, p_item, &res);
+    if (s->node[0] != '\0') {
+        rc = rc != 0 ? rc : ctl_db_exec(conn, sql_node, 2, p_node);
+    }
+    rc = rc != 0 ? rc : ctl_db_query(conn, sql_item, 7, p_item, &res);
     if (rc == 0 && PQntuples(res) != 1) {
         fprintf(stderr, "escrowctl: item %s/%s already exists; nothing was changed\n", s->tenant,
                 s->item);
@@ -98,7 +102,9 @@ static void print_created(const ctl_args *a, const PGresult *segs, FILE *out)
     const ctl_item_spec *s = &a->spec;
     if (!a->json) {
         fprintf(out, "created item %s/%s total=%" PRId64 " segments=%d node=%s region=%s\n",
-                s->tenant, s->item, s->total, s->segments, s->node, s->region);
+                s->tenant, s->item, s->total, s->segments,
+                s->node[0] != '\0' ? s->node : "(unassigned: the coordinator places them)",
+                s->region);
         for (int i = 0; i < PQntuples(segs); i++) {
             fprintf(out, "  segment %s seg_no=%s available=%s\n", PQgetvalue(segs, i, 0),
                     PQgetvalue(segs, i, 1), PQgetvalue(segs, i, 2));
@@ -111,7 +117,7 @@ static void print_created(const ctl_args *a, const PGresult *segs, FILE *out)
     ctl_json_str(&j, "tenant", s->tenant);
     ctl_json_str(&j, "item", s->item);
     ctl_json_i64(&j, "total", s->total);
-    ctl_json_str(&j, "node", s->node);
+    ctl_json_str(&j, "node", s->node[0] != '\0' ? s->node : NULL);
     ctl_json_str(&j, "region", s->region);
     ctl_json_begin_arr(&j, "segments");
     for (int i = 0; i < PQntuples(segs); i++) {
@@ -134,7 +140,8 @@ int ctl_item_create(PGconn *conn, const ctl_args *a, FILE *out)
     if (rc != 0) {
         return rc;
     }
-    const char *p_segs[] = {s->tenant, s->item, s->region, s->node, split};
+    const char *p_segs[] = {s->tenant, s->item, s->region, s->node[0] != '\0' ? s->node : NULL,
+                            split};
     PGresult *segs = NULL;
     rc = ctl_db_begin(conn, "ISOLATION LEVEL READ COMMITTED");
     rc = rc != 0 ? rc : insert_catalog(conn, s);
@@ -152,5 +159,6 @@ int ctl_item_create(PGconn *conn, const ctl_args *a, FILE *out)
     }
     print_created(a, segs, out);
     PQclear(segs);
+    ctl_admin_reload(a); /* best effort: the coordinator also polls the catalog */
     return 0;
 }

@@ -33,11 +33,16 @@ enum opt_id {
     OPT_HOLD,
     OPT_AFTER,
     OPT_LIMIT,
+    OPT_COORDINATOR,
+    OPT_TIMEOUT_MS,
+    OPT_ALL,
     OPT_COUNT_
 };
 
 #define OPT_BIT(id) (1u << (id))
-#define OPTS_GLOBAL (OPT_BIT(OPT_DSN) | OPT_BIT(OPT_JSON) | OPT_BIT(OPT_HELP))
+#define OPTS_GLOBAL                                                                                \
+    (OPT_BIT(OPT_DSN) | OPT_BIT(OPT_JSON) | OPT_BIT(OPT_HELP) | OPT_BIT(OPT_COORDINATOR) |         \
+     OPT_BIT(OPT_TIMEOUT_MS))
 
 static const struct opt_def {
     const char *name; /* without the leading "--" */
@@ -58,7 +63,22 @@ static const struct opt_def {
     [OPT_HOLD] = {"hold", true},
     [OPT_AFTER] = {"after", true},
     [OPT_LIMIT] = {"limit", true},
+    [OPT_COORDINATOR] = {"coordinator", true},
+    [OPT_TIMEOUT_MS] = {"timeout-ms", true},
+    [OPT_ALL] = {"all", false},
 };
+
+/* What the positional words after the command words mean. */
+typedef enum pos_kind {
+    POS_NONE = 0,
+    POS_FILTERS,    /* [TENANT [ITEM]] or TENANT */
+    POS_ITEM_SPEC,  /* item create TENANT ITEM */
+    POS_ITEM,       /* TENANT ITEM */
+    POS_ITEM_QTY,   /* TENANT ITEM QTY */
+    POS_ITEM_SPLIT, /* TENANT ITEM N */
+    POS_NODE,       /* NODE */
+    POS_HOLD,       /* HOLD_ID */
+} pos_kind;
 
 static const struct cmd_def {
     const char *word;
@@ -67,17 +87,35 @@ static const struct cmd_def {
     int pos_min; /* positional arguments after the command words */
     int pos_max;
     unsigned opts; /* options allowed besides the global ones */
+    pos_kind pos;
+    uint32_t admin_op; /* WIRE_ADMIN_* for the coordinator's commands, else 0 */
 } cmd_defs[] = {
-    {"migrate", NULL, CTL_CMD_MIGRATE, 0, 0, 0},
+    {"migrate", NULL, CTL_CMD_MIGRATE, 0, 0, 0, POS_NONE, 0},
     {"item", "create", CTL_CMD_ITEM_CREATE, 2, 2,
      OPT_BIT(OPT_TOTAL) | OPT_BIT(OPT_SEGMENTS) | OPT_BIT(OPT_NODE) | OPT_BIT(OPT_REGION) |
-         OPT_BIT(OPT_MAX_PER_ORDER) | OPT_BIT(OPT_MAX_PER_BUYER) | OPT_BIT(OPT_HOLD_TTL_MS)},
-    {"status", NULL, CTL_CMD_STATUS, 0, 2, 0},
+         OPT_BIT(OPT_MAX_PER_ORDER) | OPT_BIT(OPT_MAX_PER_BUYER) | OPT_BIT(OPT_HOLD_TTL_MS),
+     POS_ITEM_SPEC, 0},
+    {"item", "restock", CTL_CMD_ITEM_RESTOCK, 3, 3, 0, POS_ITEM_QTY, WIRE_ADMIN_RESTOCK},
+    {"item", "reduce", CTL_CMD_ITEM_REDUCE, 3, 3, 0, POS_ITEM_QTY, WIRE_ADMIN_REDUCE},
+    {"item", "pause", CTL_CMD_ITEM_PAUSE, 2, 2, 0, POS_ITEM, WIRE_ADMIN_PAUSE},
+    {"item", "resume", CTL_CMD_ITEM_RESUME, 2, 2, 0, POS_ITEM, WIRE_ADMIN_RESUME},
+    {"item", "retire", CTL_CMD_ITEM_RETIRE, 2, 2, 0, POS_ITEM, WIRE_ADMIN_RETIRE},
+    {"item", "split", CTL_CMD_ITEM_SPLIT, 3, 3, 0, POS_ITEM_SPLIT, WIRE_ADMIN_SPLIT},
+    {"item", "collapse", CTL_CMD_ITEM_COLLAPSE, 2, 2, 0, POS_ITEM, WIRE_ADMIN_COLLAPSE},
+    {"item", "rebalance", CTL_CMD_ITEM_REBALANCE, 2, 2, 0, POS_ITEM, WIRE_ADMIN_REBALANCE},
+    {"drain", NULL, CTL_CMD_DRAIN, 1, 1, 0, POS_NODE, WIRE_ADMIN_DRAIN},
+    {"undrain", NULL, CTL_CMD_UNDRAIN, 1, 1, 0, POS_NODE, WIRE_ADMIN_UNDRAIN},
+    {"status", NULL, CTL_CMD_STATUS, 0, 2, 0, POS_FILTERS, 0},
+    {"nodes", NULL, CTL_CMD_NODES, 0, 0, 0, POS_NONE, 0},
+    {"transfers", NULL, CTL_CMD_TRANSFERS, 0, 2, OPT_BIT(OPT_ALL) | OPT_BIT(OPT_LIMIT), POS_FILTERS,
+     0},
+    {"release", NULL, CTL_CMD_RELEASE, 1, 1, 0, POS_HOLD, 0},
     {"holds", NULL, CTL_CMD_HOLDS, 1, 1,
-     OPT_BIT(OPT_BUYER) | OPT_BIT(OPT_ITEM) | OPT_BIT(OPT_HOLD) | OPT_BIT(OPT_LIMIT)},
-    {"check", NULL, CTL_CMD_CHECK, 0, 0, 0},
+     OPT_BIT(OPT_BUYER) | OPT_BIT(OPT_ITEM) | OPT_BIT(OPT_HOLD) | OPT_BIT(OPT_LIMIT), POS_FILTERS,
+     0},
+    {"check", NULL, CTL_CMD_CHECK, 0, 0, 0, POS_NONE, 0},
     {"events", NULL, CTL_CMD_EVENTS, 1, 1,
-     OPT_BIT(OPT_ITEM) | OPT_BIT(OPT_AFTER) | OPT_BIT(OPT_LIMIT)},
+     OPT_BIT(OPT_ITEM) | OPT_BIT(OPT_AFTER) | OPT_BIT(OPT_LIMIT), POS_FILTERS, 0},
 };
 
 #define CMD_DEFS_COUNT (sizeof cmd_defs / sizeof cmd_defs[0])
@@ -227,18 +265,32 @@ static const struct cmd_def *find_cmd(const raw_args *raw, char why[CTL_WHY_MAX]
         fail(why, "no command given");
         return NULL;
     }
+    bool word_known = false;
     for (size_t i = 0; i < CMD_DEFS_COUNT; i++) {
         const struct cmd_def *c = &cmd_defs[i];
         if (strcmp(raw->pos[0], c->word) != 0) {
             continue;
         }
-        if (c->word2 != NULL && (raw->npos < 2 || strcmp(raw->pos[1], c->word2) != 0)) {
-            fail(why, "'%s' needs a subcommand: '%s %s'", c->word, c->word, c->word2);
-            return NULL;
+        word_known = true;
+        if (c->word2 == NULL || (raw->npos >= 2 && strcmp(raw->pos[1], c->word2) == 0)) {
+            return c;
         }
-        return c;
     }
-    fail(why, "unknown command '%s'", raw->pos[0]);
+    if (!word_known) {
+        fail(why, "unknown command '%s'", raw->pos[0]);
+        return NULL;
+    }
+    /* a two-word command whose second word is missing or wrong: list them */
+    char subs[CTL_WHY_MAX] = "";
+    size_t off = 0;
+    for (size_t i = 0; i < CMD_DEFS_COUNT && off < sizeof subs; i++) {
+        if (strcmp(raw->pos[0], cmd_defs[i].word) == 0 && cmd_defs[i].word2 != NULL) {
+            int n = snprintf(subs + off, sizeof subs - off, "%s%s", off > 0 ? ", " : "",
+                             cmd_defs[i].word2);
+            off += n > 0 ? (size_t)n : 0;
+        }
+    }
+    fail(why, "'%s' needs a subcommand: %s", raw->pos[0], subs);
     return NULL;
 }
 
@@ -270,9 +322,12 @@ static int build_item_spec(const raw_args *raw, const char *const *pos, ctl_item
     if (rc != 0) {
         return rc;
     }
-    const char *node = (raw->seen & OPT_BIT(OPT_NODE)) != 0 ? raw->val[OPT_NODE] : "n1";
+    /* Without --node the segments stay unassigned (node_id NULL) until the
+     * coordinator places them; with it, a node in static mode serves them. */
     const char *region = (raw->seen & OPT_BIT(OPT_REGION)) != 0 ? raw->val[OPT_REGION] : "local";
-    rc = copy_id(s->node, node, CTL_NODE_LEN_MAX, "--node", why);
+    if ((raw->seen & OPT_BIT(OPT_NODE)) != 0) {
+        rc = copy_id(s->node, raw->val[OPT_NODE], CTL_NODE_LEN_MAX, "--node", why);
+    }
     rc = rc != 0 ? rc : copy_id(s->region, region, CTL_REGION_LEN_MAX, "--region", why);
     if (rc != 0) {
         return rc;
@@ -339,9 +394,59 @@ static int build_filters(const raw_args *raw, const char *const *pos, int npos, 
     return rc;
 }
 
-static int build_dsn(const raw_args *raw, const char *env_dsn, ctl_args *a, char why[CTL_WHY_MAX])
+bool ctl_url_valid(const char *url)
 {
-    const char *dsn = (raw->seen & OPT_BIT(OPT_DSN)) != 0 ? raw->val[OPT_DSN] : env_dsn;
+    static const char *const schemes[] = {"tcp://", "ipc://", "inproc://"};
+    if (url == NULL || !wire_id_valid(url, ESC_ENDPOINT_LEN_MAX)) {
+        return false;
+    }
+    for (size_t i = 0; i < sizeof schemes / sizeof schemes[0]; i++) {
+        size_t n = strlen(schemes[i]);
+        if (strncmp(url, schemes[i], n) == 0 && url[n] != '\0') {
+            return true;
+        }
+    }
+    return false;
+}
+
+bool ctl_cmd_is_admin(ctl_cmd cmd)
+{
+    return cmd >= CTL_CMD_ITEM_RESTOCK && cmd <= CTL_CMD_UNDRAIN;
+}
+
+/* The database (every command but the coordinator's) and the coordinator
+ * (required by those, optional for the rest). */
+static int build_targets(const raw_args *raw, const ctl_env *env, const struct cmd_def *c,
+                         ctl_args *a, char why[CTL_WHY_MAX])
+{
+    const char *coord =
+        (raw->seen & OPT_BIT(OPT_COORDINATOR)) != 0 ? raw->val[OPT_COORDINATOR] : env->coordinator;
+    bool admin = ctl_cmd_is_admin(c->cmd);
+    if (coord != NULL && coord[0] != '\0') {
+        if (!ctl_url_valid(coord)) {
+            return fail(why,
+                        "the coordinator URL must be tcp://HOST:PORT, ipc://PATH or inproc://NAME "
+                        "(at most %d bytes)",
+                        ESC_ENDPOINT_LEN_MAX);
+        }
+        memcpy(a->coordinator, coord, strlen(coord) + 1);
+    } else if (admin) {
+        return fail(why,
+                    "'%s%s%s' is carried out by the coordinator: pass --coordinator URL or "
+                    "set ESCROW_COORDINATOR",
+                    c->word, c->word2 != NULL ? " " : "", c->word2 != NULL ? c->word2 : "");
+    }
+    int64_t t = 0;
+    int rc = get_int(raw, OPT_TIMEOUT_MS, CTL_TIMEOUT_MS_MIN, CTL_TIMEOUT_MS_MAX,
+                     CTL_TIMEOUT_MS_DEFAULT, &t, why);
+    if (rc != 0) {
+        return rc;
+    }
+    a->timeout_ms = (int)t;
+    if (admin) {
+        return 0; /* the coordinator owns the catalog; escrowctl needs no database */
+    }
+    const char *dsn = (raw->seen & OPT_BIT(OPT_DSN)) != 0 ? raw->val[OPT_DSN] : env->dsn;
     if (dsn == NULL || dsn[0] == '\0') {
         return fail(why, "no database given: pass --dsn DSN or set ESCROW_DSN");
     }
@@ -352,13 +457,81 @@ static int build_dsn(const raw_args *raw, const char *env_dsn, ctl_args *a, char
     return 0;
 }
 
-int ctl_args_parse(int argc, char *const argv[], const char *env_dsn, ctl_args *out,
+/* TENANT ITEM [QTY | N] of the coordinator's item commands, NODE of drain
+ * and undrain, HOLD_ID of release. */
+static int build_admin_pos(const struct cmd_def *c, const char *const *pos, ctl_args *a,
+                           char why[CTL_WHY_MAX])
+{
+    int rc = 0;
+    switch (c->pos) {
+    case POS_NODE:
+        return copy_id(a->node, pos[0], CTL_NODE_LEN_MAX, "NODE", why);
+    case POS_HOLD:
+        if (ctl_parse_i64(pos[0], 1, INT64_MAX, &a->hold_id) != 0 ||
+            !wire_hold_id_valid((uint64_t)a->hold_id)) {
+            return fail(why,
+                        "HOLD_ID must be a hold id (a positive integer naming a segment), "
+                        "not '%s'",
+                        pos[0]);
+        }
+        return 0;
+    default:
+        break;
+    }
+    rc = copy_id(a->tenant, pos[0], ESC_TENANT_LEN_MAX, "TENANT", why);
+    rc = rc != 0 ? rc : copy_id(a->item, pos[1], ESC_ITEM_LEN_MAX, "ITEM", why);
+    if (rc == 0 && c->pos == POS_ITEM_QTY &&
+        ctl_parse_i64(pos[2], 1, ESC_TOTAL_MAX, &a->qty) != 0) {
+        rc = fail(why, "QTY must be an integer in 1..%lld, not '%s'", (long long)ESC_TOTAL_MAX,
+                  pos[2]);
+    }
+    int64_t n = 0;
+    if (rc == 0 && c->pos == POS_ITEM_SPLIT) {
+        if (ctl_parse_i64(pos[2], 1, ESC_SEGMENTS_PER_ITEM_MAX, &n) != 0) {
+            return fail(why, "N (segments) must be an integer in 1..%d, not '%s'",
+                        ESC_SEGMENTS_PER_ITEM_MAX, pos[2]);
+        }
+        a->nsegments = (int)n;
+    }
+    return rc;
+}
+
+static int build_command(const struct cmd_def *c, const raw_args *raw, ctl_args *a,
+                         char why[CTL_WHY_MAX])
+{
+    int words = c->word2 != NULL ? 2 : 1;
+    const char *const *pos = raw->pos + words;
+    int rc = 0;
+    switch (c->pos) {
+    case POS_ITEM_SPEC:
+        return build_item_spec(raw, pos, &a->spec, why);
+    case POS_NONE:
+    case POS_FILTERS:
+        rc = build_filters(raw, pos, raw->npos - words, a, why);
+        break;
+    default:
+        rc = build_admin_pos(c, pos, a, why);
+        break;
+    }
+    if (rc == 0 && c->cmd == CTL_CMD_HOLDS) {
+        rc = build_holds(raw, a, why);
+    }
+    a->all = (raw->seen & OPT_BIT(OPT_ALL)) != 0;
+    a->admin_op = c->admin_op;
+    return rc;
+}
+
+int ctl_args_parse(int argc, char *const argv[], const ctl_env *env, ctl_args *out,
                    char why[CTL_WHY_MAX])
 {
     static raw_args raw_zero;
     static ctl_args args_zero;
+    static const ctl_env env_none;
     raw_args raw = raw_zero;
     ctl_args a = args_zero;
+    if (env == NULL) {
+        env = &env_none;
+    }
     int rc = raw_parse(argc, argv, &raw, why);
     if (rc == 0 && (raw.seen & OPT_BIT(OPT_HELP)) != 0) {
         a.help = true;
@@ -370,17 +543,8 @@ int ctl_args_parse(int argc, char *const argv[], const char *env_dsn, ctl_args *
         return ESC_EINVAL;
     }
     rc = check_cmd_shape(c, &raw, why);
-    rc = rc != 0 ? rc : build_dsn(&raw, env_dsn, &a, why);
-    int words = c->word2 != NULL ? 2 : 1;
-    const char *const *pos = raw.pos + words;
-    if (rc == 0 && c->cmd == CTL_CMD_ITEM_CREATE) {
-        rc = build_item_spec(&raw, pos, &a.spec, why);
-    } else if (rc == 0) {
-        rc = build_filters(&raw, pos, raw.npos - words, &a, why);
-    }
-    if (rc == 0 && c->cmd == CTL_CMD_HOLDS) {
-        rc = build_holds(&raw, &a, why);
-    }
+    rc = rc != 0 ? rc : build_targets(&raw, env, c, &a, why);
+    rc = rc != 0 ? rc : build_command(c, &raw, &a, why);
     if (rc != 0) {
         return rc;
     }
@@ -390,10 +554,16 @@ int ctl_args_parse(int argc, char *const argv[], const char *env_dsn, ctl_args *
     return 0;
 }
 
-int ctl_exit_code(ctl_cmd cmd, int rc, bool violated)
+int ctl_exit_code(ctl_cmd cmd, int rc, bool violated, bool refused)
 {
     if (rc == 0) {
         return violated ? CTL_EXIT_FAIL : CTL_EXIT_OK;
+    }
+    if (refused) {
+        return CTL_EXIT_FAIL;
+    }
+    if (rc == ESC_ETIMEDOUT || rc == ESC_ECLOSED) {
+        return CTL_EXIT_NO_ANSWER;
     }
     if (rc == ESC_EINVAL || rc == ESC_EUNAVAILABLE || cmd == CTL_CMD_CHECK) {
         return CTL_EXIT_USAGE;
@@ -401,28 +571,69 @@ int ctl_exit_code(ctl_cmd cmd, int rc, bool violated)
     return CTL_EXIT_FAIL;
 }
 
+void ctl_format_ms(int ms, char *buf, size_t cap)
+{
+    if (ms % 1000 == 0) {
+        snprintf(buf, cap, "%d s", ms / 1000);
+    } else {
+        snprintf(buf, cap, "%d ms", ms);
+    }
+}
+
 void ctl_usage(FILE *f)
 {
-    fputs("usage: escrowctl [--dsn DSN] [--json] COMMAND [ARGS]\n"
+    fputs("usage: escrowctl [--dsn DSN] [--coordinator URL] [--timeout-ms MS] [--json] COMMAND "
+          "[ARGS]\n"
           "\n"
+          "from the database (--dsn):\n"
           "  migrate                      apply the embedded schema migrations (idempotent)\n"
           "  item create TENANT ITEM --total N [--segments K] [--node NODE] [--region R]\n"
           "              [--max-per-order N] [--max-per-buyer N] [--hold-ttl-ms MS]\n"
-          "                               create an item and its K segments on NODE\n"
-          "  status [TENANT [ITEM]]       counters per item and per segment\n"
+          "                               create an item and its K segments; without --node\n"
+          "                               they stay unassigned and the coordinator (if one is\n"
+          "                               given) is asked to reload its catalog and place them\n"
+          "  status [TENANT [ITEM]]       per item and per segment: owner, epoch, state,\n"
+          "                               counters, transfers in flight, tail segment\n"
+          "  nodes                        nodes: endpoint, state, last seen, lease, segments\n"
+          "  transfers [TENANT [ITEM]] [--all] [--limit N]\n"
+          "                               open transfers (--all: ended ones too), newest first\n"
           "  holds TENANT --buyer B [--item I] [--limit N]\n"
           "  holds TENANT --hold HOLD_ID  list holds\n"
+          "  release HOLD_ID              force-release a hold through the node that owns its\n"
+          "                               segment (recorded as cancelled by an operator)\n"
           "  events TENANT [--item I] [--after EVENT_ID] [--limit N]\n"
           "                               list outbox events\n"
-          "  check                        verify conservation and the counters; exit 1 if "
-          "violated\n"
+          "  check                        conservation (transfers in flight included) and the\n"
+          "                               counters against the holds; exit 1 if violated\n"
           "\n"
-          "  --dsn DSN    PostgreSQL connection string (default: $ESCROW_DSN)\n"
-          "  --json       machine-readable output\n"
-          "  --help       this text\n"
+          "through the coordinator (--coordinator; no database needed):\n"
+          "  item restock TENANT ITEM QTY   add QTY units\n"
+          "  item reduce TENANT ITEM QTY    remove QTY units that are neither held nor sold\n"
+          "  item pause TENANT ITEM         stop new reserves (holds go on)\n"
+          "  item resume TENANT ITEM        take reserves again\n"
+          "  item retire TENANT ITEM        stop selling for good\n"
+          "  item split TENANT ITEM N       spread the item over N active segments\n"
+          "  item collapse TENANT ITEM      move everything into one tail segment now\n"
+          "  item rebalance TENANT ITEM     run a rebalancing pass for the item now\n"
+          "  drain NODE                     hand NODE's segments to other nodes\n"
+          "  undrain NODE                   let NODE take segments again\n"
           "\n"
-          "defaults: --segments 1, --node n1, --region local, --hold-ttl-ms 600000,\n"
+          "  --dsn DSN          PostgreSQL connection string (default: $ESCROW_DSN)\n"
+          "  --coordinator URL  the coordinator's request endpoint, e.g. tcp://127.0.0.1:7000\n"
+          "                     (default: $ESCROW_COORDINATOR)\n"
+          "  --timeout-ms MS    how long to wait for the coordinator or node (10..60000)\n"
+          "  --json             machine-readable output; the coordinator's commands print\n"
+          "                     {\"status\":..., \"message\":...}\n"
+          "  --help             this text\n"
+          "\n"
+          "defaults: --segments 1, --region local, --hold-ttl-ms 600000, --timeout-ms 3000,\n"
           "          --max-per-order 0 and --max-per-buyer 0 (no limit), --limit 100\n"
-          "exit: 0 ok, 1 failed or invariant violated, 2 usage or connection error\n",
+          "exit: 0 ok\n"
+          "      1 failed: refused by the coordinator or node, not found, or check found a "
+          "violation\n"
+          "      2 usage or database connection error (nothing was done)\n"
+          "      3 no answer: the coordinator or the hold's node did not answer in time or is\n"
+          "        down (nothing was done if nothing could be sent; otherwise look before\n"
+          "        retrying a restock or reduce)\n",
           f);
 }

@@ -5,8 +5,13 @@
  * Pure: no libpq, no I/O except the FILE the usage is written to, so every
  * branch is unit-tested (tests/unit/test_ctl.c). Everything that comes from
  * argv or the environment is validated here against common/esc_limits.h before a
- * single statement reaches PostgreSQL; a bad argument changes nothing and
- * exits 2.
+ * single statement reaches PostgreSQL or a single frame reaches the
+ * coordinator; a bad argument changes nothing and exits 2.
+ *
+ * Two kinds of commands: those that read or write the database (--dsn /
+ * ESCROW_DSN) and those the coordinator carries out (--coordinator /
+ * ESCROW_COORDINATOR: item restock/reduce/pause/resume/retire/split/collapse/
+ * rebalance, drain, undrain), which need no database at all.
  */
 #ifndef CTL_OPTS_H
 #define CTL_OPTS_H
@@ -33,10 +38,22 @@
 #define CTL_CHECK_PRINT_MAX 1000
 /* Room for one error sentence. */
 #define CTL_WHY_MAX 256
+/* How long a command waits for the coordinator's (or, for release, the
+ * node's) answer: --timeout-ms bounds. One round trip on loopback takes well
+ * under a millisecond; 3 s covers a coordinator busy with a catalog reload. */
+#define CTL_TIMEOUT_MS_DEFAULT 3000
+#define CTL_TIMEOUT_MS_MIN 10
+#define CTL_TIMEOUT_MS_MAX 60000
 
-/* Exit codes: 0 fine, 1 failed or an invariant is violated, 2 usage or
- * connection error (nothing was done). */
-enum { CTL_EXIT_OK = 0, CTL_EXIT_FAIL = 1, CTL_EXIT_USAGE = 2 };
+/* Exit codes, for scripts:
+ *   0  done (for check: no violation)
+ *   1  failed: refused by the coordinator or the node (unknown item, retired
+ *      item, nothing to release...), not found, or check found a violation
+ *   2  usage or database connection error: nothing was done
+ *   3  no answer: the coordinator (or the node owning a hold) did not answer
+ *      within the timeout or is down. Nothing was done if nothing could be
+ *      sent; otherwise the outcome is unknown (look with status first). */
+enum { CTL_EXIT_OK = 0, CTL_EXIT_FAIL = 1, CTL_EXIT_USAGE = 2, CTL_EXIT_NO_ANSWER = 3 };
 
 typedef enum ctl_cmd {
     CTL_CMD_NONE = 0,
@@ -46,12 +63,26 @@ typedef enum ctl_cmd {
     CTL_CMD_HOLDS,
     CTL_CMD_CHECK,
     CTL_CMD_EVENTS,
+    CTL_CMD_NODES,
+    CTL_CMD_TRANSFERS,
+    CTL_CMD_RELEASE,
+    /* through the coordinator (ctl_cmd_is_admin) */
+    CTL_CMD_ITEM_RESTOCK,
+    CTL_CMD_ITEM_REDUCE,
+    CTL_CMD_ITEM_PAUSE,
+    CTL_CMD_ITEM_RESUME,
+    CTL_CMD_ITEM_RETIRE,
+    CTL_CMD_ITEM_SPLIT,
+    CTL_CMD_ITEM_COLLAPSE,
+    CTL_CMD_ITEM_REBALANCE,
+    CTL_CMD_DRAIN,
+    CTL_CMD_UNDRAIN,
 } ctl_cmd;
 
 typedef struct ctl_item_spec {
     char tenant[ESC_TENANT_LEN_MAX + 1];
     char item[ESC_ITEM_LEN_MAX + 1];
-    char node[CTL_NODE_LEN_MAX + 1];
+    char node[CTL_NODE_LEN_MAX + 1]; /* "" = unassigned: the coordinator places them */
     char region[CTL_REGION_LEN_MAX + 1];
     int64_t total;     /* 0..ESC_TOTAL_MAX */
     int segments;      /* 1..ESC_SEGMENTS_PER_ITEM_MAX */
@@ -64,23 +95,47 @@ typedef struct ctl_args {
     ctl_cmd cmd;
     bool help;
     bool json;
-    char dsn[CTL_DSN_LEN_MAX + 1]; /* from --dsn, else ESCROW_DSN */
+    char dsn[CTL_DSN_LEN_MAX + 1]; /* from --dsn, else ESCROW_DSN; "" for admin commands */
+    /* from --coordinator, else ESCROW_COORDINATOR; "" = none (required by the
+     * admin commands; item create then asks it to reload, best effort) */
+    char coordinator[ESC_ENDPOINT_LEN_MAX + 1];
+    int timeout_ms; /* CTL_TIMEOUT_MS_MIN..CTL_TIMEOUT_MS_MAX */
     /* status, holds, events: filters; "" means "all" */
     char tenant[ESC_TENANT_LEN_MAX + 1];
     char item[ESC_ITEM_LEN_MAX + 1];
     char buyer[ESC_BUYER_LEN_MAX + 1];
-    int64_t hold_id;    /* holds --hold; 0 = not given */
+    int64_t hold_id;    /* holds --hold, release; 0 = not given */
     int64_t after;      /* events --after; 0 = from the start */
-    int limit;          /* holds, events: 1..CTL_LIST_ROWS_MAX */
+    int limit;          /* holds, events, transfers: 1..CTL_LIST_ROWS_MAX */
+    bool all;           /* transfers --all: ended ones too */
     ctl_item_spec spec; /* item create */
+    /* admin commands */
+    uint32_t admin_op;               /* WIRE_ADMIN_* */
+    int64_t qty;                     /* item restock / reduce: 1..ESC_TOTAL_MAX */
+    int nsegments;                   /* item split: 1..ESC_SEGMENTS_PER_ITEM_MAX */
+    char node[CTL_NODE_LEN_MAX + 1]; /* drain, undrain */
 } ctl_args;
 
-/* Parses argv[0..argc) (without the program name). env_dsn is the value of
- * ESCROW_DSN or NULL (borrowed). On success writes *out and returns 0; with
- * --help, out->help is set and nothing else is required. On a usage error
- * returns ESC_EINVAL with a sentence in why and leaves *out untouched. */
-int ctl_args_parse(int argc, char *const argv[], const char *env_dsn, ctl_args *out,
+/* Where the defaults of --dsn and --coordinator come from (borrowed; NULL =
+ * not set). */
+typedef struct ctl_env {
+    const char *dsn;         /* ESCROW_DSN */
+    const char *coordinator; /* ESCROW_COORDINATOR */
+} ctl_env;
+
+/* Parses argv[0..argc) (without the program name). env is borrowed. On
+ * success writes *out and returns 0; with --help, out->help is set and
+ * nothing else is required. On a usage error returns ESC_EINVAL with a
+ * sentence in why and leaves *out untouched. */
+int ctl_args_parse(int argc, char *const argv[], const ctl_env *env, ctl_args *out,
                    char why[CTL_WHY_MAX]);
+
+/* True for the commands the coordinator carries out (no database). */
+bool ctl_cmd_is_admin(ctl_cmd cmd);
+
+/* True if url names a nanomsg endpoint escrow can use: tcp://, ipc:// or
+ * inproc:// followed by 1..ESC_ENDPOINT_LEN_MAX printable bytes in all. */
+bool ctl_url_valid(const char *url);
 
 /* Strict decimal integer in [min, max]: no sign games, no spaces, no
  * trailing bytes. Returns 0 and *out, or ESC_EINVAL. */
@@ -92,8 +147,15 @@ int ctl_parse_i64(const char *s, int64_t min, int64_t max, int64_t *out);
 int64_t ctl_split_available(int64_t total, int segments, int seg_no);
 
 /* Exit code for a command's result: rc is 0 or ESC_E*; violated is check's
- * verdict. Connection and usage errors are 2; check cannot judge -> 2. */
-int ctl_exit_code(ctl_cmd cmd, int rc, bool violated);
+ * verdict; refused is set when the coordinator or a node answered with an
+ * error (whatever its code: the request was understood and declined -> 1).
+ * Local usage and database connection errors are 2, and so is "check cannot
+ * judge"; ESC_ETIMEDOUT (no answer in time) and ESC_ECLOSED (the node that
+ * must act is down) are 3. */
+int ctl_exit_code(ctl_cmd cmd, int rc, bool violated, bool refused);
+
+/* "3 s" or "250 ms", for sentences about timeouts. */
+void ctl_format_ms(int ms, char *buf, size_t cap);
 
 /* The synopsis, for --help and usage errors. */
 void ctl_usage(FILE *f);

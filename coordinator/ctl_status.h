@@ -1,9 +1,12 @@
 /*
  * ctl_status.h - `escrowctl status [TENANT [ITEM]]`: the counters.
  *
- * Per item: total, available, held, sold, in_flight, unallocated and the
- * conservation verdict (the conservation view); per segment: id, seg_no,
- * region, node, epoch, state, available, held, sold. Both come from one
+ * Per item (the summary line): state, total, available, held, sold,
+ * in_flight, unallocated, active/wanted segments, draining segments, the
+ * tail segment (collapsed), open transfers and the conservation verdict (the
+ * conservation view); per segment: id, seg_no, region, owner node (marked
+ * "(down)" when its lease ran out), epoch, state, available, held, sold, open
+ * transfers and units in flight out of / into it, TAIL. Both come from one
  * REPEATABLE READ snapshot, so the segment rows add up to the item row.
  * At most CTL_STATUS_ITEMS_MAX items are shown; the output says when more
  * exist.

@@ -12,7 +12,8 @@ int main(int argc, char **argv)
 {
     static ctl_args args;
     char why[CTL_WHY_MAX];
-    if (ctl_args_parse(argc - 1, argv + 1, getenv("ESCROW_DSN"), &args, why) != 0) {
+    const ctl_env env = {.dsn = getenv("ESCROW_DSN"), .coordinator = getenv("ESCROW_COORDINATOR")};
+    if (ctl_args_parse(argc - 1, argv + 1, &env, &args, why) != 0) {
         fprintf(stderr, "escrowctl: %s\nrun 'escrowctl --help' for usage\n", why);
         return CTL_EXIT_USAGE;
     }

@@ -1,0 +1,480 @@
+/*
+ * coord.c - see coord.h. Lifecycle, sockets, dispatch, heartbeat replies and
+ * routing tables.
+ *
+ * A heartbeat is answered at once from memory (never after a database
+ * round trip): the reply carries only ownership that committed, so a node
+ * may act on it immediately. Until the first catalog read completed the
+ * coordinator answers heartbeats and route requests ESC_EUNAVAILABLE (an
+ * empty assignment would make every node drop its segments).
+ */
+#include "coord.h"
+
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "clock.h"
+#include "escrow_errors.h"
+#include "log.h"
+
+#define ROUTE_TICK_MS 100
+#define ROUTE_ALL_US 1000000
+
+/* ---- replies -------------------------------------------------------------- */
+
+static void send_reply(coord *c, const nnx_hdr *hdr, const wire_reply *rep)
+{
+    size_t len;
+    int rc = wire_encode_reply(rep, c->frame, sizeof c->frame, &len);
+    if (rc != 0) {
+        ESC_LOG(ESC_LOG_ERROR, "COORD-REPLY", "cannot encode reply corr=%" PRIu64 ": %s",
+                rep->corr_id, esc_err_name(rc));
+        return;
+    }
+    rc = nnx_send(c->sock, hdr, c->frame, len);
+    if (rc != 0) {
+        ESC_LOG(ESC_LOG_DEBUG, "COORD-REPLY", "send failed: %s", esc_err_name(rc));
+    }
+}
+
+void coord_reply(coord *c, const nnx_hdr *hdr, uint64_t corr_id, int status, const char *msg)
+{
+    wire_reply rep;
+    memset(&rep, 0, sizeof rep);
+    rep.corr_id = corr_id;
+    rep.status = status;
+    const char *m = msg ? msg : (status ? esc_strerror(status) : "");
+    size_t n = strnlen(m, sizeof rep.message - 1); /* a long sentence is cut, not refused */
+    memcpy(rep.message, m, n);
+    rep.message[n] = '\0';
+    send_reply(c, hdr, &rep);
+}
+
+/* ---- routes --------------------------------------------------------------- */
+
+void coord_bump_version(coord *c, coord_item *it)
+{
+    uint64_t now = (uint64_t)esc_wall_ms() * 1000u;
+    if (now < c->version_floor) {
+        now = c->version_floor;
+    }
+    it->route_version = it->route_version + 1 > now ? it->route_version + 1 : now;
+}
+
+static void publish(coord *c, const wire_route *r)
+{
+    size_t len;
+    int rc = wire_encode_route_pub(r, c->frame, sizeof c->frame, &len);
+    if (rc == 0) {
+        rc = nnx_publish(c->pub, c->frame, len);
+    }
+    if (rc != 0) {
+        ESC_LOG(ESC_LOG_DEBUG, "COORD-PUB", "item=%s/%s not published: %s", r->tenant_id,
+                r->item_id, esc_err_name(rc));
+    }
+}
+
+void coord_route_changed(coord *c, coord_item *it)
+{
+    coord_cat_route(it, &c->route_scratch);
+    uint64_t h = coord_cat_route_hash(&c->route_scratch);
+    if (h == it->route_hash) {
+        return;
+    }
+    it->route_hash = h;
+    coord_bump_version(c, it);
+    c->route_scratch.version = it->route_version;
+    ESC_LOG(ESC_LOG_DEBUG, "COORD-ROUTE",
+            "item=%s/%s version=%" PRIu64 " segments=%zu tail=%" PRIu64 " sold_out=%d paused=%d",
+            it->tenant_id, it->item_id, it->route_version, c->route_scratch.nsegs, it->tail_segment,
+            it->sold_out, c->route_scratch.paused);
+    publish(c, &c->route_scratch);
+}
+
+static void on_route_timer(uv_timer_t *t)
+{
+    coord *c = t->data;
+    if (!c->loaded) {
+        return;
+    }
+    int64_t now = esc_mono_us();
+    bool all = now - c->last_pub_all_us >= ROUTE_ALL_US;
+    for (size_t i = 0; i < c->cat.nitems; i++) {
+        coord_item *it = c->cat.items[i];
+        uint64_t before = it->route_version;
+        coord_route_changed(c, it);
+        if (all && before == it->route_version) {
+            coord_cat_route(it, &c->route_scratch);
+            publish(c, &c->route_scratch);
+        }
+    }
+    if (all) {
+        c->last_pub_all_us = now;
+    }
+}
+
+static void handle_route(coord *c, const nnx_hdr *hdr, const wire_request *q)
+{
+    c->n_routes++;
+    coord_item *it = NULL;
+    char msg[512];
+    if (q->segment_id != 0) {
+        coord_seg *s = coord_cat_seg(&c->cat, q->segment_id);
+        if (s != NULL && strcmp(s->item->tenant_id, q->tenant_id) == 0) {
+            it = s->item;
+        } else {
+            snprintf(msg, sizeof msg, "no segment %" PRIu64 " for tenant %s", q->segment_id,
+                     q->tenant_id);
+        }
+    } else {
+        it = coord_cat_item(&c->cat, q->tenant_id, q->item_id);
+        if (it == NULL) {
+            snprintf(msg, sizeof msg, "unknown item %s/%s", q->tenant_id, q->item_id);
+        }
+    }
+    if (it == NULL) {
+        coord_reply(c, hdr, q->corr_id, ESC_EUNKNOWN_ITEM, msg);
+        return;
+    }
+    coord_route_changed(c, it); /* a change not yet published is published first */
+    coord_cat_route(it, &c->route_scratch);
+    wire_reply rep;
+    memset(&rep, 0, sizeof rep);
+    rep.corr_id = q->corr_id;
+    rep.route = &c->route_scratch;
+    send_reply(c, hdr, &rep);
+}
+
+/* ---- heartbeats ------------------------------------------------------------ */
+
+static void handle_heartbeat(coord *c, const nnx_hdr *hdr, const wire_request *q)
+{
+    c->n_heartbeats++;
+    const wire_heartbeat *hb = q->hb;
+    coord_node *n = NULL;
+    coord_node_heartbeat(c, hb, &n);
+    if (n == NULL) {
+        coord_reply(c, hdr, q->corr_id, ESC_EBUSY, "too many nodes");
+        return;
+    }
+    coord_xfer_results(c, hb);
+    for (size_t i = 0; i < hb->ndry; i++) {
+        coord_seg *s = coord_cat_seg(&c->cat, hb->dry[i]);
+        if (s != NULL && s->owner == n) {
+            s->dry = true;
+            s->item->pass_now = true;
+        }
+    }
+    for (size_t i = 0; i < hb->ndry; i++) {
+        coord_seg *s = coord_cat_seg(&c->cat, hb->dry[i]);
+        if (s != NULL && s->item->pass_now) {
+            coord_policy_pass(c, s->item, false); /* a dry segment: a pass at once */
+        }
+    }
+    wire_hb_reply *h = &c->hb_scratch;
+    coord_cat_assignment(&c->cat, n, h);
+    h->lease_ms = c->cfg.lease_ms;
+    h->heartbeat_ms = c->cfg.heartbeat_ms;
+    wire_reply rep;
+    memset(&rep, 0, sizeof rep);
+    rep.corr_id = q->corr_id;
+    rep.hb = h;
+    send_reply(c, hdr, &rep);
+}
+
+/* ---- dispatch --------------------------------------------------------------- */
+
+static void dispatch(coord *c, const nnx_hdr *hdr, const wire_request *q)
+{
+    if (!c->loaded && q->op != WIRE_OP_ADMIN) {
+        coord_reply(c, hdr, q->corr_id, ESC_EUNAVAILABLE,
+                    "the coordinator has not read its catalog yet");
+        return;
+    }
+    switch (q->op) {
+    case WIRE_OP_HEARTBEAT:
+        handle_heartbeat(c, hdr, q);
+        return;
+    case WIRE_OP_ROUTE:
+        handle_route(c, hdr, q);
+        return;
+    case WIRE_OP_ADMIN: {
+        c->n_admin++;
+        coord_admin_req *r = esc_xcalloc(1, sizeof *r);
+        r->hdr = *hdr;
+        r->req = *q;
+        r->req.hb = NULL;
+        r->deadline_us = esc_mono_us() + (int64_t)COORD_DEFER_MS_MAX * 1000;
+        coord_admin_handle(c, r);
+        return;
+    }
+    default:
+        coord_reply(c, hdr, q->corr_id, ESC_EINVAL,
+                    "the coordinator answers heartbeat, route and admin requests only");
+        return;
+    }
+}
+
+static void on_readable(nnx_watch *w, void *arg)
+{
+    (void)w;
+    coord *c = arg;
+    for (int i = 0; i < ESC_RECV_PER_CB_MAX && !c->stopping; i++) {
+        void *msg;
+        size_t len;
+        nnx_hdr hdr;
+        int rc = nnx_recv(c->sock, &msg, &len, &hdr);
+        if (rc != 0 || msg == NULL) {
+            if (rc != 0) {
+                ESC_LOG(ESC_LOG_WARN, "COORD-RECV", "%s", esc_strerror(rc));
+            }
+            return;
+        }
+        wire_request q;
+        char why[WIRE_WHY_MAX] = "";
+        rc = wire_decode_request(msg, len, &q, why);
+        nnx_free(msg);
+        if (rc != 0) {
+            coord_reply(c, &hdr, q.corr_id, rc, why);
+            continue;
+        }
+        dispatch(c, &hdr, &q);
+    }
+}
+
+/* ---- timers ------------------------------------------------------------------ */
+
+static void on_tick(uv_timer_t *t)
+{
+    coord *c = t->data;
+    if (!c->loaded) {
+        return;
+    }
+    coord_place_tick(c);
+    coord_xfer_tick(c);
+    coord_admin_tick(c);
+}
+
+static void on_rebalance(uv_timer_t *t)
+{
+    coord *c = t->data;
+    if (!c->loaded) {
+        return;
+    }
+    for (size_t i = 0; i < c->cat.nitems; i++) {
+        coord_policy_pass(c, c->cat.items[i], false);
+    }
+}
+
+static void on_poll(uv_timer_t *t)
+{
+    coord *c = t->data;
+    coord_reload(c);
+}
+
+void coord_reload_done(coord *c, bool ok)
+{
+    c->reload_running = false;
+    c->reads_done++;
+    c->last_read_ok = ok;
+    if (ok && !c->loaded) {
+        c->loaded = true;
+        size_t nodes_up = 0;
+        for (size_t i = 0; i < c->cat.nnodes; i++) {
+            nodes_up += c->cat.nodes[i]->alive;
+        }
+        ESC_LOG(ESC_LOG_INFO, "COORD-READY",
+                "listen=%s publish=%s items=%zu segments=%zu nodes=%zu (%zu in grace) "
+                "open_transfers=%zu lease_ms=%u heartbeat_ms=%u",
+                c->cfg.listen[0], c->cfg.publish, c->cat.nitems, c->cat.nsegs, c->cat.nnodes,
+                nodes_up, c->cat.nxfers, c->cfg.lease_ms, c->cfg.heartbeat_ms);
+    }
+    /* admin requests that waited for this read are decided again */
+    coord_admin_req *r = c->after_reload, *later = NULL;
+    c->after_reload = NULL;
+    while (r != NULL) {
+        coord_admin_req *next = r->next;
+        r->next = NULL;
+        if (r->wait_read <= c->reads_done) {
+            coord_admin_handle(c, r); /* may queue it again for the next read */
+        } else {
+            r->next = later; /* queued while this read ran: it waits for the next one */
+            later = r;
+        }
+        r = next;
+    }
+    while (later != NULL) {
+        coord_admin_req *next = later->next;
+        later->next = c->after_reload;
+        c->after_reload = later;
+        later = next;
+    }
+    if (c->reload_again) {
+        c->reload_again = false;
+        coord_reload(c);
+    }
+}
+
+static void on_signal(uv_signal_t *s, int signum)
+{
+    coord *c = s->data;
+    if (c->stopping) {
+        ESC_LOG(ESC_LOG_WARN, "COORD-STOP", "signal=%d again: stopping now", signum);
+        c->exit_code = 1;
+        uv_stop(c->loop);
+        return;
+    }
+    ESC_LOG(ESC_LOG_INFO, "COORD-STOP", "signal=%d: stopping", signum);
+    coord_stop(c);
+}
+
+/* ---- lifecycle ----------------------------------------------------------------- */
+
+static int open_sockets(coord *c)
+{
+    int rc = nnx_open_rep(&c->sock);
+    if (rc != 0) {
+        ESC_LOG(ESC_LOG_ERROR, "COORD-LISTEN", "cannot open socket: %s", esc_strerror(rc));
+        return rc;
+    }
+    for (int i = 0; i < c->cfg.nlisten; i++) {
+        rc = nnx_bind(c->sock, c->cfg.listen[i]);
+        if (rc != 0) {
+            ESC_LOG(ESC_LOG_ERROR, "COORD-LISTEN", "cannot listen on %s: %s", c->cfg.listen[i],
+                    esc_strerror(rc));
+            return rc;
+        }
+    }
+    rc = nnx_open_pub(&c->pub);
+    if (rc == 0) {
+        rc = nnx_bind(c->pub, c->cfg.publish);
+    }
+    if (rc != 0) {
+        ESC_LOG(ESC_LOG_ERROR, "COORD-LISTEN", "cannot publish on %s: %s", c->cfg.publish,
+                esc_strerror(rc));
+        return rc;
+    }
+    rc = nnx_watch_start(c->loop, &c->watch, c->sock, on_readable, c);
+    if (rc != 0) {
+        return rc;
+    }
+    c->handles_open++;
+    return 0;
+}
+
+static int start_timer(coord *c, uv_timer_t *t, uv_timer_cb cb, uint64_t every_ms)
+{
+    if (uv_timer_init(c->loop, t) != 0) {
+        return ESC_EIO;
+    }
+    c->handles_open++;
+    t->data = c;
+    if (cb != NULL && uv_timer_start(t, cb, every_ms, every_ms) != 0) {
+        return ESC_EIO;
+    }
+    return 0;
+}
+
+static int start_handles(coord *c)
+{
+    uint32_t tick = c->cfg.heartbeat_ms / 2 > 10 ? c->cfg.heartbeat_ms / 2 : 10;
+    int rc = start_timer(c, &c->tick_timer, on_tick, tick);
+    rc = rc ? rc : start_timer(c, &c->rebalance_timer, on_rebalance, c->cfg.rebalance_ms);
+    rc = rc ? rc : start_timer(c, &c->route_timer, on_route_timer, ROUTE_TICK_MS);
+    rc = rc ? rc : start_timer(c, &c->poll_timer, on_poll, c->cfg.catalog_poll_ms);
+    rc = rc ? rc : start_timer(c, &c->reconnect_timer, NULL, 0);
+    if (rc != 0) {
+        return rc;
+    }
+    if (uv_signal_init(c->loop, &c->sig_int) != 0 || uv_signal_init(c->loop, &c->sig_term) != 0) {
+        return ESC_EIO;
+    }
+    c->handles_open += 2;
+    c->sig_int.data = c;
+    c->sig_term.data = c;
+    if (uv_signal_start(&c->sig_int, on_signal, SIGINT) != 0 ||
+        uv_signal_start(&c->sig_term, on_signal, SIGTERM) != 0) {
+        return ESC_EIO;
+    }
+    return 0;
+}
+
+int coord_start(coord *c, uv_loop_t *loop, const coord_config *cfg)
+{
+    memset(c, 0, sizeof *c);
+    c->loop = loop;
+    c->cfg = *cfg;
+    c->sock = -1;
+    c->pub = -1;
+    c->started_us = esc_mono_us();
+    c->version_floor = (uint64_t)esc_wall_ms() * 1000u;
+    int rc = coord_cat_init(&c->cat);
+    if (rc != 0) {
+        return rc;
+    }
+    if ((rc = open_sockets(c)) != 0 || (rc = start_handles(c)) != 0) {
+        return rc;
+    }
+    coord_db_open(c);
+    coord_reload(c);
+    return 0;
+}
+
+static void on_handle_closed(uv_handle_t *h)
+{
+    coord *c = h->data;
+    c->handles_open--;
+}
+
+static void close_handle(coord *c, uv_handle_t *h)
+{
+    if (!uv_is_closing(h)) {
+        h->data = c;
+        uv_close(h, on_handle_closed);
+    }
+}
+
+void coord_stop(coord *c)
+{
+    if (c->stopping) {
+        return;
+    }
+    c->stopping = true;
+    /* waiting admin requests were never decided: say so */
+    for (coord_admin_req **list = &c->deferred; list != NULL;
+         list = list == &c->deferred ? &c->after_reload : NULL) {
+        while (*list != NULL) {
+            coord_admin_req *r = *list;
+            *list = r->next;
+            coord_reply(c, &r->hdr, r->req.corr_id, ESC_ECLOSED, "the coordinator is stopping");
+            free(r);
+        }
+    }
+    c->ndeferred = 0;
+    close_handle(c, (uv_handle_t *)&c->tick_timer);
+    close_handle(c, (uv_handle_t *)&c->rebalance_timer);
+    close_handle(c, (uv_handle_t *)&c->route_timer);
+    close_handle(c, (uv_handle_t *)&c->poll_timer);
+    close_handle(c, (uv_handle_t *)&c->reconnect_timer);
+    close_handle(c, (uv_handle_t *)&c->sig_int);
+    close_handle(c, (uv_handle_t *)&c->sig_term);
+    c->watch.poll.data = c;
+    nnx_watch_close(&c->watch, on_handle_closed);
+    coord_db_close(c);
+    ESC_LOG(ESC_LOG_INFO, "COORD-STOP",
+            "stopped heartbeats=%" PRIu64 " routes=%" PRIu64 " admin=%" PRIu64 " grants=%" PRIu64
+            " transfers_planned=%" PRIu64 " transfers_done=%" PRIu64
+            " items=%zu segments=%zu nodes=%zu open_transfers=%zu",
+            c->n_heartbeats, c->n_routes, c->n_admin, c->n_grants, c->n_xfers_planned,
+            c->n_xfers_done, c->cat.nitems, c->cat.nsegs, c->cat.nnodes, c->cat.nxfers);
+}
+
+void coord_fini(coord *c)
+{
+    nnx_close(c->sock);
+    nnx_close(c->pub);
+    c->sock = c->pub = -1;
+    coord_cat_fini(&c->cat);
+}

@@ -1,0 +1,505 @@
+/*
+ * coord_db.c - the coordinator's statement queue on its one libpq
+ * connection, and the catalog read.
+ *
+ * Statements run one at a time, in the order they were queued (FIFO): a
+ * write queued before a read is visible to it. A statement whose connection
+ * was lost has an unknown outcome; its owner calls coord_db_unknown and the
+ * catalog is read again once the connection is back, before memory is
+ * trusted for new decisions. Queued statements survive a reconnect.
+ *
+ * The catalog read is four statements (items, nodes, segments, open
+ * transfers), merged into coord_cat as they arrive. It never overwrites
+ * what a write in flight is about to change (a segment with an ownership
+ * write pending, a transfer being committed), and its transfer part is
+ * dropped when a heartbeat changed a transfer while it ran (it would be
+ * older than memory).
+ */
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "clock.h"
+#include "coord.h"
+#include "escrow_errors.h"
+#include "log.h"
+
+#define RECONNECT_MS_MIN 100
+#define RECONNECT_MS_MAX 2000
+#define JOB_PARAMS_MAX 16
+
+struct coord_job {
+    coord_job *next;
+    const char *sql; /* borrowed: static text */
+    int nparams;
+    char *values[JOB_PARAMS_MAX]; /* owned */
+    coord_job_cb cb;
+    void *arg;
+};
+
+/* ---- array literals ------------------------------------------------------ */
+
+void coord_arr_init(coord_arr *a)
+{
+    memset(a, 0, sizeof *a);
+}
+
+void coord_arr_fini(coord_arr *a)
+{
+    free(a->p);
+    memset(a, 0, sizeof *a);
+}
+
+static void arr_put(coord_arr *a, const char *s, size_t n)
+{
+    if (a->len + n + 3 > a->cap) {
+        a->cap = (a->len + n + 3) * 2;
+        a->p = esc_xrealloc(a->p, a->cap);
+    }
+    memcpy(a->p + a->len, s, n);
+    a->len += n;
+    a->p[a->len] = '\0';
+}
+
+static void arr_sep(coord_arr *a)
+{
+    if (a->len == 0) {
+        arr_put(a, "{", 1);
+    }
+    if (a->n++ > 0) {
+        arr_put(a, ",", 1);
+    }
+}
+
+void coord_arr_i64(coord_arr *a, int64_t v)
+{
+    char b[24];
+    int n = snprintf(b, sizeof b, "%" PRId64, v);
+    arr_sep(a);
+    arr_put(a, b, (size_t)n);
+}
+
+void coord_arr_str(coord_arr *a, const char *s)
+{
+    arr_sep(a);
+    arr_put(a, "\"", 1);
+    for (; *s != '\0'; s++) {
+        if (*s == '"' || *s == '\\') {
+            arr_put(a, "\\", 1);
+        }
+        arr_put(a, s, 1);
+    }
+    arr_put(a, "\"", 1);
+}
+
+const char *coord_arr_text(coord_arr *a)
+{
+    if (a->len == 0) {
+        arr_put(a, "{", 1);
+    }
+    arr_put(a, "}", 1);
+    a->len--; /* more elements may follow; the '}' stays until overwritten */
+    return a->p;
+}
+
+/* ---- the queue ------------------------------------------------------------ */
+
+static void job_free(coord_job *j)
+{
+    for (int i = 0; i < j->nparams; i++) {
+        free(j->values[i]);
+    }
+    free(j);
+}
+
+static void run_next(coord *c);
+
+static void on_job_done(pgx_conn *pc, PGresult *res, const pgx_err *err, void *arg)
+{
+    (void)pc;
+    coord *c = arg;
+    coord_job *j = c->job_head;
+    ESC_ASSERT(j != NULL && c->job_running);
+    c->job_head = j->next;
+    if (c->job_head == NULL) {
+        c->job_tail = NULL;
+    }
+    c->njobs--;
+    c->job_running = false;
+    if (err->code != 0 && !c->stopping) {
+        ESC_LOG(ESC_LOG_WARN, "COORD-DB", "statement failed: %s%s%s (sqlstate=%s)", err->message,
+                err->constraint[0] ? " constraint=" : "", err->constraint, err->sqlstate);
+    }
+    j->cb(c, res, err, j->arg);
+    job_free(j);
+    run_next(c);
+}
+
+static void run_next(coord *c)
+{
+    if (c->job_running || c->job_head == NULL || !pgx_ready(&c->db)) {
+        return;
+    }
+    coord_job *j = c->job_head;
+    int rc =
+        pgx_query(&c->db, NULL, j->sql, j->nparams, (const char *const *)j->values, on_job_done, c);
+    if (rc == 0) {
+        c->job_running = true;
+    }
+}
+
+int coord_db_push(coord *c, const char *sql, int nparams, const char *const *values,
+                  coord_job_cb cb, void *arg)
+{
+    ESC_ASSERT(nparams <= JOB_PARAMS_MAX);
+    if (c->njobs >= COORD_JOBS_MAX || c->stopping) {
+        return ESC_EBUSY;
+    }
+    coord_job *j = esc_xcalloc(1, sizeof *j);
+    j->sql = sql;
+    j->nparams = nparams;
+    for (int i = 0; i < nparams; i++) {
+        j->values[i] = values[i] ? esc_xstrdup(values[i]) : NULL;
+    }
+    j->cb = cb;
+    j->arg = arg;
+    if (c->job_tail != NULL) {
+        c->job_tail->next = j;
+    } else {
+        c->job_head = j;
+    }
+    c->job_tail = j;
+    c->njobs++;
+    run_next(c);
+    return 0;
+}
+
+void coord_db_unknown(coord *c)
+{
+    c->need_reconcile = true;
+    c->unknown_count++;
+    coord_reload(c);
+}
+
+static void on_reconnect_timer(uv_timer_t *t)
+{
+    coord *c = t->data;
+    pgx_reconnect(&c->db);
+}
+
+static void on_db_state(pgx_conn *pc, bool up, void *arg)
+{
+    (void)pc;
+    coord *c = arg;
+    if (c->stopping) {
+        return;
+    }
+    if (!up) {
+        c->reconnect_ms = c->reconnect_ms ? c->reconnect_ms * 2 : RECONNECT_MS_MIN;
+        if (c->reconnect_ms > RECONNECT_MS_MAX) {
+            c->reconnect_ms = RECONNECT_MS_MAX;
+        }
+        (void)uv_timer_start(&c->reconnect_timer, on_reconnect_timer, c->reconnect_ms, 0);
+        return;
+    }
+    c->reconnect_ms = 0;
+    run_next(c);
+}
+
+void coord_db_open(coord *c)
+{
+    int rc = pgx_open(c->loop, &c->db, c->cfg.dsn, "coord", NULL, NULL, 0, on_db_state, c);
+    ESC_ASSERT(rc == 0 || rc == ESC_ENOMEM);
+    if (rc != 0) {
+        ESC_LOG(ESC_LOG_ERROR, "COORD-DB", "out of memory");
+        abort();
+    }
+}
+
+static void on_db_closed(uv_handle_t *h)
+{
+    coord *c = ((pgx_conn *)h->data)->state_arg;
+    c->handles_open--;
+}
+
+void coord_db_close(coord *c)
+{
+    c->db.state_arg = c;
+    c->handles_open++;
+    if (!pgx_close(&c->db, on_db_closed)) {
+        c->handles_open--;
+    }
+    /* statements never sent are dropped: their callbacks learn it */
+    while (c->job_head != NULL) {
+        coord_job *j = c->job_head;
+        c->job_head = j->next;
+        pgx_err err;
+        memset(&err, 0, sizeof err);
+        err.code = ESC_ECLOSED;
+        snprintf(err.message, sizeof err.message, "coordinator stopping");
+        j->cb(c, NULL, &err, j->arg);
+        job_free(j);
+    }
+    c->job_tail = NULL;
+    c->njobs = 0;
+}
+
+/* ---- the catalog read ------------------------------------------------------ */
+
+#define TAG "/* escrow:coord-catalog */ "
+
+static const char sql_items[] =
+    TAG "SELECT tenant_id, item_id, total, unallocated, reduce_pending, state, segments_wanted, "
+        "COALESCE(tail_segment, 0) FROM items";
+static const char sql_nodes[] = TAG "SELECT node_id, endpoint, incarnation, state FROM nodes";
+static const char sql_segments[] =
+    TAG "SELECT segment_id, tenant_id, item_id, seg_no, COALESCE(node_id, ''), epoch, "
+        "available, held, sold, state FROM segments WHERE state <> 'retired' AND region = 'local' "
+        "ORDER BY segment_id";
+static const char sql_transfers[] =
+    TAG "SELECT transfer_id, tenant_id, item_id, COALESCE(from_segment, 0), "
+        "COALESCE(to_segment, 0), qty, state FROM transfers WHERE state IN ('planned', 'sent') "
+        "AND from_region = 'local' AND to_region = 'local' ORDER BY transfer_id";
+
+typedef struct reload_run {
+    uint64_t xfer_changes; /* c->cat changes counter when the read was queued */
+    uint32_t gen;
+    uint64_t unknown_count; /* c->unknown_count when the read was queued */
+    bool failed;
+} reload_run;
+
+static uint32_t g_reload_gen;
+
+static int64_t i64(const PGresult *r, int row, int col)
+{
+    return strtoll(PQgetvalue(r, row, col), NULL, 10);
+}
+
+static int item_state(const char *s)
+{
+    return strcmp(s, "active") == 0   ? COORD_ITEM_ACTIVE
+           : strcmp(s, "paused") == 0 ? COORD_ITEM_PAUSED
+                                      : COORD_ITEM_RETIRED;
+}
+
+static int seg_state(const char *s)
+{
+    return strcmp(s, "active") == 0     ? WIRE_SEG_ACTIVE
+           : strcmp(s, "draining") == 0 ? WIRE_SEG_DRAINING
+                                        : WIRE_SEG_RETIRED;
+}
+
+static int node_state(const char *s)
+{
+    return strcmp(s, "up") == 0         ? COORD_NODE_UP
+           : strcmp(s, "draining") == 0 ? COORD_NODE_DRAINING
+                                        : COORD_NODE_DOWN;
+}
+
+static void merge_items(coord *c, PGresult *res, const pgx_err *err, void *arg)
+{
+    reload_run *run = arg;
+    if (err->code != 0) {
+        run->failed = true;
+        return;
+    }
+    for (int i = 0; i < PQntuples(res); i++) {
+        coord_item *it = coord_cat_item(&c->cat, PQgetvalue(res, i, 0), PQgetvalue(res, i, 1));
+        if (it == NULL) {
+            it = coord_cat_add_item(&c->cat, PQgetvalue(res, i, 0), PQgetvalue(res, i, 1));
+            if (it == NULL) {
+                ESC_LOG(ESC_LOG_WARN, "COORD-CATALOG", "more than %d items; ignoring the rest",
+                        COORD_ITEMS_MAX);
+                return;
+            }
+            coord_bump_version(c, it);
+        }
+        if (it->write_busy) {
+            continue; /* the write in flight carries the newer values */
+        }
+        it->total = i64(res, i, 2);
+        it->unallocated = i64(res, i, 3);
+        it->reduce_pending = i64(res, i, 4);
+        it->state = item_state(PQgetvalue(res, i, 5));
+        it->segments_wanted = (uint32_t)i64(res, i, 6);
+        it->tail_segment = (uint64_t)i64(res, i, 7);
+    }
+}
+
+static void merge_nodes(coord *c, PGresult *res, const pgx_err *err, void *arg)
+{
+    reload_run *run = arg;
+    if (err->code != 0) {
+        run->failed = true;
+        return;
+    }
+    int64_t now = esc_mono_us();
+    for (int i = 0; i < PQntuples(res); i++) {
+        coord_node *n = coord_cat_node(&c->cat, PQgetvalue(res, i, 0));
+        int st = node_state(PQgetvalue(res, i, 3));
+        if (n == NULL) {
+            n = coord_cat_add_node(&c->cat, PQgetvalue(res, i, 0));
+            if (n == NULL) {
+                return;
+            }
+            /* a node the coordinator has not heard from gets one lease of
+             * grace: it may be serving right now */
+            n->alive = st != COORD_NODE_DOWN;
+            n->last_hb_us = now;
+            n->drained = st == COORD_NODE_DRAINING;
+            snprintf(n->endpoint, sizeof n->endpoint, "%s", PQgetvalue(res, i, 1));
+        }
+        if (n->write_busy) {
+            continue;
+        }
+        n->db_state = st;
+        n->db_incarnation = (uint64_t)i64(res, i, 2);
+        if (!n->seen) {
+            n->incarnation = n->db_incarnation;
+        }
+    }
+}
+
+static void merge_one_seg(coord *c, PGresult *res, int i)
+{
+    uint64_t id = (uint64_t)i64(res, i, 0);
+    coord_seg *s = coord_cat_seg(&c->cat, id);
+    if (s == NULL) {
+        coord_item *it = coord_cat_item(&c->cat, PQgetvalue(res, i, 1), PQgetvalue(res, i, 2));
+        if (it == NULL ||
+            (s = coord_cat_add_seg(&c->cat, it, id, (int32_t)i64(res, i, 3))) == NULL) {
+            return;
+        }
+    }
+    s->db_available = i64(res, i, 6);
+    s->db_held = i64(res, i, 7);
+    s->db_sold = i64(res, i, 8);
+    if (s->pending || s->item->write_busy) {
+        return; /* a write in flight will set owner, epoch or state */
+    }
+    const char *node_id = PQgetvalue(res, i, 4);
+    coord_node *owner = node_id[0] ? coord_cat_node(&c->cat, node_id) : NULL;
+    uint64_t epoch = (uint64_t)i64(res, i, 5);
+    if (owner != s->owner || epoch != s->epoch) {
+        s->revoked = owner != NULL && !owner->alive;
+        s->owner = owner;
+        s->epoch = epoch;
+    }
+    s->state = seg_state(PQgetvalue(res, i, 9));
+}
+
+static void merge_segments(coord *c, PGresult *res, const pgx_err *err, void *arg)
+{
+    reload_run *run = arg;
+    if (err->code != 0) {
+        run->failed = true;
+        return;
+    }
+    for (int i = 0; i < PQntuples(res); i++) {
+        merge_one_seg(c, res, i);
+    }
+}
+
+static void merge_one_xfer(coord *c, PGresult *res, int i, uint32_t gen)
+{
+    uint64_t id = (uint64_t)i64(res, i, 0);
+    int state = strcmp(PQgetvalue(res, i, 6), "sent") == 0 ? COORD_XF_SENT : COORD_XF_PLANNED;
+    coord_xfer *x = coord_cat_xfer(&c->cat, id);
+    if (x == NULL) {
+        coord_item *it = coord_cat_item(&c->cat, PQgetvalue(res, i, 1), PQgetvalue(res, i, 2));
+        if (it == NULL) {
+            return;
+        }
+        x = coord_cat_add_xfer(&c->cat, it, id, (uint64_t)i64(res, i, 3), (uint64_t)i64(res, i, 4),
+                               i64(res, i, 5), state);
+        if (x == NULL) {
+            return;
+        }
+        x->gen = gen;
+        if (state == COORD_XF_SENT) {
+            coord_xfer_sent(c, x);
+        }
+        return;
+    }
+    x->gen = gen;
+    if (x->busy) {
+        return;
+    }
+    bool became_sent = x->state == COORD_XF_PLANNED && state == COORD_XF_SENT;
+    x->state = state;
+    x->qty = i64(res, i, 5);
+    if (became_sent) {
+        coord_xfer_sent(c, x);
+    }
+}
+
+static void merge_transfers(coord *c, PGresult *res, const pgx_err *err, void *arg)
+{
+    reload_run *run = arg;
+    bool ok = err->code == 0 && !run->failed;
+    if (ok && run->xfer_changes == c->xfer_changes) {
+        for (int i = 0; i < PQntuples(res); i++) {
+            merge_one_xfer(c, res, i, run->gen);
+        }
+        /* open in memory, closed in the database: drop */
+        for (size_t i = 0; i < c->cat.nxfers;) {
+            coord_xfer *x = c->cat.xfers[i];
+            if (x->gen != run->gen && !x->busy) {
+                coord_cat_drop_xfer(&c->cat, x);
+                continue;
+            }
+            i++;
+        }
+        /* every segment's open transfer, from the transfers */
+        for (size_t i = 0; i < c->cat.nsegs; i++) {
+            if (c->cat.segs[i]->xfer_id != COORD_XFER_INSERTING) {
+                c->cat.segs[i]->xfer_id = 0;
+            }
+        }
+        for (size_t i = 0; i < c->cat.nxfers; i++) {
+            coord_xfer *x = c->cat.xfers[i];
+            coord_seg *f = x->from ? coord_cat_seg(&c->cat, x->from) : NULL;
+            coord_seg *t = x->to ? coord_cat_seg(&c->cat, x->to) : NULL;
+            if (f != NULL) {
+                f->xfer_id = x->transfer_id;
+            }
+            if (t != NULL) {
+                t->xfer_id = x->transfer_id;
+            }
+        }
+    } else if (ok) {
+        c->reload_again = true; /* a heartbeat moved a transfer meanwhile: read again */
+    }
+    if (ok && run->unknown_count == c->unknown_count) {
+        c->need_reconcile = false; /* read after every write of unknown outcome */
+    }
+    free(run);
+    coord_reload_done(c, ok);
+}
+
+void coord_reload(coord *c)
+{
+    if (c->stopping) {
+        return;
+    }
+    if (c->reload_running) {
+        c->reload_again = true;
+        return;
+    }
+    reload_run *run = esc_xcalloc(1, sizeof *run);
+    run->xfer_changes = c->xfer_changes;
+    run->unknown_count = c->unknown_count;
+    run->gen = ++g_reload_gen;
+    if (c->njobs + 4 > COORD_JOBS_MAX) {
+        free(run);
+        c->reload_again = true;
+        return;
+    }
+    c->reload_running = true;
+    c->reads_started++;
+    (void)coord_db_push(c, sql_items, 0, NULL, merge_items, run);
+    (void)coord_db_push(c, sql_nodes, 0, NULL, merge_nodes, run);
+    (void)coord_db_push(c, sql_segments, 0, NULL, merge_segments, run);
+    (void)coord_db_push(c, sql_transfers, 0, NULL, merge_transfers, run);
+}

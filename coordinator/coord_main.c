@@ -1,0 +1,182 @@
+/*
+ * coord_main.c - escrow-coordinator: parses argv, wires the coordinator to
+ * a libuv loop, runs. Exit codes: 0 clean stop, 1 failure, 2 bad usage,
+ * 99 the ESC_FAILPOINT_COORD_EXIT_AFTER_SENT failpoint fired.
+ */
+#include <getopt.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <uv.h>
+
+#include "coord.h"
+#include "escrow_errors.h"
+#include "log.h"
+
+static void usage(FILE *f)
+{
+    fprintf(
+        f,
+        "usage: escrow-coordinator --dsn DSN --listen URL [--listen URL ...] --publish URL\n"
+        "                          [--lease-ms 2000] [--heartbeat-ms 200] [--rebalance-ms 200]\n"
+        "                          [--collapse-pct 5] [--low-water-pct 25]\n"
+        "                          [--catalog-poll-ms 1000] [--log-level error|warn|info|debug]\n"
+        "\n"
+        "Places escrow segments on the segment nodes that heartbeat to it (leases and\n"
+        "epochs), moves tail stock between segments, collapses items near sellout,\n"
+        "publishes routing tables and answers escrowctl's operations.\n"
+        "  --dsn              PostgreSQL connection string (default: $ESCROW_DSN)\n"
+        "  --listen           nanomsg endpoint for heartbeats, routes and admin requests\n"
+        "  --publish          nanomsg endpoint of the routing updates (PUB)\n"
+        "  --lease-ms         a node without a heartbeat for this long loses its segments\n"
+        "                     (100..600000)\n"
+        "  --heartbeat-ms     the nodes' heartbeat period (10..60000, below the lease)\n"
+        "  --rebalance-ms     policy pass period (10..60000)\n"
+        "  --collapse-pct     collapse an item when its remaining stock is at most this\n"
+        "                     percentage of its total (0 = never automatically; 0..100)\n"
+        "  --low-water-pct    a segment below this percentage of its target is refilled\n"
+        "                     (0..100)\n"
+        "  --catalog-poll-ms  re-read items, segments and nodes this often (100..600000)\n"
+        "Environment: ESC_FAILPOINT_COORD_EXIT_AFTER_SENT=1 exits with status 99 the first\n"
+        "time a segment-to-segment transfer is known to be sent (crash tests).\n");
+}
+
+static int parse_ms(const char *name, const char *v, long lo, long hi, uint32_t *out)
+{
+    char *end;
+    long x = strtol(v, &end, 10);
+    if (*v == '\0' || *end != '\0' || x < lo || x > hi) {
+        fprintf(stderr, "escrow-coordinator: --%s must be a number in %ld..%ld, not '%s'\n", name,
+                lo, hi, v);
+        return -1;
+    }
+    *out = (uint32_t)x;
+    return 0;
+}
+
+static int parse_args(int argc, char **argv, coord_config *cfg)
+{
+    static const struct option opts[] = {{"dsn", required_argument, NULL, 'd'},
+                                         {"listen", required_argument, NULL, 'l'},
+                                         {"publish", required_argument, NULL, 'p'},
+                                         {"lease-ms", required_argument, NULL, 'L'},
+                                         {"heartbeat-ms", required_argument, NULL, 'H'},
+                                         {"rebalance-ms", required_argument, NULL, 'R'},
+                                         {"collapse-pct", required_argument, NULL, 'C'},
+                                         {"low-water-pct", required_argument, NULL, 'W'},
+                                         {"catalog-poll-ms", required_argument, NULL, 'P'},
+                                         {"log-level", required_argument, NULL, 'v'},
+                                         {"help", no_argument, NULL, 'h'},
+                                         {NULL, 0, NULL, 0}};
+    int ch, rc = 0;
+    while (rc == 0 && (ch = getopt_long(argc, argv, "", opts, NULL)) != -1) {
+        switch (ch) {
+        case 'd':
+            cfg->dsn = optarg;
+            break;
+        case 'l':
+            if (cfg->nlisten == COORD_LISTEN_MAX) {
+                fprintf(stderr, "escrow-coordinator: at most %d --listen endpoints\n",
+                        COORD_LISTEN_MAX);
+                return -1;
+            }
+            cfg->listen[cfg->nlisten++] = optarg;
+            break;
+        case 'p':
+            cfg->publish = optarg;
+            break;
+        case 'L':
+            rc = parse_ms("lease-ms", optarg, 100, 600000, &cfg->lease_ms);
+            break;
+        case 'H':
+            rc = parse_ms("heartbeat-ms", optarg, 10, 60000, &cfg->heartbeat_ms);
+            break;
+        case 'R':
+            rc = parse_ms("rebalance-ms", optarg, 10, 60000, &cfg->rebalance_ms);
+            break;
+        case 'C':
+            rc = parse_ms("collapse-pct", optarg, 0, 100, &cfg->collapse_pct);
+            break;
+        case 'W':
+            rc = parse_ms("low-water-pct", optarg, 0, 100, &cfg->low_water_pct);
+            break;
+        case 'P':
+            rc = parse_ms("catalog-poll-ms", optarg, 100, 600000, &cfg->catalog_poll_ms);
+            break;
+        case 'v':
+            if (esc_log_level_parse(optarg) < 0) {
+                fprintf(stderr, "escrow-coordinator: unknown log level '%s'\n", optarg);
+                return -1;
+            }
+            esc_log_set_level(esc_log_level_parse(optarg));
+            break;
+        case 'h':
+            usage(stdout);
+            exit(0);
+        default:
+            return -1;
+        }
+    }
+    return rc;
+}
+
+static int check_args(int argc, const coord_config *cfg)
+{
+    if (optind != argc) {
+        fprintf(stderr, "escrow-coordinator: unexpected argument '%s'\n", "(positional)");
+        return -1;
+    }
+    if (cfg->dsn == NULL || cfg->dsn[0] == '\0') {
+        fprintf(stderr, "escrow-coordinator: a DSN is required (--dsn or $ESCROW_DSN)\n");
+        return -1;
+    }
+    if (cfg->nlisten == 0 || cfg->publish == NULL) {
+        fprintf(stderr, "escrow-coordinator: --listen and --publish are required\n");
+        return -1;
+    }
+    if (cfg->heartbeat_ms >= cfg->lease_ms) {
+        fprintf(stderr, "escrow-coordinator: --heartbeat-ms (%u) must be below --lease-ms (%u)\n",
+                cfg->heartbeat_ms, cfg->lease_ms);
+        return -1;
+    }
+    return 0;
+}
+
+int main(int argc, char **argv)
+{
+    coord_config cfg;
+    memset(&cfg, 0, sizeof cfg);
+    cfg.dsn = getenv("ESCROW_DSN");
+    cfg.lease_ms = 2000;
+    cfg.heartbeat_ms = 200;
+    cfg.rebalance_ms = 200;
+    cfg.collapse_pct = 5;
+    cfg.low_water_pct = 25;
+    cfg.catalog_poll_ms = 1000;
+    const char *fp = getenv("ESC_FAILPOINT_COORD_EXIT_AFTER_SENT");
+    cfg.failpoint_exit_after_sent = fp != NULL && strcmp(fp, "1") == 0;
+    if (parse_args(argc, argv, &cfg) != 0 || check_args(argc, &cfg) != 0) {
+        usage(stderr);
+        return 2;
+    }
+    static uv_loop_t loop; /* static: reachable until exit, even on a failed start */
+    if (uv_loop_init(&loop) != 0) {
+        fprintf(stderr, "escrow-coordinator: cannot create the event loop\n");
+        return 1;
+    }
+    static coord c;
+    int rc = coord_start(&c, &loop, &cfg);
+    if (rc != 0) {
+        ESC_LOG(ESC_LOG_ERROR, "COORD-START", "cannot start: %s", esc_strerror(rc));
+        coord_fini(&c);
+        return 1;
+    }
+    uv_run(&loop, UV_RUN_DEFAULT);
+    int code = c.exit_code;
+    coord_fini(&c);
+    if (uv_loop_close(&loop) != 0 && code == 0) {
+        ESC_LOG(ESC_LOG_WARN, "COORD-STOP", "loop closed with handles still open");
+    }
+    return code;
+}
