@@ -1,18 +1,39 @@
 /*
  * async.c - the asynchronous engine behind every libescrow call.
  *
- * One raw REQ socket per client, watched on the caller's loop (nnx_watch on
- * NN_RCVFD). Each accepted call is a `call` that owns its encoded frame and
- * sits in two structures:
+ * Sockets ("conns"): raw REQ sockets watched on the caller's loop (nnx_watch
+ * on NN_RCVFD). conns[0] is the segment node (single-node mode) or the
+ * coordinator (routing mode); in routing mode conns[1 + i] is the node at
+ * endpoint slot i of the route cache (route.h), opened on first use, at most
+ * CLI_NODES_MAX of them. Routing mode also has a SUB socket on the
+ * coordinator's route stream when esc_options.routes is given.
+ *
+ * Each accepted call is a `call` that owns its encoded frame and sits in two
+ * structures:
  *   - slots[]: the in-flight table, indexed by the low CLI_SLOT_BITS of the
- *     call's corr_id (corr_id = seq << CLI_SLOT_BITS | slot; seq grows per
- *     call and is never reused while the client lives), so a reply is matched
- *     in O(1) and a late duplicate of an answered call (other seq) is dropped;
+ *     call's corr_id (corr_id = seq << CLI_SLOT_BITS | slot; seq grows and is
+ *     never reused while the client lives), so a reply is matched in O(1) and
+ *     a late duplicate of an answered call (other seq) is dropped;
  *   - heap[]: a min-heap on due_us, the next moment the call needs attention
- *     (resend or deadline). One uv_timer is armed for the top of the heap.
+ *     (resend, deadline, or a routing step). One uv_timer is armed for the
+ *     top of the heap.
  * The nanomsg request id header carries the low 31 bits of corr_id, so even
  * a reply whose body has no corr_id (a node that could not parse the frame
  * answers ESC_EPROTO with corr_id 0) still finds its call.
+ *
+ * A call is in one of three phases: SENT (its frame is out on `target` and
+ * is resent unchanged every resend_ms), PARKED (routing mode: it waits for a
+ * route fetch, the fetch rate limit, or its first routing step) or DONE (its
+ * answer is known and is delivered from the timer, because no callback may
+ * run inside an esc_async_* function). In routing mode, a definite
+ * "nothing done" answer (SEGMENT_EMPTY, NOT_OWNER, FENCED) sends the call
+ * through a routing step: a new corr_id (same slot) and a frame re-encoded
+ * with the new segment hint and the same idempotency key; replies to the old
+ * frame are then late duplicates and dropped. A call whose answer is not
+ * known (in flight) never changes segment, because its first segment may
+ * have committed; when the route gives its segment a new owner, the same
+ * frame goes to the new owner. Route fetches (RouteReq) are calls too (kind
+ * FETCH, to conns[0]); the calls waiting for one are linked to it.
  *
  * Invariants: every call is in both structures or in neither; a call's
  * callback runs exactly once, after the call left both; no callback ever
@@ -24,11 +45,12 @@
  * release and extend are transitions the node applies once. ESC_EBUSY and
  * ESC_EUNAVAILABLE mean "nothing was done": the call backs off and resends
  * inside its deadline. Resends space out (resend_ms, then twice, then four
- * times that) so an overloaded node is not fed ever more copies. At the deadline the result is that
- * definite answer if the call was backing off, otherwise ESC_ETIMEDOUT (outcome unknown).
+ * times that) so an overloaded node is not fed ever more copies. At the
+ * deadline the result is that definite answer if the call was backing off,
+ * otherwise ESC_ETIMEDOUT (outcome unknown).
  *
- * The poll handle is unreferenced and the timer runs only while calls are in
- * flight, so an idle client does not keep its host's loop alive.
+ * The poll handles are unreferenced and the timer runs only while calls are
+ * in flight, so an idle client does not keep its host's loop alive.
  */
 #include "async.h"
 
@@ -39,6 +61,7 @@
 #include "esc_limits.h"
 #include "nnx.h"
 #include "req.h"
+#include "route.h"
 #include "wire.h"
 
 #define CLI_SLOT_BITS 16
@@ -46,41 +69,74 @@
 #define CLI_REQUEST_ID_MASK 0x7fffffffu
 /* Table size of a new client; it doubles up to ESC_CLIENT_INFLIGHT_MAX. */
 #define CLI_SLOTS_INITIAL 64u
+/* conns[0] plus one per endpoint slot of the route cache. */
+#define CLI_CONNS_MAX (1u + CLI_NODES_MAX)
+/* Route fetches in flight at once (one per item or segment looked up);
+ * calls needing more wait CLI_ROUTE_REFETCH_US and try again. */
+#define CLI_FETCHES_MAX 256u
 
 _Static_assert(ESC_CLIENT_INFLIGHT_MAX == (1u << CLI_SLOT_BITS), "one slot per in-flight call");
 _Static_assert(ESC_ID_MAX == ESC_ITEM_LEN_MAX && ESC_ID_MAX == ESC_BUYER_LEN_MAX &&
                    ESC_ID_MAX == ESC_KEY_LEN_MAX,
                "escrow.h ids and wire ids have one bound");
+_Static_assert(CLI_ENDPOINT_LEN_MAX == ESC_ENDPOINT_LEN_MAX, "one bound for endpoints");
 
-typedef struct call {
+enum { CALL_USER, CALL_FETCH };
+enum { PH_SENT, PH_PARKED, PH_DONE };
+
+typedef struct conn {
+    esc_async *a; /* borrowed back pointer */
+    int sock;
+    int eid; /* the connecting endpoint, for nnx_reconnect */
+    char url[CLI_ENDPOINT_LEN_MAX + 1];
+    nnx_watch watch;      /* embedded; the conn is freed after the last close_cb */
+    uint32_t calls;       /* calls whose frame is out on this socket */
+    int64_t last_sent_us; /* a frame nanomsg accepted */
+    int64_t last_reply_us;
+    int64_t last_reconnect_us;
+} conn;
+
+typedef struct call call;
+struct call {
     uint64_t corr_id;
     int64_t deadline_us; /* monotonic */
-    int64_t due_us;      /* next resend or the deadline, whichever is first */
+    int64_t due_us;      /* next resend, routing step or the deadline */
     uint32_t heap_idx;
     uint32_t backoffs; /* ESC_EBUSY / ESC_EUNAVAILABLE answers so far */
-    uint32_t sends;    /* copies nanomsg accepted */
+    uint32_t sends;    /* copies of the current frame nanomsg accepted */
+    uint8_t kind;      /* CALL_USER / CALL_FETCH */
+    uint8_t phase;     /* PH_* */
     wire_op op;
     int64_t qty;     /* confirm: units to sell, 0 = all */
-    int last_status; /* definite answer being backed off from, or 0 */
-    esc_hold_cb cb;
-    void *arg;   /* borrowed: the caller's */
-    nnx_hdr hdr; /* request id header, the same on every resend */
+    int last_status; /* definite answer being backed off from (or to give at the deadline), or 0 */
+    esc_hold_cb cb;  /* CALL_USER */
+    void *arg;       /* borrowed: the caller's */
+    conn *target;    /* borrowed; where the frame is out (PH_SENT), else NULL */
+    /* routing mode */
+    uint64_t target_seg; /* the segment the frame is for */
+    uint64_t hash;       /* reserve: cli_route_hash(tenant, item, buyer) */
+    uint32_t empties;    /* reserve: SEGMENT_EMPTY answers so far */
+    call *fetch;         /* borrowed: the route fetch it waits for */
+    call *wprev, *wnext; /* in fetch->waiters */
+    call *waiters;       /* CALL_FETCH: calls waiting for it (borrowed) */
+    call *fprev, *fnext; /* CALL_FETCH: in esc_async.fetches */
+    wire_request *req;   /* owned; routing mode: re-encoded when the call moves */
+    nnx_hdr hdr;         /* request id header, the same on every resend */
     size_t len;
-    uint8_t frame[]; /* the encoded Request, resent unchanged */
-} call;
+    uint8_t *frame; /* owned: the encoded Request, resent unchanged */
+};
 
 struct esc_async {
     uv_loop_t *loop; /* borrowed; outlives us */
     cli_opts opts;
-    int sock;
-    int eid;              /* the connecting endpoint, for nnx_reconnect */
-    int64_t last_sent_us; /* a frame nanomsg accepted */
-    int64_t last_reply_us;
-    int64_t last_reconnect_us;
-    nnx_watch watch;  /* embedded; we are freed from the last close_cb */
-    uv_timer_t timer; /* embedded */
-    int handles_open;
+    conn *conns[CLI_CONNS_MAX]; /* owned */
+    int sub;                    /* routes SUB socket, -1 without */
+    nnx_watch sub_watch;        /* embedded */
+    bool leaked;                /* sub_watch half-started: never freed */
+    uv_timer_t timer;           /* embedded */
+    int handles_open;           /* we are freed from the last close_cb */
     bool closing;
+    bool in_api; /* inside an esc_async_* function: answers wait for the timer */
     bool timer_armed;
     int64_t timer_due_us;
     esc_close_cb close_cb;
@@ -92,9 +148,16 @@ struct esc_async {
     uint32_t nfree;
     call **heap; /* owned array of borrowed pointers (the calls live in slots) */
     uint32_t nheap;
+    cli_route_cache *routes; /* owned; routing mode */
+    wire_route *scratch;     /* owned; routing mode: decoding room for one route */
+    call *fetches;           /* borrowed list of CALL_FETCH calls */
+    uint32_t nfetches;
+    esc_stats stats;
 };
 
 static void timer_cb(uv_timer_t *t);
+static void route_step(esc_async *a, call *c, int64_t now);
+static void fetch_done(esc_async *a, call *f, int status);
 
 /* ---- the min-heap on due_us -------------------------------------------- */
 
@@ -161,6 +224,13 @@ static void heap_remove(esc_async *a, call *c)
         heap_set(a, c->heap_idx, last);
         heap_fix(a, last);
     }
+}
+
+/* Reschedules c at due, never past its deadline. */
+static void set_due(esc_async *a, call *c, int64_t due)
+{
+    c->due_us = due < c->deadline_us ? due : c->deadline_us;
+    heap_fix(a, c);
 }
 
 /* ---- the in-flight table ----------------------------------------------- */
@@ -262,36 +332,38 @@ static void arm_timer(esc_async *a)
     a->timer_due_us = due;
 }
 
-/* Sends (or resends) c's frame and schedules its next attention. A frame
- * nanomsg would not queue never left, so it is retried soon, and the
- * definite answer we may be backing off from still stands. */
 /* nanomsg 1.1.5 can wedge a connecting endpoint after the node was killed
  * and restarted on the same port: sends are refused forever (or accepted
  * and never answered) while a fresh connection works at once. When nothing
  * could be sent, or nothing came back, for a while, connect afresh (at most
  * once per CLI_RECONNECT_US). Resent frames are idempotent, so replies lost
  * with the old connection cost nothing but a retry. */
-static void maybe_reconnect(esc_async *a, call *c, int64_t now)
+static void maybe_reconnect(esc_async *a, conn *k, const call *c, int64_t now)
 {
-    bool unsendable = now - a->last_sent_us > CLI_RECONNECT_US;
-    bool unanswered = c->sends > 1 && now - a->last_reply_us > 3 * CLI_RECONNECT_US;
-    if ((!unsendable && !unanswered) || now - a->last_reconnect_us < CLI_RECONNECT_US) {
+    bool unsendable = now - k->last_sent_us > CLI_RECONNECT_US;
+    bool unanswered = c->sends > 1 && now - k->last_reply_us > 3 * CLI_RECONNECT_US;
+    if ((!unsendable && !unanswered) || now - k->last_reconnect_us < CLI_RECONNECT_US) {
         return;
     }
-    a->last_reconnect_us = now;
-    int rc = nnx_reconnect(a->sock, &a->eid, a->opts.endpoint);
-    cli_log(&a->opts, 1, "ESC-CLIENT-RECONNECT endpoint=%s (%s) %s", a->opts.endpoint,
+    k->last_reconnect_us = now;
+    int rc = nnx_reconnect(k->sock, &k->eid, k->url);
+    cli_log(&a->opts, 1, "ESC-CLIENT-RECONNECT endpoint=%s (%s) %s", k->url,
             unsendable ? "nothing could be sent" : "nothing came back",
             rc == 0 ? "reconnecting" : esc_err_name(rc));
 }
 
+/* Sends (or resends) c's frame to c->target and schedules its next
+ * attention. A frame nanomsg would not queue never left, so it is retried
+ * soon, and the definite answer we may be backing off from still stands. */
 static void send_frame(esc_async *a, call *c, int64_t now)
 {
+    conn *k = c->target;
     uint32_t wait_ms = a->opts.resend_ms;
-    maybe_reconnect(a, c, now);
-    int rc = nnx_send(a->sock, &c->hdr, c->frame, c->len);
+    maybe_reconnect(a, k, c, now);
+    int rc = nnx_send(k->sock, &c->hdr, c->frame, c->len);
     if (rc == 0) {
-        a->last_sent_us = now;
+        k->last_sent_us = now;
+        a->stats.frames_sent++;
         c->last_status = 0;
         /* Each resend waits twice as long, up to CLI_RESEND_FACTOR_MAX times
          * resend_ms: a node slowed by load is not fed ever more copies. */
@@ -309,24 +381,69 @@ static void send_frame(esc_async *a, call *c, int64_t now)
             wait_ms = CLI_UNSENT_RETRY_MS;
         }
     }
-    int64_t due = now + (int64_t)wait_ms * 1000;
-    c->due_us = due < c->deadline_us ? due : c->deadline_us;
-    heap_fix(a, c);
+    set_due(a, c, now + (int64_t)wait_ms * 1000);
+}
+
+static void unwait(call *c)
+{
+    call *f = c->fetch;
+    if (f == NULL) {
+        return;
+    }
+    *(c->wprev != NULL ? &c->wprev->wnext : &f->waiters) = c->wnext;
+    if (c->wnext != NULL) {
+        c->wnext->wprev = c->wprev;
+    }
+    c->fetch = c->wprev = c->wnext = NULL;
+}
+
+static void untarget(call *c)
+{
+    if (c->target != NULL) {
+        c->target->calls--;
+        c->target = NULL;
+    }
+}
+
+/* Takes c out of the tables and frees it (no callback). */
+static void call_free(esc_async *a, call *c)
+{
+    heap_remove(a, c);
+    slot_put(a, (uint32_t)(c->corr_id & CLI_SLOT_MASK));
+    unwait(c);
+    untarget(c);
+    if (a->nheap == 0) {
+        arm_timer(a); /* stops it: an idle client must not keep the loop alive */
+    }
+    free(c->req);
+    free(c->frame);
+    free(c);
 }
 
 /* Takes c out of the tables, frees it and runs its callback (last: the
  * callback may submit new calls or close the client). */
 static void finish(esc_async *a, call *c, int status, const esc_hold *hold)
 {
-    heap_remove(a, c);
-    slot_put(a, (uint32_t)(c->corr_id & CLI_SLOT_MASK));
-    if (a->nheap == 0) {
-        arm_timer(a); /* stops it: an idle client must not keep the loop alive */
-    }
     esc_hold_cb cb = c->cb;
     void *arg = c->arg;
-    free(c);
+    call_free(a, c);
     cb(status, hold, arg);
+}
+
+/* The answer of user call c is known: deliver it now, or from the timer
+ * when we are inside an esc_async_* function. */
+static void complete(esc_async *a, call *c, int status)
+{
+    if (!a->in_api) {
+        finish(a, c, status, NULL);
+        return;
+    }
+    unwait(c);
+    untarget(c);
+    c->phase = PH_DONE;
+    c->last_status = status;
+    c->due_us = esc_mono_us();
+    heap_fix(a, c);
 }
 
 /* Schedules a resend after the node said "nothing done, try again". Returns
@@ -355,6 +472,550 @@ static bool backoff(esc_async *a, call *c, int status)
     return true;
 }
 
+/* Encodes req (borrowed) as c's frame under c's corr_id. Returns 0,
+ * ESC_EINVAL (unencodable) or ESC_ENOMEM; c keeps its old frame on error. */
+static int call_encode(call *c, wire_request *req)
+{
+    uint8_t buf[CLI_FRAME_BYTES_MAX];
+    size_t len = 0;
+    req->corr_id = c->corr_id;
+    if (wire_encode_request(req, buf, sizeof buf, &len) < 0) {
+        return ESC_EINVAL;
+    }
+    uint8_t *frame = realloc(c->frame, len);
+    if (frame == NULL) {
+        return ESC_ENOMEM;
+    }
+    memcpy(frame, buf, len);
+    c->frame = frame;
+    c->len = len;
+    nnx_hdr_request_id(&c->hdr, (uint32_t)(c->corr_id & CLI_REQUEST_ID_MASK));
+    return 0;
+}
+
+/* A new call for req (copied in routing mode), due now, PARKED, in both
+ * tables. Returns 0 and *out, or ESC_EBUSY / ESC_ENOMEM. */
+static int call_new(esc_async *a, int kind, const wire_request *req, uint32_t dl_ms, int64_t now,
+                    call **out)
+{
+    uint32_t slot;
+    int rc = slot_take(a, &slot);
+    if (rc < 0) {
+        return rc;
+    }
+    call *c = calloc(1, sizeof *c);
+    wire_request *copy = a->opts.routing ? malloc(sizeof *copy) : NULL;
+    if (c == NULL || (a->opts.routing && copy == NULL)) {
+        free(c);
+        free(copy);
+        slot_put(a, slot);
+        return ESC_ENOMEM;
+    }
+    if (copy != NULL) {
+        *copy = *req;
+    }
+    c->req = copy;
+    c->corr_id = (a->seq++ << CLI_SLOT_BITS) | slot;
+    c->kind = (uint8_t)kind;
+    c->phase = PH_PARKED;
+    c->op = req->op;
+    c->qty = req->qty;
+    c->deadline_us = now + (int64_t)dl_ms * 1000;
+    c->due_us = now;
+    a->slots[slot] = c;
+    heap_push(a, c);
+    *out = c;
+    return 0;
+}
+
+/* ---- sockets ------------------------------------------------------------ */
+
+static void conn_ready_cb(nnx_watch *w, void *arg);
+
+static void handle_closed(esc_async *a);
+
+static void conn_watch_closed(uv_handle_t *h)
+{
+    nnx_watch *w = h->data;
+    conn *k = w->arg;
+    handle_closed(k->a);
+}
+
+/* Opens conns[idx] on url: socket, connection, unreferenced watcher.
+ * Returns 0, or ESC_EINVAL (bad URL) / ESC_EIO / ESC_ENOMEM. */
+static int conn_open(esc_async *a, uint32_t idx, const char *url)
+{
+    conn *k = calloc(1, sizeof *k);
+    if (k == NULL) {
+        return ESC_ENOMEM;
+    }
+    k->a = a;
+    k->sock = -1;
+    memcpy(k->url, url, strlen(url) + 1);
+    int rc = nnx_open_req(&k->sock);
+    if (rc == 0) {
+        rc = nnx_connect(k->sock, url, &k->eid);
+    }
+    if (rc == 0) {
+        rc = nnx_watch_start(a->loop, &k->watch, k->sock, conn_ready_cb, k);
+    }
+    if (rc < 0) {
+        nnx_close(k->sock);
+        /* A poll handle nnx_watch_start closed is libuv's until the next
+         * loop turn: keep (leak) its memory rather than free it under libuv. */
+        if (k->sock < 0 || !uv_is_closing((uv_handle_t *)&k->watch.poll)) {
+            free(k);
+        }
+        return rc;
+    }
+    uv_unref((uv_handle_t *)&k->watch.poll);
+    k->last_sent_us = k->last_reply_us = k->last_reconnect_us = esc_mono_us();
+    a->conns[idx] = k;
+    a->handles_open++;
+    return 0;
+}
+
+/* The socket for node slot idx of the route cache, opened on first use and
+ * re-pointed when the slot now names another endpoint (route.c reuses a
+ * slot only when this socket has no call in flight). NULL with *err. */
+static conn *node_conn(esc_async *a, uint32_t node, int *err)
+{
+    const char *url = cli_route_node_url(a->routes, node);
+    uint32_t idx = 1 + node;
+    conn *k = a->conns[idx];
+    if (k == NULL) {
+        *err = conn_open(a, idx, url);
+        return *err == 0 ? a->conns[idx] : NULL;
+    }
+    if (strcmp(k->url, url) != 0) {
+        int rc = nnx_reconnect(k->sock, &k->eid, url);
+        if (rc < 0) {
+            *err = rc;
+            return NULL;
+        }
+        memcpy(k->url, url, strlen(url) + 1);
+        k->last_sent_us = k->last_reply_us = esc_mono_us();
+    }
+    return k;
+}
+
+static bool node_idle(uint32_t idx, void *arg)
+{
+    const esc_async *a = arg;
+    const conn *k = a->conns[1 + idx];
+    return k == NULL || k->calls == 0;
+}
+
+/* ---- routes --------------------------------------------------------------- */
+
+static uint64_t hold_segment(const call *c)
+{
+    return c->req->hold_id >> ESC_HOLD_SEQ_BITS;
+}
+
+/* The cached route of user call c: its item's, or its hold's segment's. */
+static cli_route *call_route(const esc_async *a, const call *c)
+{
+    if (c->op == WIRE_OP_RESERVE) {
+        return cli_route_find(a->routes, c->req->item_id);
+    }
+    const cli_rseg *s = cli_route_find_seg(a->routes, hold_segment(c));
+    return s != NULL ? s->route : NULL;
+}
+
+/* The fetch in flight for item (non-NULL) or for segment seg, or NULL. */
+static call *fetch_find(const esc_async *a, const char *item, uint64_t seg)
+{
+    for (call *f = a->fetches; f != NULL; f = f->fnext) {
+        if (item != NULL ? strcmp(f->req->item_id, item) == 0
+                         : f->req->item_id[0] == '\0' && f->req->segment_id == seg) {
+            return f;
+        }
+    }
+    return NULL;
+}
+
+/* Sends a RouteReq for item (non-NULL) or segment seg to the coordinator.
+ * Returns 0 and *out, or ESC_EBUSY (too many fetches) / ESC_ENOMEM. */
+static int fetch_start(esc_async *a, const char *item, uint64_t seg, int64_t now, call **out)
+{
+    if (a->nfetches >= CLI_FETCHES_MAX) {
+        return ESC_EBUSY;
+    }
+    wire_request req;
+    memset(&req, 0, sizeof req);
+    req.op = WIRE_OP_ROUTE;
+    memcpy(req.tenant_id, a->opts.tenant_id, sizeof req.tenant_id);
+    if (item != NULL) {
+        memcpy(req.item_id, item, strlen(item) + 1);
+    } else {
+        req.segment_id = seg;
+    }
+    call *f = NULL;
+    int rc = call_new(a, CALL_FETCH, &req, a->opts.deadline_ms, now, &f);
+    if (rc == 0) {
+        rc = call_encode(f, f->req);
+        if (rc < 0) {
+            call_free(a, f);
+        }
+    }
+    if (rc < 0) {
+        return rc;
+    }
+    f->fnext = a->fetches;
+    if (a->fetches != NULL) {
+        a->fetches->fprev = f;
+    }
+    a->fetches = f;
+    a->nfetches++;
+    a->stats.route_fetches++;
+    cli_route *r = item != NULL ? cli_route_find(a->routes, item) : NULL;
+    if (r != NULL) {
+        r->next_fetch_us = now + CLI_ROUTE_REFETCH_US;
+    }
+    f->target = a->conns[0];
+    f->target->calls++;
+    f->phase = PH_SENT;
+    send_frame(a, f, now);
+    *out = f;
+    return 0;
+}
+
+/* Parks c until the route it needs arrives: it joins the fetch in flight,
+ * starts one, or (rate limit, too many fetches) waits on the timer. */
+static void park_for_route(esc_async *a, call *c, int64_t now)
+{
+    untarget(c);
+    c->phase = PH_PARKED;
+    cli_route *r = call_route(a, c);
+    const char *item = c->op == WIRE_OP_RESERVE ? c->req->item_id : NULL;
+    if (item == NULL && r != NULL) {
+        item = r->item_id;
+    }
+    uint64_t seg = c->op == WIRE_OP_RESERVE ? 0 : hold_segment(c);
+    call *f = fetch_find(a, item, seg);
+    if (f == NULL && r != NULL && now < r->next_fetch_us) {
+        set_due(a, c, r->next_fetch_us);
+        return;
+    }
+    if (f == NULL && fetch_start(a, item, seg, now, &f) < 0) {
+        set_due(a, c, now + CLI_ROUTE_REFETCH_US);
+        return;
+    }
+    c->fetch = f;
+    c->wprev = NULL;
+    c->wnext = f->waiters;
+    if (f->waiters != NULL) {
+        f->waiters->wprev = c;
+    }
+    f->waiters = c;
+    set_due(a, c, c->deadline_us);
+}
+
+/* Fetches r again in the background when nothing keeps it fresh: no pushes
+ * and older than CLI_ROUTE_MAX_AGE_US, or forced (a silent node). */
+static void refresh_bg(esc_async *a, cli_route *r, int64_t now, bool force)
+{
+    if (r == NULL || now < r->next_fetch_us || fetch_find(a, r->item_id, 0) != NULL) {
+        return;
+    }
+    bool pushed = r->pushed_us != 0 && now - r->pushed_us <= CLI_ROUTE_PUSH_ALIVE_US;
+    if (!force && (pushed || now - r->fetched_us <= CLI_ROUTE_MAX_AGE_US)) {
+        return;
+    }
+    call *f = NULL;
+    (void)fetch_start(a, r->item_id, 0, now, &f); /* best effort: the cached route still serves */
+}
+
+/* Points c at segment s: the same frame when it is already out there,
+ * otherwise a new corr_id and a re-encoded frame (segment hint, same key). */
+static void send_to(esc_async *a, call *c, const cli_rseg *s, int64_t now)
+{
+    int rc = 0;
+    conn *k = node_conn(a, s->node, &rc);
+    if (k == NULL) {
+        cli_log(&a->opts, 1, "ESC-CLIENT-NODE endpoint=%s err=%s",
+                cli_route_node_url(a->routes, s->node), esc_err_name(rc));
+        untarget(c);
+        c->phase = PH_PARKED;
+        set_due(a, c, now + CLI_ROUTE_REFETCH_US);
+        return;
+    }
+    if (c->phase == PH_SENT && c->target == k && c->target_seg == s->segment_id) {
+        send_frame(a, c, now);
+        return;
+    }
+    if (c->frame != NULL) {
+        a->stats.retargets++;
+    }
+    uint32_t slot = (uint32_t)(c->corr_id & CLI_SLOT_MASK);
+    c->corr_id = (a->seq++ << CLI_SLOT_BITS) | slot;
+    c->req->segment_id = c->op == WIRE_OP_RESERVE ? s->segment_id : 0;
+    rc = call_encode(c, c->req);
+    if (rc < 0) {
+        complete(a, c, rc);
+        return;
+    }
+    untarget(c);
+    c->target = k;
+    k->calls++;
+    c->target_seg = s->segment_id;
+    c->phase = PH_SENT;
+    c->sends = 0;
+    send_frame(a, c, now);
+}
+
+static void step_reserve(esc_async *a, call *c, int64_t now)
+{
+    cli_route *r = cli_route_find(a->routes, c->req->item_id);
+    if (r == NULL || r->stale) {
+        park_for_route(a, c, now);
+        return;
+    }
+    refresh_bg(a, r, now, false);
+    const cli_rseg *s = NULL;
+    switch (cli_route_pick_reserve(r, c->hash, c->empties, &s)) {
+    case CLI_PICK_SEND:
+        send_to(a, c, s, now);
+        return;
+    case CLI_PICK_SOLD_OUT:
+        a->stats.sold_out_cached++;
+        complete(a, c, ESC_ESOLD_OUT);
+        return;
+    case CLI_PICK_PAUSED:
+        complete(a, c, ESC_EPAUSED);
+        return;
+    case CLI_PICK_REFRESH:
+        r->stale = true;
+        park_for_route(a, c, now);
+        return;
+    case CLI_PICK_EXHAUSTED:
+        break;
+    }
+    int verdict = cli_route_verdict(r, now);
+    if (verdict < 0) {
+        complete(a, c, verdict);
+        return;
+    }
+    c->last_status = ESC_ETRY_LATER; /* the answer if the deadline comes first */
+    park_for_route(a, c, now);
+}
+
+static void step_hold(esc_async *a, call *c, int64_t now)
+{
+    cli_rseg *s = cli_route_find_seg(a->routes, hold_segment(c));
+    if (s == NULL || s->route->stale || s->node == CLI_NODE_NONE) {
+        if (s != NULL) {
+            s->route->stale = true;
+        }
+        park_for_route(a, c, now);
+        return;
+    }
+    refresh_bg(a, s->route, now, false);
+    send_to(a, c, s, now);
+}
+
+/* Routing mode: decides where user call c goes next (or answers it). Always
+ * moves c's due_us past now, or completes it. */
+static void route_step(esc_async *a, call *c, int64_t now)
+{
+    if (c->op == WIRE_OP_RESERVE) {
+        step_reserve(a, c, now);
+    } else {
+        step_hold(a, c, now);
+    }
+}
+
+/* The socket that now owns the segment sent call c's frame names, if the
+ * route knows one and it is not where the frame went; else NULL. */
+static conn *new_owner(esc_async *a, const call *c)
+{
+    const cli_rseg *s = cli_route_find_seg(a->routes, c->target_seg);
+    if (s == NULL || s->node == CLI_NODE_NONE) {
+        return NULL;
+    }
+    int rc = 0;
+    conn *k = node_conn(a, s->node, &rc);
+    return k != c->target ? k : NULL;
+}
+
+/* Moves sent call c, frame and corr_id unchanged, to k: the segment it
+ * names has a new owner. A reserve in flight is never moved to another
+ * SEGMENT: its first segment may have committed the hold, so only a
+ * definite "nothing done" answer (SEGMENT_EMPTY, NOT_OWNER, FENCED) lets it
+ * go elsewhere. The same segment under a new owner is safe: the new owner
+ * loads that segment's holds (and keys) from PostgreSQL. */
+static void move_to_owner(esc_async *a, call *c, conn *k, int64_t now)
+{
+    cli_log(&a->opts, 3, "ESC-CLIENT-MOVE corr=%llu seg=%llu endpoint=%s",
+            (unsigned long long)c->corr_id, (unsigned long long)c->target_seg, k->url);
+    untarget(c);
+    c->target = k;
+    k->calls++;
+    c->sends = 0;
+    a->stats.retargets++;
+    set_due(a, c, now);
+}
+
+/* A new version of r arrived: calls whose segment changed owner are resent
+ * to the new owner now instead of at their next resend. */
+static void wake_moved(esc_async *a, const cli_route *r, int64_t now)
+{
+    for (uint32_t i = 0; i < a->cap; i++) {
+        call *c = a->slots[i];
+        if (c == NULL || c->kind != CALL_USER || c->phase != PH_SENT || call_route(a, c) != r) {
+            continue;
+        }
+        conn *k = new_owner(a, c);
+        if (k != NULL) {
+            move_to_owner(a, c, k, now);
+        }
+    }
+    arm_timer(a);
+}
+
+/* Applies a route (fetched or pushed) to the cache. */
+static void apply_route(esc_async *a, const wire_route *w, bool pushed, int64_t now)
+{
+    cli_route *r = NULL;
+    int rc = cli_route_apply(a->routes, w, pushed, now, node_idle, a, &r);
+    if (rc < 0) {
+        cli_log(&a->opts, 1, "ESC-CLIENT-ROUTE item=%s err=%s (route ignored)", w->item_id,
+                esc_err_name(rc));
+        return;
+    }
+    if (rc == CLI_ROUTE_OLDER) {
+        return;
+    }
+    if (!pushed) {
+        r->next_fetch_us = now + CLI_ROUTE_REFETCH_US;
+    }
+    if (rc == CLI_ROUTE_NEW) {
+        cli_log(&a->opts, 3,
+                "ESC-CLIENT-ROUTE item=%s version=%llu segments=%u active=%u tail=%llu sold_out=%d "
+                "paused=%d (%s)",
+                r->item_id, (unsigned long long)r->version, r->nsegs, r->nactive,
+                (unsigned long long)r->tail_segment, r->sold_out, r->paused,
+                pushed ? "pushed" : "fetched");
+        wake_moved(a, r, now);
+    }
+}
+
+/* Answers that end a waiting call: the coordinator knows neither the item
+ * nor the segment, or refuses us. */
+static bool fetch_final(int status)
+{
+    return status == ESC_EUNKNOWN_ITEM || status == ESC_EUNKNOWN_TENANT ||
+           status == ESC_ENOT_FOUND || status == ESC_EINVAL || status == ESC_EAUTH ||
+           status == ESC_EPROTO;
+}
+
+/* Fetch f ended with status: wakes (or answers) its waiters, frees f. */
+static void fetch_done(esc_async *a, call *f, int status)
+{
+    *(f->fprev != NULL ? &f->fprev->fnext : &a->fetches) = f->fnext;
+    if (f->fnext != NULL) {
+        f->fnext->fprev = f->fprev;
+    }
+    a->nfetches--;
+    bool by_seg = f->req->item_id[0] == '\0';
+    uint64_t seg = f->req->segment_id;
+    call *w = f->waiters;
+    f->waiters = NULL;
+    for (call *x = w; x != NULL; x = x->wnext) {
+        x->fetch = NULL;
+    }
+    call_free(a, f);
+    int64_t now = esc_mono_us();
+    while (w != NULL) {
+        call *next = w->wnext;
+        w->wprev = w->wnext = NULL;
+        if (status == 0 && by_seg && cli_route_find_seg(a->routes, seg) == NULL) {
+            finish(a, w, ESC_ENOT_FOUND, NULL); /* the coordinator's route lacks it */
+        } else if (fetch_final(status)) {
+            finish(a, w, status, NULL);
+        } else {
+            set_due(a, w, status == 0 ? now : now + CLI_ROUTE_REFETCH_US);
+        }
+        w = next;
+    }
+    arm_timer(a);
+}
+
+static void on_fetch_reply(esc_async *a, call *f, const wire_reply *rep)
+{
+    int status = rep->status;
+    if (status == 0 && !rep->has_route) {
+        status = ESC_EPROTO;
+    } else if (status > 0 || status <= ESC_E_LAST_) {
+        status = ESC_EPROTO;
+    }
+    if ((status == ESC_EBUSY || status == ESC_EUNAVAILABLE) && backoff(a, f, status)) {
+        return;
+    }
+    if (status == 0 && strcmp(rep->route->tenant_id, a->opts.tenant_id) != 0) {
+        status = ESC_EPROTO;
+    }
+    if (status == 0) {
+        apply_route(a, rep->route, false, esc_mono_us());
+    } else {
+        cli_log(&a->opts, 1, "ESC-CLIENT-ROUTE-FETCH item=%s seg=%llu err=%s", f->req->item_id,
+                (unsigned long long)f->req->segment_id, esc_err_name(status));
+    }
+    fetch_done(a, f, status);
+}
+
+static void sub_ready_cb(nnx_watch *w, void *arg)
+{
+    (void)w;
+    esc_async *a = arg;
+    for (int i = 0; i < ESC_RECV_PER_CB_MAX && !a->closing; i++) {
+        void *msg = NULL;
+        size_t len = 0;
+        nnx_hdr hdr;
+        hdr.len = 0;
+        int rc = nnx_recv(a->sub, &msg, &len, &hdr);
+        if (rc < 0) {
+            cli_log(&a->opts, 1, "ESC-CLIENT-ROUTES-RECV err=%s", esc_err_name(rc));
+            return;
+        }
+        if (msg == NULL) {
+            return;
+        }
+        rc = wire_decode_route_pub(msg, len, a->scratch);
+        nnx_free(msg);
+        if (rc < 0) {
+            cli_log(&a->opts, 1, "ESC-CLIENT-ROUTES-BAD bytes=%zu err=%s", len, esc_err_name(rc));
+            continue;
+        }
+        /* Only routes we use: a tenant with many items is not mirrored. */
+        if (strcmp(a->scratch->tenant_id, a->opts.tenant_id) != 0 ||
+            cli_route_find(a->routes, a->scratch->item_id) == NULL) {
+            continue;
+        }
+        a->stats.route_pushes++;
+        apply_route(a, a->scratch, true, esc_mono_us());
+    }
+}
+
+/* ---- timer and replies -------------------------------------------------- */
+
+/* c is due and SENT: its frame went unanswered for a resend period. In
+ * routing mode the owner may be gone: the route is fetched again in the
+ * background while the frame is resent (a new route moves the call). */
+static void resend_due(esc_async *a, call *c, int64_t now)
+{
+    if (a->opts.routing && c->kind == CALL_USER) {
+        conn *k = new_owner(a, c);
+        if (k != NULL) {
+            move_to_owner(a, c, k, now);
+        } else if (c->sends > 0) {
+            refresh_bg(a, call_route(a, c), now, true);
+        }
+    }
+    send_frame(a, c, now);
+}
+
 static void timer_cb(uv_timer_t *t)
 {
     esc_async *a = t->data;
@@ -363,22 +1024,56 @@ static void timer_cb(uv_timer_t *t)
     /* Ends: each pass finishes a call or moves its due_us past now. */
     while (!a->closing && a->nheap > 0 && a->heap[0]->due_us <= now) {
         call *c = a->heap[0];
-        if (now >= c->deadline_us) {
-            finish(a, c, c->last_status != 0 ? c->last_status : ESC_ETIMEDOUT, NULL);
+        if (c->phase == PH_DONE) {
+            finish(a, c, c->last_status, NULL);
+        } else if (now >= c->deadline_us) {
+            if (c->kind == CALL_FETCH) {
+                fetch_done(a, c, ESC_ETIMEDOUT);
+            } else {
+                finish(a, c, c->last_status != 0 ? c->last_status : ESC_ETIMEDOUT, NULL);
+            }
+        } else if (c->phase == PH_PARKED) {
+            route_step(a, c, now);
         } else {
-            send_frame(a, c, now);
+            resend_due(a, c, now);
         }
     }
     arm_timer(a);
 }
 
-/* Decodes one reply (msg is transferred: freed here) and completes its call. */
-static void on_reply(esc_async *a, void *msg, size_t len, const nnx_hdr *hdr)
+/* Routing mode: a node's answer that moves the call instead of ending it.
+ * Returns true if c was moved (or answered) here. */
+static bool reroute(esc_async *a, call *c, int status)
+{
+    if (!a->opts.routing) {
+        return false;
+    }
+    int64_t now = esc_mono_us();
+    if (status == ESC_ENOT_OWNER || status == ESC_EFENCED) {
+        cli_route *r = call_route(a, c);
+        if (r != NULL) {
+            r->stale = true;
+        }
+    } else if (status == ESC_ESEGMENT_EMPTY && c->op == WIRE_OP_RESERVE) {
+        c->empties++;
+    } else {
+        return false;
+    }
+    untarget(c);
+    c->phase = PH_PARKED;
+    route_step(a, c, now);
+    arm_timer(a);
+    return true;
+}
+
+/* Decodes one reply that arrived on k (msg is transferred: freed here) and
+ * completes, moves or backs off its call. */
+static void on_reply(esc_async *a, conn *k, void *msg, size_t len, const nnx_hdr *hdr)
 {
     wire_reply rep;
     rep.segs = NULL;
     rep.segs_cap = 0;
-    rep.route = NULL;
+    rep.route = a->scratch; /* NULL in single-node mode: ignored */
     rep.hb = NULL;
     int rc = wire_decode_reply(msg, len, &rep);
     nnx_free(msg);
@@ -387,9 +1082,13 @@ static void on_reply(esc_async *a, void *msg, size_t len, const nnx_hdr *hdr)
         return;
     }
     call *c = find_call(a, rep.corr_id, hdr);
-    if (c == NULL) {
+    if (c == NULL || c->phase != PH_SENT || c->target != k) {
         cli_log(&a->opts, 3, "ESC-CLIENT-LATE corr=%llu status=%s (dropped)",
                 (unsigned long long)rep.corr_id, esc_err_name(rep.status));
+        return;
+    }
+    if (c->kind == CALL_FETCH) {
+        on_fetch_reply(a, c, &rep);
         return;
     }
     int status = cli_reply_status(rep.status, rep.has_hold);
@@ -400,6 +1099,9 @@ static void on_reply(esc_async *a, void *msg, size_t len, const nnx_hdr *hdr)
     if ((status == ESC_EBUSY || status == ESC_EUNAVAILABLE) && backoff(a, c, status)) {
         return;
     }
+    if (reroute(a, c, status)) {
+        return;
+    }
     esc_hold hold;
     if (rep.has_hold) {
         cli_hold_from_wire(&hold, &rep.hold);
@@ -407,44 +1109,69 @@ static void on_reply(esc_async *a, void *msg, size_t len, const nnx_hdr *hdr)
     finish(a, c, status, rep.has_hold ? &hold : NULL);
 }
 
-static void ready_cb(nnx_watch *w, void *arg)
+static void conn_ready_cb(nnx_watch *w, void *arg)
 {
     (void)w;
-    esc_async *a = arg;
+    conn *k = arg;
+    esc_async *a = k->a;
     /* Bounded: NN_RCVFD stays readable while more replies are queued. */
     for (int i = 0; i < ESC_RECV_PER_CB_MAX && !a->closing; i++) {
         void *msg = NULL;
         size_t len = 0;
         nnx_hdr hdr;
         hdr.len = 0;
-        int rc = nnx_recv(a->sock, &msg, &len, &hdr);
+        int rc = nnx_recv(k->sock, &msg, &len, &hdr);
         if (rc < 0) {
-            cli_log(&a->opts, 1, "ESC-CLIENT-RECV err=%s", esc_err_name(rc));
+            cli_log(&a->opts, 1, "ESC-CLIENT-RECV endpoint=%s err=%s", k->url, esc_err_name(rc));
             return;
         }
         if (msg == NULL) {
             return;
         }
-        a->last_reply_us = esc_mono_us();
-        on_reply(a, msg, len, &hdr);
+        k->last_reply_us = esc_mono_us();
+        on_reply(a, k, msg, len, &hdr);
     }
 }
 
 /* ---- life cycle -------------------------------------------------------- */
 
+static void free_all(esc_async *a)
+{
+    for (uint32_t i = 0; i < CLI_CONNS_MAX; i++) {
+        conn *k = a->conns[i];
+        if (k != NULL) {
+            nnx_close(k->sock);
+            free(k);
+        }
+    }
+    nnx_close(a->sub);
+    if (a->routes != NULL) {
+        cli_route_cache_fini(a->routes);
+        free(a->routes);
+    }
+    free(a->scratch);
+    free(a->slots);
+    free(a->free_slots);
+    free(a->heap);
+    if (!a->leaked) {
+        free(a);
+    }
+}
+
 /* Runs from the last close callback: fails what is pending, frees, reports. */
 static void close_done(esc_async *a)
 {
     while (a->nheap > 0) {
-        finish(a, a->heap[a->nheap - 1], ESC_ECLOSED, NULL);
+        call *c = a->heap[a->nheap - 1];
+        if (c->kind == CALL_FETCH) {
+            fetch_done(a, c, ESC_ECLOSED);
+        } else {
+            finish(a, c, ESC_ECLOSED, NULL);
+        }
     }
-    nnx_close(a->sock);
     esc_close_cb cb = a->close_cb;
     void *arg = a->close_arg;
-    free(a->slots);
-    free(a->free_slots);
-    free(a->heap);
-    free(a);
+    free_all(a);
     if (cb != NULL) {
         cb(arg);
     }
@@ -462,45 +1189,80 @@ static void timer_closed(uv_handle_t *h)
     handle_closed(h->data);
 }
 
-static void watch_closed(uv_handle_t *h)
+static void sub_watch_closed(uv_handle_t *h)
 {
     nnx_watch *w = h->data;
     handle_closed(w->arg);
 }
 
-static void free_unstarted(esc_async *a)
+/* Closes every started handle; close_done frees a from the last one. */
+static void close_handles(esc_async *a)
 {
-    nnx_close(a->sock);
-    free(a->slots);
-    free(a->free_slots);
-    free(a->heap);
-    free(a);
+    a->closing = true;
+    (void)uv_timer_stop(&a->timer);
+    uv_close((uv_handle_t *)&a->timer, timer_closed);
+    for (uint32_t i = 0; i < CLI_CONNS_MAX; i++) {
+        if (a->conns[i] != NULL) {
+            nnx_watch_close(&a->conns[i]->watch, conn_watch_closed);
+        }
+    }
+    if (a->sub >= 0 && a->sub_watch.arg == a) {
+        nnx_watch_close(&a->sub_watch, sub_watch_closed);
+    }
 }
 
-/* Socket, connection, watcher, timer. On failure after the watcher started,
- * the client is freed from the loop (a closing handle must outlive close). */
+/* The routes socket: SUB on the coordinator's PUB, topic "<tenant>\0". */
+static int start_sub(esc_async *a)
+{
+    int rc = nnx_open_sub(&a->sub, a->opts.tenant_id, strlen(a->opts.tenant_id) + 1);
+    if (rc < 0) {
+        return rc;
+    }
+    rc = nnx_connect(a->sub, a->opts.routes, NULL);
+    if (rc == 0) {
+        rc = nnx_watch_start(a->loop, &a->sub_watch, a->sub, sub_ready_cb, a);
+        if (rc < 0 && uv_is_closing((uv_handle_t *)&a->sub_watch.poll)) {
+            a->leaked = true; /* libuv still owns the half-started handle's memory */
+        }
+    }
+    if (rc < 0) {
+        a->sub_watch.arg = NULL;
+        return rc;
+    }
+    uv_unref((uv_handle_t *)&a->sub_watch.poll);
+    a->handles_open++;
+    return 0;
+}
+
+/* Timer, the first socket (node or coordinator), the routes socket. */
 static int start_io(esc_async *a)
 {
-    int rc = nnx_open_req(&a->sock);
-    if (rc < 0) {
-        return rc;
-    }
-    rc = nnx_connect(a->sock, a->opts.endpoint, &a->eid);
-    a->last_sent_us = a->last_reply_us = a->last_reconnect_us = esc_mono_us();
-    if (rc < 0) {
-        return rc;
-    }
-    rc = nnx_watch_start(a->loop, &a->watch, a->sock, ready_cb, a);
-    if (rc < 0) {
-        return rc;
-    }
-    uv_unref((uv_handle_t *)&a->watch.poll);
-    a->handles_open = 1;
     if (uv_timer_init(a->loop, &a->timer) != 0) {
         return ESC_EIO;
     }
     a->timer.data = a;
-    a->handles_open = 2;
+    a->handles_open = 1;
+    int rc = conn_open(a, 0, a->opts.endpoint);
+    if (rc == 0 && a->opts.routes[0] != '\0') {
+        rc = start_sub(a);
+    }
+    return rc;
+}
+
+static int routing_init(esc_async *a)
+{
+    a->routes = malloc(sizeof *a->routes);
+    a->scratch = malloc(sizeof *a->scratch);
+    if (a->routes == NULL || a->scratch == NULL) {
+        free(a->routes);
+        a->routes = NULL;
+        return ESC_ENOMEM;
+    }
+    if (cli_route_cache_init(a->routes) < 0) {
+        free(a->routes);
+        a->routes = NULL;
+        return ESC_ENOMEM;
+    }
     return 0;
 }
 
@@ -520,9 +1282,12 @@ int esc_async_new(uv_loop_t *loop, const esc_options *opts, esc_async **out)
     }
     a->loop = loop;
     a->opts = o;
-    a->sock = -1;
+    a->sub = -1;
     a->seq = 1;
     rc = slots_grow(a);
+    if (rc == 0 && o.routing) {
+        rc = routing_init(a);
+    }
     if (rc == 0) {
         rc = start_io(a);
     }
@@ -530,16 +1295,10 @@ int esc_async_new(uv_loop_t *loop, const esc_options *opts, esc_async **out)
         *out = a;
         return 0;
     }
-    if (a->handles_open == 1) {
-        a->closing = true;
-        nnx_watch_close(&a->watch, watch_closed); /* frees a from the loop */
-    } else if (a->sock >= 0 && uv_is_closing((uv_handle_t *)&a->watch.poll)) {
-        /* nnx_watch_start closed a half-started poll handle; libuv still
-         * owns its memory until the next loop turn, so we keep (leak) the
-         * struct rather than free memory the loop will touch. */
-        nnx_close(a->sock);
+    if (a->handles_open > 0) {
+        close_handles(a); /* frees a from the loop */
     } else {
-        free_unstarted(a);
+        free_all(a);
     }
     return rc;
 }
@@ -549,12 +1308,17 @@ void esc_async_close(esc_async *a, esc_close_cb close_cb, void *arg)
     if (a == NULL || a->closing) {
         return;
     }
-    a->closing = true;
     a->close_cb = close_cb;
     a->close_arg = arg;
-    (void)uv_timer_stop(&a->timer);
-    uv_close((uv_handle_t *)&a->timer, timer_closed);
-    nnx_watch_close(&a->watch, watch_closed);
+    close_handles(a);
+}
+
+void esc_async_stats(const esc_async *a, esc_stats *out)
+{
+    if (a == NULL || out == NULL) {
+        return;
+    }
+    *out = a->stats;
 }
 
 size_t cli_async_room(const esc_async *a)
@@ -583,35 +1347,33 @@ static int submit(esc_async *a, wire_request *req, uint32_t deadline_ms, esc_hol
     if (a->closing) {
         return ESC_ECLOSED;
     }
-    uint32_t slot;
-    int rc = slot_take(a, &slot);
+    int64_t now = esc_mono_us();
+    call *c = NULL;
+    int rc = call_new(a, CALL_USER, req, dl_ms, now, &c);
     if (rc < 0) {
         return rc;
     }
-    req->corr_id = (a->seq++ << CLI_SLOT_BITS) | slot;
-    uint8_t buf[CLI_FRAME_BYTES_MAX];
-    size_t len = 0;
-    rc = wire_encode_request(req, buf, sizeof buf, &len);
-    call *c = rc == 0 ? malloc(sizeof *c + len) : NULL;
-    if (c == NULL) {
-        slot_put(a, slot);
-        return rc == 0 ? ESC_ENOMEM : ESC_EINVAL;
-    }
-    memset(c, 0, sizeof *c);
-    c->corr_id = req->corr_id;
-    c->op = req->op;
-    c->qty = req->qty;
     c->cb = cb;
     c->arg = arg;
-    nnx_hdr_request_id(&c->hdr, (uint32_t)(c->corr_id & CLI_REQUEST_ID_MASK));
-    c->len = len;
-    memcpy(c->frame, buf, len);
-    int64_t now = esc_mono_us();
-    c->deadline_us = now + (int64_t)dl_ms * 1000;
-    c->due_us = now;
-    a->slots[slot] = c;
-    heap_push(a, c);
-    send_frame(a, c, now);
+    a->in_api = true;
+    if (a->opts.routing) {
+        if (req->op == WIRE_OP_RESERVE) {
+            c->hash = cli_route_hash(req->tenant_id, req->item_id, req->buyer_id);
+        }
+        route_step(a, c, now);
+    } else {
+        rc = call_encode(c, req);
+        if (rc < 0) {
+            call_free(a, c);
+            a->in_api = false;
+            return rc;
+        }
+        c->target = a->conns[0];
+        c->target->calls++;
+        c->phase = PH_SENT;
+        send_frame(a, c, now);
+    }
+    a->in_api = false;
     arm_timer(a);
     return 0;
 }

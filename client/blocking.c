@@ -234,3 +234,15 @@ int esc_reserve_cart(esc_client *c, const char *buyer_id, const esc_cart_line *l
     }
     return w.status;
 }
+
+int esc_client_stats(esc_client *c, esc_stats *out)
+{
+    if (c == NULL || out == NULL) {
+        return ESC_EINVAL;
+    }
+    if (c->a == NULL) {
+        return ESC_ECLOSED;
+    }
+    esc_async_stats(c->a, out);
+    return 0;
+}

@@ -9,13 +9,23 @@
 
 #include "wire.h"
 
+/* NULL is fine (absent); otherwise 1..CLI_ENDPOINT_LEN_MAX bytes. */
+static bool addr_ok(const char *s)
+{
+    return s == NULL || (s[0] != '\0' && strlen(s) <= CLI_ENDPOINT_LEN_MAX);
+}
+
 int cli_opts_init(cli_opts *out, const esc_options *in)
 {
-    if (in == NULL || in->endpoint == NULL || in->tenant_id == NULL) {
+    if (in == NULL || in->tenant_id == NULL) {
         return ESC_EINVAL;
     }
-    size_t n = strlen(in->endpoint);
-    if (n == 0 || n > CLI_ENDPOINT_LEN_MAX) {
+    /* Exactly one mode; routes belong to the coordinator. */
+    if ((in->endpoint == NULL) == (in->coordinator == NULL) ||
+        (in->routes != NULL && in->coordinator == NULL)) {
+        return ESC_EINVAL;
+    }
+    if (!addr_ok(in->endpoint) || !addr_ok(in->coordinator) || !addr_ok(in->routes)) {
         return ESC_EINVAL;
     }
     if (!wire_id_valid(in->tenant_id, ESC_TENANT_LEN_MAX)) {
@@ -25,7 +35,12 @@ int cli_opts_init(cli_opts *out, const esc_options *in)
         return ESC_EINVAL;
     }
     memset(out, 0, sizeof *out);
-    memcpy(out->endpoint, in->endpoint, n + 1);
+    out->routing = in->coordinator != NULL;
+    const char *ep = out->routing ? in->coordinator : in->endpoint;
+    memcpy(out->endpoint, ep, strlen(ep) + 1);
+    if (in->routes != NULL) {
+        memcpy(out->routes, in->routes, strlen(in->routes) + 1);
+    }
     memcpy(out->tenant_id, in->tenant_id, strlen(in->tenant_id) + 1);
     out->deadline_ms = in->deadline_ms != 0 ? in->deadline_ms : CLI_DEADLINE_MS_DEFAULT;
     out->resend_ms = in->resend_ms != 0 ? in->resend_ms : CLI_RESEND_MS_DEFAULT;

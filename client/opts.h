@@ -10,6 +10,7 @@
 #ifndef ESC_CLIENT_OPTS_H
 #define ESC_CLIENT_OPTS_H
 
+#include <stdbool.h>
 #include <stdint.h>
 
 #include "escrow.h"
@@ -39,7 +40,10 @@
 #define CLI_FRAME_BYTES_MAX 2048
 
 typedef struct cli_opts {
+    bool routing; /* coordinator given: routing mode */
+    /* single-node mode: the node; routing mode: the coordinator */
     char endpoint[CLI_ENDPOINT_LEN_MAX + 1];
+    char routes[CLI_ENDPOINT_LEN_MAX + 1]; /* routing mode: "" = no push stream */
     char tenant_id[ESC_TENANT_LEN_MAX + 1];
     uint32_t deadline_ms; /* never 0 after cli_opts_init */
     uint32_t resend_ms;   /* never 0 after cli_opts_init */
@@ -48,7 +52,9 @@ typedef struct cli_opts {
 } cli_opts;
 
 /* Copies and validates in (borrowed). Returns 0 and fills *out, or
- * ESC_EINVAL (missing endpoint or tenant, bad tenant id, bounds). */
+ * ESC_EINVAL: a missing tenant or bad tenant id, neither or both of
+ * endpoint and coordinator, routes without coordinator, an empty or too
+ * long address, bounds. */
 int cli_opts_init(cli_opts *out, const esc_options *in);
 
 /* Resolves a per-call deadline: 0 means the options' default. Returns 0 and

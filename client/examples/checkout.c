@@ -5,8 +5,12 @@
 
 int main(int argc, char **argv)
 {
-    const char *endpoint = argc > 1 ? argv[1] : "tcp://127.0.0.1:7101";
-    esc_options opts = {.endpoint = endpoint, .tenant_id = "shop-1", .deadline_ms = 2000};
+    /* The coordinator routes each buyer to a segment; its PUB endpoint (optional)
+     * pushes routing changes and the sold-out flag. */
+    esc_options opts = {.coordinator = argc > 1 ? argv[1] : "tcp://127.0.0.1:7000",
+                        .routes = argc > 2 ? argv[2] : NULL,
+                        .tenant_id = "shop-1",
+                        .deadline_ms = 2000};
     esc_client *c;
     int rc = esc_client_new(&opts, &c);
     if (rc != 0) {

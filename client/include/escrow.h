@@ -15,6 +15,38 @@
  *   - asynchronous (esc_async_*): callbacks on the caller's libuv loop, for
  *     thousands of requests in flight from one thread.
  *
+ * Two ways to reach the stock (esc_options):
+ *   - single-node mode (endpoint): every call goes to one segment node;
+ *   - routing mode (coordinator, optionally routes): the library fetches each
+ *     item's routing table from the coordinator (RouteReq), keeps it fresh
+ *     from the coordinator's PUB socket (routes) and talks to the segment
+ *     nodes directly, one socket per node.
+ *
+ * Routing mode, decided behaviour (DESIGN.md section 7, issue 3):
+ *   - reserve: an item whose cached route says sold out is answered
+ *     ESC_ESOLD_OUT at once, with no round trip (esc_stats.sold_out_cached);
+ *     a paused item ESC_EPAUSED; a collapsed item (tail segment) goes to its
+ *     tail; otherwise the buyer goes to one of the item's active segments,
+ *     ordered by segment id, by esc_route_slot(tenant, item, buyer, n). The
+ *     request carries that segment as its hint and keeps its idempotency key
+ *     wherever it goes.
+ *   - ESC_ESEGMENT_EMPTY is never returned: the reserve moves on to the next
+ *     segments in ring order (at most 4 segments per call, each node also
+ *     asks the coordinator for a refill). When every tried segment is empty
+ *     the answer is ESC_ESOLD_OUT if a fresh route (fetched at most 100 ms
+ *     ago, or kept by pushes) says sold out, else ESC_ETRY_LATER (units are
+ *     held, in flight between segments, or elsewhere: retry with the same
+ *     key after a short wait). A route that is not fresh is fetched first.
+ *   - ESC_ENOT_OWNER, ESC_EFENCED or a segment with no owner: the route is
+ *     fetched again (at most once per 50 ms per item) and the call retried,
+ *     same key, inside its deadline. A node that does not answer within
+ *     resend_ms: the route is fetched again and the request resent to the
+ *     owner of the SAME segment (a request in flight never moves to another
+ *     segment: the first may have committed it).
+ *   - confirm/release/extend/get go to the owner of the hold's segment
+ *     (hold_id >> 40); a segment not in the cache is looked up by segment id.
+ *   - carts route each line on its own; all-or-nothing as in single-node mode.
+ *
  * Every function returns 0 or a negative ESC_E* code (escrow_errors.h);
  * esc_strerror() gives a sentence, esc_err_name() the code's name. The
  * library never aborts its host and logs only through the callback given in
@@ -64,13 +96,17 @@ typedef struct esc_hold {
  * only during the call. Runs on the loop's thread. */
 typedef void (*esc_log_fn)(int level, const char *line, void *arg);
 
+/* Exactly one of endpoint and coordinator. Strings are borrowed (copied by
+ * esc_client_new / esc_async_new). */
 typedef struct esc_options {
     const char *
         endpoint; /* segment node, e.g. "tcp://127.0.0.1:7101" or "ipc:///run/esc.sock"; borrowed */
-    const char *tenant_id; /* every request is scoped by it; borrowed */
-    uint32_t deadline_ms;  /* default per-call deadline; 0 = 5000 */
-    uint32_t resend_ms;    /* resend an unanswered request after this long; 0 = 500 */
-    esc_log_fn log_fn;     /* optional; the library is silent without it */
+    const char *coordinator; /* routing mode: the coordinator's request endpoint; borrowed */
+    const char *routes;      /* routing mode, optional: its route PUB endpoint; borrowed */
+    const char *tenant_id;   /* every request is scoped by it; borrowed */
+    uint32_t deadline_ms;    /* default per-call deadline; 0 = 5000 */
+    uint32_t resend_ms;      /* resend an unanswered request after this long; 0 = 500 */
+    esc_log_fn log_fn;       /* optional; the library is silent without it */
     void *log_arg;
 } esc_options;
 
@@ -87,6 +123,22 @@ typedef struct esc_cart_line {
     int64_t qty;
 } esc_cart_line;
 
+/* What a client did so far (counters only grow). */
+typedef struct esc_stats {
+    uint64_t frames_sent;     /* request frames handed to the network, resends included */
+    uint64_t sold_out_cached; /* reserves answered ESC_ESOLD_OUT from a cached route */
+    uint64_t route_fetches;   /* RouteReqs sent to the coordinator (not resends) */
+    uint64_t route_pushes;    /* route updates received for cached items (routes socket) */
+    uint64_t retargets;       /* frames re-encoded for another try: SEGMENT_EMPTY, NOT_OWNER... */
+} esc_stats;
+
+/* The segment slot 0..nslots-1 that routing mode gives (tenant, item, buyer)
+ * when the item has nslots active segments and is not collapsed (slot k is
+ * the k-th active segment by segment id). Stable across versions and
+ * machines; load generators use it to skew demand. 0 when nslots is 0. */
+uint32_t esc_route_slot(const char *tenant_id, const char *item_id, const char *buyer_id,
+                        uint32_t nslots);
+
 /* ---- blocking API ---------------------------------------------------- */
 
 typedef struct esc_client esc_client;
@@ -95,6 +147,8 @@ typedef struct esc_client esc_client;
  * ESC_EINVAL / ESC_ENOMEM / ESC_EIO. */
 int esc_client_new(const esc_options *opts, esc_client **out);
 void esc_client_free(esc_client *c);
+/* Copies the client's counters into *out. Returns 0 or ESC_EINVAL. */
+int esc_client_stats(esc_client *c, esc_stats *out);
 
 /* Each call waits at most deadline_ms (0 = the client's default). On 0 the
  * hold is written to *out; on ESC_EIDEMPOTENCY_MISMATCH and the sold-out
@@ -133,6 +187,8 @@ int esc_async_new(uv_loop_t *loop, const esc_options *opts, esc_async **out);
 /* Fails every pending call with ESC_ECLOSED, then frees the client and calls
  * close_cb (if any) from the loop. */
 void esc_async_close(esc_async *a, esc_close_cb close_cb, void *arg);
+/* Copies the client's counters into *out. */
+void esc_async_stats(const esc_async *a, esc_stats *out);
 
 /* Each returns 0 and calls cb exactly once later, or returns an error and
  * never calls cb. */

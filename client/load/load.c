@@ -15,7 +15,6 @@
 #include <string.h>
 
 #include "clock.h"
-#include "escrow.h"
 
 typedef struct run run;
 
@@ -63,6 +62,28 @@ int load_decide(const load_config *cfg, uint64_t index)
     return u < cfg->confirm + cfg->release ? 1 : 2;
 }
 
+void load_skew_buyer(const load_config *cfg, const char *base, uint64_t pick, char *out, bool *hot)
+{
+    *hot = false;
+    if (cfg->segments == 0) {
+        snprintf(out, ESC_ID_MAX + 1, "%s", base);
+        return;
+    }
+    uint32_t nhot = (uint32_t)(((uint64_t)cfg->segments * cfg->hot_segments_pct + 99) / 100);
+    nhot = nhot == 0 ? 1 : nhot;
+    uint64_t x = splitmix64(cfg->seed ^ splitmix64(pick ^ 0x736b6577ULL));
+    *hot = x % 100 < cfg->hot_pct || nhot >= cfg->segments;
+    uint32_t lo = *hot ? 0 : nhot;
+    uint32_t hi = *hot ? nhot : cfg->segments;
+    for (uint32_t n = 0; n <= LOAD_SKEW_TRIES_MAX; n++) {
+        snprintf(out, ESC_ID_MAX + 1, "%s~%u", base, n);
+        uint32_t slot = esc_route_slot(cfg->tenant_id, cfg->item_id, out, cfg->segments);
+        if (slot >= lo && slot < hi) {
+            return;
+        }
+    }
+}
+
 static void count_error(run *r, int code)
 {
     unsigned idx = code < 0 && code > ESC_E_LAST_ ? (unsigned)-code : 0u;
@@ -93,6 +114,7 @@ static void run_finish(run *r)
     if (r->progress_on) {
         uv_close((uv_handle_t *)&r->progress, noop_closed);
     }
+    esc_async_stats(r->a, &r->st->client);
     esc_async_close(r->a, async_closed, r);
 }
 
@@ -103,7 +125,7 @@ static int reserve_send(buyer *b)
     const load_config *cfg = b->r->cfg;
     esc_reserve_req req = {
         .item_id = cfg->item_id,
-        .buyer_id = cfg->buyer_pool ? b->buyer_id : b->key,
+        .buyer_id = b->buyer_id,
         .qty = cfg->qty,
         .idempotency_key = b->key,
         .ttl_ms = cfg->ttl_ms,
@@ -121,11 +143,18 @@ static void buyer_next(buyer *b)
         b->hold_id = 0;
         b->try_later = 0;
         snprintf(b->key, sizeof b->key, "%s-%" PRIu64, r->cfg->key_prefix, b->index);
+        char base[ESC_ID_MAX + 1];
+        uint64_t pick = b->index;
         if (r->cfg->buyer_pool > 0) {
             /* not prefixed: two load processes with a pool share their buyers */
-            snprintf(b->buyer_id, sizeof b->buyer_id, "buyer-%" PRIu64,
-                     b->index % r->cfg->buyer_pool);
+            pick = b->index % r->cfg->buyer_pool;
+            snprintf(base, sizeof base, "buyer-%" PRIu64, pick);
+        } else {
+            memcpy(base, b->key, sizeof base);
         }
+        bool hot = false;
+        load_skew_buyer(r->cfg, base, pick, b->buyer_id, &hot);
+        r->st->hot_buyers += hot;
         int rc = reserve_send(b);
         if (rc == 0) {
             return;
@@ -265,6 +294,8 @@ static int run_open(uv_loop_t *loop, run *r)
 {
     esc_options opts = {
         .endpoint = r->cfg->endpoint,
+        .coordinator = r->cfg->coordinator,
+        .routes = r->cfg->routes,
         .tenant_id = r->cfg->tenant_id,
         .deadline_ms = r->cfg->deadline_ms,
     };

@@ -19,6 +19,8 @@
 
 #include <uv.h>
 
+#include "escrow.h"
+#include "esc_limits.h"
 #include "hist.h"
 
 /* Bounds of escrow-load's options (argv is validated against them). */
@@ -32,11 +34,19 @@
  * anything else. */
 #define LOAD_ERR_KINDS 32
 
+/* Skewed demand: a buyer id is searched (suffix "~<n>") until it hashes
+ * onto its wanted slots; at most this many candidates per buyer. */
+#define LOAD_SKEW_TRIES_MAX 9999u
+#define LOAD_SKEW_SUFFIX_LEN 5 /* "~9999" */
+#define LOAD_SEGMENTS_MAX ESC_SEGMENTS_PER_ITEM_MAX
+
 typedef struct load_config {
-    const char *endpoint;   /* borrowed */
-    const char *tenant_id;  /* borrowed */
-    const char *item_id;    /* borrowed */
-    const char *key_prefix; /* borrowed; keys are "<prefix>-<index>" */
+    const char *endpoint;    /* borrowed; single-node mode */
+    const char *coordinator; /* borrowed; routing mode (instead of endpoint) */
+    const char *routes;      /* borrowed; routing mode, optional */
+    const char *tenant_id;   /* borrowed */
+    const char *item_id;     /* borrowed */
+    const char *key_prefix;  /* borrowed; keys are "<prefix>-<index>" */
     uint64_t buyers;
     uint32_t concurrency;
     int64_t qty;
@@ -48,7 +58,13 @@ typedef struct load_config {
     uint64_t seed;
     uint32_t try_later_retries;
     uint32_t buyer_pool; /* 0: buyer id = key; N: "buyer-<index % N>" */
-    bool quiet;          /* no progress lines on stderr */
+    /* Skew (segments > 0): hot_pct % of buyers get ids that esc_route_slot
+     * puts on the first hot_segments_pct % of the `segments` slots, the
+     * others on the remaining slots. */
+    uint32_t segments;
+    uint32_t hot_pct;
+    uint32_t hot_segments_pct;
+    bool quiet; /* no progress lines on stderr */
 } load_config;
 
 typedef struct load_stats {
@@ -66,6 +82,8 @@ typedef struct load_stats {
     uint64_t release_errors;
     uint64_t errors_by_kind[LOAD_ERR_KINDS]; /* every failure, every stage */
     hist hold_latency_us;                    /* reserve round trips that got a hold */
+    uint64_t hot_buyers;                     /* skew: buyers whose id lands on a hot slot */
+    esc_stats client;                        /* libescrow's counters at the end */
     double run_s;
 } load_stats;
 
@@ -78,5 +96,11 @@ int load_run(uv_loop_t *loop, const load_config *cfg, load_stats *stats);
 /* Which decision buyer index makes for a hold: 0 confirm, 1 release,
  * 2 abandon. Deterministic in (seed, index). */
 int load_decide(const load_config *cfg, uint64_t index);
+
+/* The skew's buyer id for base (borrowed) into out (ESC_ID_MAX + 1 bytes):
+ * base itself without skew, else "<base>~<n>" for the first n whose slot is
+ * in the wanted range (hot or not, decided from (seed, pick)). Sets *hot.
+ * Deterministic. */
+void load_skew_buyer(const load_config *cfg, const char *base, uint64_t pick, char *out, bool *hot);
 
 #endif

@@ -1,9 +1,13 @@
 /*
- * main.c - escrow-load: replays a flash sale against a segment node.
+ * main.c - escrow-load: replays a flash sale against a segment node
+ * (--endpoint) or a cluster (--coordinator, libescrow's routing mode).
  *
  * Thin: parses argv, runs load_run() on one uv loop, reads the item's
- * counters from PostgreSQL when --dsn is given (counters.c), prints a human
- * summary and one machine-readable RESULT line. Exit status: 0 the run
+ * counters from PostgreSQL when --dsn is given (counters.c; in routing mode
+ * ESCROW_DSN is the default), prints a human summary and one
+ * machine-readable RESULT line. stranded= is the units left available in a
+ * segment, in flight between segments or unallocated when the run ended,
+ * if any buyer was told SOLD_OUT (0 otherwise): a correct sellout leaves 0. Exit status: 0 the run
  * completed (rejections are outcomes, not failures), 1 oversold, conservation
  * violated or the counters could not be read, 2 usage error.
  */
@@ -25,7 +29,8 @@
 static void usage(FILE *f)
 {
     fprintf(f,
-            "usage: escrow-load --endpoint URL [--tenant T] [--item I] [--buyers N]\n"
+            "usage: escrow-load (--endpoint URL | --coordinator URL [--routes URL])\n"
+            "         [--tenant T] [--item I] [--buyers N] [--skew HOT%%:SEGMENTS%% --segments N]\n"
             "         [--concurrency C] [--qty Q] [--think-ms MS] [--confirm P] [--release P]\n"
             "         [--ttl-ms MS] [--deadline-ms MS] [--seed N] [--dsn DSN]\n"
             "         [--key-prefix S] [--buyer-pool N] [--try-later-retries N] [--quiet]\n"
@@ -33,7 +38,11 @@ static void usage(FILE *f)
             "  think-ms 0, confirm 0.7, release 0.2 (the rest abandons its hold), ttl-ms 0\n"
             "  (the item's), deadline-ms 0 (5000), seed 1, key-prefix load-<seed>-<item>,\n"
             "  buyer-pool 0 (every request a different buyer; N: buyer ids \"buyer-<i mod N>\",\n"
-            "  shared by processes: exercises per-buyer maximums), try-later-retries 50\n");
+            "  shared by processes: exercises per-buyer maximums), try-later-retries 50\n"
+            "--coordinator: routing mode (the coordinator's request endpoint; --routes its\n"
+            "  route PUB endpoint); --dsn defaults to $ESCROW_DSN there.\n"
+            "--skew 80:20 --segments 16: 80%% of the buyers get ids that hash onto the first\n"
+            "  20%% of the 16 segment slots (esc_route_slot), the rest onto the others.\n");
 }
 
 static int parse_u64(const char *s, uint64_t lo, uint64_t hi, uint64_t *out)
@@ -71,6 +80,10 @@ typedef struct cli_args {
 
 static const struct option long_opts[] = {
     {"endpoint", required_argument, NULL, 'e'},
+    {"coordinator", required_argument, NULL, 'o'},
+    {"routes", required_argument, NULL, 'u'},
+    {"skew", required_argument, NULL, 'S'},
+    {"segments", required_argument, NULL, 'g'},
     {"tenant", required_argument, NULL, 't'},
     {"item", required_argument, NULL, 'i'},
     {"buyers", required_argument, NULL, 'n'},
@@ -90,6 +103,25 @@ static const struct option long_opts[] = {
     {"help", no_argument, NULL, 'h'},
     {NULL, 0, NULL, 0},
 };
+
+/* "HOT:SEGS", each 1..100 (percent). */
+static int parse_skew(load_config *cfg, const char *v)
+{
+    char *end = NULL;
+    errno = 0;
+    unsigned long hot = strtoul(v, &end, 10);
+    if (errno != 0 || end == v || *end != ':' || hot < 1 || hot > 100 || v[0] == '-') {
+        return -1;
+    }
+    const char *p = end + 1;
+    unsigned long segs = strtoul(p, &end, 10);
+    if (errno != 0 || end == p || *end != '\0' || segs < 1 || segs > 100 || p[0] == '-') {
+        return -1;
+    }
+    cfg->hot_pct = (uint32_t)hot;
+    cfg->hot_segments_pct = (uint32_t)segs;
+    return 0;
+}
 
 static const char *opt_name(int ch)
 {
@@ -124,7 +156,7 @@ static int parse_number(load_config *cfg, int ch, const char *v)
         {'c', 1, LOAD_CONCURRENCY_MAX}, {'q', 1, ESC_QTY_MAX},
         {'T', 0, LOAD_THINK_MS_MAX},    {'L', 0, ESC_TTL_MS_MAX},
         {'D', 0, ESC_DEADLINE_MS_MAX},  {'r', 0, LOAD_TRY_LATER_RETRIES_MAX},
-        {'P', 0, UINT32_MAX},
+        {'P', 0, UINT32_MAX},           {'g', 1, LOAD_SEGMENTS_MAX},
     };
     for (size_t i = 0; i < sizeof bounds / sizeof bounds[0]; i++) {
         if (bounds[i].ch != ch) {
@@ -136,7 +168,7 @@ static int parse_number(load_config *cfg, int ch, const char *v)
         uint32_t *dst[] = {&cfg->concurrency, NULL,
                            &cfg->think_ms,    &cfg->ttl_ms,
                            &cfg->deadline_ms, &cfg->try_later_retries,
-                           &cfg->buyer_pool};
+                           &cfg->buyer_pool,  &cfg->segments};
         if (dst[i] == NULL) {
             cfg->qty = (int64_t)u;
         } else {
@@ -153,6 +185,19 @@ static int parse_opt(cli_args *a, int ch, const char *v)
     switch (ch) {
     case 'e':
         a->cfg.endpoint = v;
+        return 0;
+    case 'o':
+        a->cfg.coordinator = v;
+        return 0;
+    case 'u':
+        a->cfg.routes = v;
+        return 0;
+    case 'S':
+        if (parse_skew(&a->cfg, v) < 0) {
+            fprintf(stderr,
+                    "escrow-load: bad value '%s' for --skew (want HOT%%:SEGMENTS%%, 1..100)\n", v);
+            return -1;
+        }
         return 0;
     case 't':
         a->cfg.tenant_id = v;
@@ -212,9 +257,21 @@ static bool id_valid(const char *s)
 static int check_args(cli_args *a)
 {
     const load_config *c = &a->cfg;
-    if (c->endpoint == NULL) {
-        fprintf(stderr, "escrow-load: --endpoint is required\n");
+    if ((c->endpoint == NULL) == (c->coordinator == NULL)) {
+        fprintf(stderr, "escrow-load: give exactly one of --endpoint and --coordinator\n");
         return -1;
+    }
+    if (c->routes != NULL && c->coordinator == NULL) {
+        fprintf(stderr, "escrow-load: --routes goes with --coordinator\n");
+        return -1;
+    }
+    if ((c->hot_pct != 0) != (c->segments != 0)) {
+        fprintf(stderr, "escrow-load: --skew and --segments go together\n");
+        return -1;
+    }
+    if (c->coordinator != NULL && a->dsn == NULL) {
+        const char *env = getenv("ESCROW_DSN");
+        a->dsn = env != NULL && env[0] != '\0' ? env : NULL;
     }
     if (!id_valid(c->tenant_id) || strlen(c->tenant_id) > ESC_TENANT_LEN_MAX ||
         !id_valid(c->item_id)) {
@@ -236,9 +293,11 @@ static int check_args(cli_args *a)
                  c->item_id);
         a->cfg.key_prefix = a->prefix;
     }
-    if (!id_valid(c->key_prefix) || strlen(c->key_prefix) > PREFIX_LEN_MAX) {
+    /* Skewed buyer ids carry a "~<n>" suffix after the key. */
+    int prefix_max = c->segments != 0 ? PREFIX_LEN_MAX - LOAD_SKEW_SUFFIX_LEN : PREFIX_LEN_MAX;
+    if (!id_valid(c->key_prefix) || strlen(c->key_prefix) > (size_t)prefix_max) {
         fprintf(stderr, "escrow-load: --key-prefix must be printable ASCII, at most %d bytes\n",
-                PREFIX_LEN_MAX);
+                prefix_max);
         return -1;
     }
     return 0;
@@ -287,6 +346,17 @@ static void print_summary(const load_config *c, const load_stats *st)
            st->rejected_try_later, st->try_later_retries);
     printf("  segment empty    %10" PRIu64 "\n", st->rejected_segment_empty);
     printf("  reserve errors   %10" PRIu64 "\n", st->reserve_errors);
+    if (c->coordinator != NULL) {
+        printf("  routing          sold out from cache %" PRIu64 ", route fetches %" PRIu64
+               ", pushes %" PRIu64 ", retargets %" PRIu64 ", frames %" PRIu64 "\n",
+               st->client.sold_out_cached, st->client.route_fetches, st->client.route_pushes,
+               st->client.retargets, st->client.frames_sent);
+    }
+    if (c->segments != 0) {
+        printf("  skew             %" PRIu64 " of %" PRIu64
+               " buyers on the first %u%% of %u slots\n",
+               st->hot_buyers, st->buyers_done, c->hot_segments_pct, c->segments);
+    }
     for (int i = 0; i < LOAD_ERR_KINDS; i++) {
         if (st->errors_by_kind[i] != 0) {
             printf("    %-22s %" PRIu64 "\n", i == 0 ? "UNKNOWN" : esc_err_name(-i),
@@ -301,7 +371,8 @@ static int print_result(const cli_args *a, const load_stats *st)
     char db[256];
     int status = 0;
     if (a->dsn == NULL) {
-        snprintf(db, sizeof db, "total=? sold=? held=? available=? oversold=? conservation=?");
+        snprintf(db, sizeof db,
+                 "total=? sold=? held=? available=? oversold=? conservation=? stranded=?");
         if (!a->cfg.quiet) {
             printf("  no --dsn: stock counters not read from PostgreSQL\n");
         }
@@ -311,26 +382,31 @@ static int print_result(const cli_args *a, const load_stats *st)
         int rc = load_counters_read(a->dsn, a->cfg.tenant_id, a->cfg.item_id, &c, why, sizeof why);
         if (rc < 0) {
             fprintf(stderr, "escrow-load: cannot read counters (%s): %s\n", esc_err_name(rc), why);
-            snprintf(db, sizeof db, "total=? sold=? held=? available=? oversold=? conservation=?");
+            snprintf(db, sizeof db,
+                     "total=? sold=? held=? available=? oversold=? conservation=? stranded=?");
             status = 1;
         } else {
             int64_t over = c.sold + c.held - c.total;
             over = over > 0 ? over : 0;
+            /* Units a buyer could still have had while someone heard SOLD_OUT. */
+            int64_t stranded =
+                st->rejected_sold_out > 0 ? c.available + c.in_flight + c.unallocated : 0;
             snprintf(db, sizeof db,
                      "total=%" PRId64 " sold=%" PRId64 " held=%" PRId64 " available=%" PRId64
-                     " oversold=%" PRId64 " conservation=%s",
-                     c.total, c.sold, c.held, c.available, over, c.ok ? "ok" : "VIOLATED");
+                     " oversold=%" PRId64 " conservation=%s stranded=%" PRId64,
+                     c.total, c.sold, c.held, c.available, over, c.ok ? "ok" : "VIOLATED",
+                     stranded);
             status = over > 0 || !c.ok ? 1 : 0;
         }
     }
     uint64_t errors = st->reserve_errors + st->confirm_errors + st->release_errors;
     printf("RESULT %s holds_ok=%" PRIu64 " holds_per_s=%.0f p50_ms=%.1f p99_ms=%.1f"
            " rejected_sold_out=%" PRIu64 " rejected_try_later=%" PRIu64
-           " rejected_segment_empty=%" PRIu64 " errors=%" PRIu64 "\n",
+           " rejected_segment_empty=%" PRIu64 " errors=%" PRIu64 " sold_out_cached=%" PRIu64 "\n",
            db, st->holds_ok, st->run_s > 0 ? (double)st->holds_ok / st->run_s : 0.0,
            ms(hist_quantile(&st->hold_latency_us, 0.50)),
            ms(hist_quantile(&st->hold_latency_us, 0.99)), st->rejected_sold_out,
-           st->rejected_try_later, st->rejected_segment_empty, errors);
+           st->rejected_try_later, st->rejected_segment_empty, errors, st->client.sold_out_cached);
     return status;
 }
 

@@ -6,6 +6,12 @@
  * answers by item name: "drop-first" ignores a request's first copy,
  * "busy-first" answers ESC_EBUSY first, "dup" answers twice, "sold-out",
  * "proto0" answers ESC_EPROTO with corr_id 0, "silent" never answers.
+ * The same fake plays the coordinator for routing mode: a RouteReq gets a
+ * route of 3 active segments (ids 3, 1, 2) all served by the fake itself,
+ * sold out for "rt-sold", paused for "rt-paused", UNKNOWN_ITEM for
+ * "rt-unknown"; by segment id only segment 1 is known (item "rt-ok"). As a
+ * node it answers "rt-empty" SEGMENT_EMPTY and the first "rt-notowner"
+ * NOT_OWNER. The route module (route.c) is tested without sockets.
  */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -21,7 +27,9 @@
 #include "clock.h"
 #include "escrow.h"
 #include "nnx.h"
+#include "opts.h"
 #include "req.h"
+#include "route.h"
 #include "wire.h"
 
 #define SEEN_MAX 256
@@ -41,6 +49,14 @@ typedef struct fake {
     uint64_t next_hold;
     _Atomic int releases;
     _Atomic int requests;
+    _Atomic int routes_asked;
+    _Atomic int reserves;
+    _Atomic int notowner_left;
+    uint64_t empty_hints[SEEN_MAX];
+    _Atomic int nempty;
+    uint64_t ok_hints[SEEN_MAX];
+    _Atomic int nok;
+    wire_route route;
 } fake;
 
 static bool first_time(fake *f, uint64_t corr_id)
@@ -68,9 +84,66 @@ static void fake_hold(fake *f, const wire_request *req, wire_reply *rep, int sta
     rep->hold.expires_at_ms = 1234;
 }
 
+/* The coordinator's side: a RouteReq. */
+static int fake_route(fake *f, const wire_request *req, wire_reply *rep)
+{
+    f->routes_asked++;
+    const char *item = req->item_id[0] != '\0' ? req->item_id : "rt-ok";
+    if ((req->item_id[0] == '\0' && req->segment_id != 1) || strcmp(item, "rt-unknown") == 0) {
+        rep->status = req->item_id[0] == '\0' ? ESC_ENOT_FOUND : ESC_EUNKNOWN_ITEM;
+        return 1;
+    }
+    wire_route *r = &f->route;
+    memset(r, 0, sizeof *r);
+    snprintf(r->tenant_id, sizeof r->tenant_id, "%s", req->tenant_id);
+    snprintf(r->item_id, sizeof r->item_id, "%s", item);
+    r->version = 100 + (uint64_t)f->routes_asked;
+    r->sold_out = strcmp(item, "rt-sold") == 0;
+    r->paused = strcmp(item, "rt-paused") == 0;
+    const uint64_t ids[] = {3, 1, 2};
+    r->nsegs = 3;
+    for (int i = 0; i < 3; i++) {
+        r->segs[i].segment_id = ids[i];
+        r->segs[i].epoch = 1;
+        r->segs[i].state = WIRE_SEG_ACTIVE;
+        snprintf(r->segs[i].endpoint, sizeof r->segs[i].endpoint, "%s", f->url);
+    }
+    rep->route = r;
+    return 1;
+}
+
+/* A node's answers to routed reserves ("rt-*"); -1 when not one of those. */
+static int fake_routed_reserve(fake *f, const wire_request *req, wire_reply *rep)
+{
+    if (strncmp(req->item_id, "rt-", 3) != 0) {
+        return -1;
+    }
+    if (strcmp(req->item_id, "rt-empty") == 0) {
+        if (f->nempty < SEEN_MAX) {
+            f->empty_hints[f->nempty] = req->segment_id;
+            f->nempty++;
+        }
+        rep->status = ESC_ESEGMENT_EMPTY;
+        return 1;
+    }
+    if (strcmp(req->item_id, "rt-notowner") == 0 && f->notowner_left > 0) {
+        f->notowner_left--;
+        rep->status = ESC_ENOT_OWNER;
+        return 1;
+    }
+    if (strcmp(req->item_id, "rt-ok") == 0 && f->nok < SEEN_MAX) {
+        f->ok_hints[f->nok] = req->segment_id;
+        f->nok++;
+    }
+    return -1;
+}
+
 /* Fills rep; returns how many copies to send. */
 static int fake_answer(fake *f, const wire_request *req, wire_reply *rep)
 {
+    if (req->op == WIRE_OP_ROUTE) {
+        return fake_route(f, req, rep);
+    }
     bool first = first_time(f, req->corr_id);
     if (req->op == WIRE_OP_RELEASE) {
         f->releases++;
@@ -80,6 +153,11 @@ static int fake_answer(fake *f, const wire_request *req, wire_reply *rep)
     if (req->op != WIRE_OP_RESERVE) {
         fake_hold(f, req, rep, req->op == WIRE_OP_CONFIRM ? WIRE_HOLD_CONVERTED : WIRE_HOLD_HELD);
         return 1;
+    }
+    f->reserves++;
+    int routed = fake_routed_reserve(f, req, rep);
+    if (routed >= 0) {
+        return routed;
     }
     if (strcmp(req->item_id, "silent") == 0 || (strcmp(req->item_id, "drop-first") == 0 && first)) {
         return 0;
@@ -474,6 +552,451 @@ static void test_against_fake_node(void **state)
     fake_finish(&f);
 }
 
+/* ---- routing mode: options ------------------------------------------- */
+
+static void test_routing_options(void **state)
+{
+    (void)state;
+    esc_options both = {
+        .endpoint = "ipc:///tmp/a", .coordinator = "ipc:///tmp/c", .tenant_id = "t1"};
+    esc_options neither = {.tenant_id = "t1"};
+    esc_options routes_only = {
+        .endpoint = "ipc:///tmp/a", .routes = "ipc:///tmp/r", .tenant_id = "t1"};
+    esc_options empty = {.coordinator = "", .tenant_id = "t1"};
+    esc_options empty_routes = {.coordinator = "ipc:///tmp/c", .routes = "", .tenant_id = "t1"};
+    char long_url[CLI_ENDPOINT_LEN_MAX + 2];
+    memset(long_url, 'u', sizeof long_url - 1);
+    long_url[sizeof long_url - 1] = '\0';
+    esc_options too_long = {.coordinator = long_url, .tenant_id = "t1"};
+    cli_opts o;
+    assert_int_equal(cli_opts_init(&o, &both), ESC_EINVAL);
+    assert_int_equal(cli_opts_init(&o, &neither), ESC_EINVAL);
+    assert_int_equal(cli_opts_init(&o, &routes_only), ESC_EINVAL);
+    assert_int_equal(cli_opts_init(&o, &empty), ESC_EINVAL);
+    assert_int_equal(cli_opts_init(&o, &empty_routes), ESC_EINVAL);
+    assert_int_equal(cli_opts_init(&o, &too_long), ESC_EINVAL);
+    esc_options good = {.coordinator = "ipc:///tmp/c", .routes = "ipc:///tmp/r", .tenant_id = "t1"};
+    assert_int_equal(cli_opts_init(&o, &good), 0);
+    assert_true(o.routing);
+    assert_string_equal(o.endpoint, "ipc:///tmp/c");
+    assert_string_equal(o.routes, "ipc:///tmp/r");
+    esc_options single = {.endpoint = "ipc:///tmp/a", .tenant_id = "t1"};
+    assert_int_equal(cli_opts_init(&o, &single), 0);
+    assert_false(o.routing);
+    assert_string_equal(o.routes, "");
+
+    uv_loop_t loop;
+    assert_int_equal(uv_loop_init(&loop), 0);
+    esc_async *a = NULL;
+    assert_int_equal(esc_async_new(&loop, &both, &a), ESC_EINVAL);
+    assert_null(a);
+    esc_options bad_routes = {
+        .coordinator = "ipc:///tmp/c", .routes = "nonsense://x", .tenant_id = "t1"};
+    assert_int_equal(esc_async_new(&loop, &bad_routes, &a), ESC_EINVAL);
+    assert_null(a);
+    assert_int_equal(esc_async_new(&loop, &good, &a), 0);
+    esc_stats st;
+    memset(&st, 0xff, sizeof st);
+    esc_async_stats(a, &st);
+    assert_int_equal(st.frames_sent, 0);
+    assert_int_equal(st.route_fetches, 0);
+    assert_int_equal(st.sold_out_cached, 0);
+    close_async(&loop, a);
+    assert_int_equal(uv_loop_close(&loop), 0);
+}
+
+/* ---- routing mode: the pure route module ------------------------------ */
+
+static void test_route_hash(void **state)
+{
+    (void)state;
+    /* Stable: these values are part of the contract (load generators skew
+     * demand with them); a change here breaks every deployed skew. */
+    uint64_t h = cli_route_hash("t1", "flash", "buyer-1");
+    assert_true(h == cli_route_hash("t1", "flash", "buyer-1"));
+    assert_int_equal(esc_route_slot("t1", "flash", "buyer-1", 16), (uint32_t)(h % 16));
+    /* The NUL separators: moving a byte across a boundary changes the hash. */
+    assert_true(cli_route_hash("ab", "c", "d") != cli_route_hash("a", "bc", "d"));
+    assert_true(cli_route_hash("t1", "flash", "b") != cli_route_hash("t1", "flashb", ""));
+    assert_int_equal(esc_route_slot("t1", "flash", "b", 0), 0);
+    assert_int_equal(esc_route_slot("t1", "flash", "b", 1), 0);
+    /* Spread: 16,000 buyers over 16 slots, each within 1000 +- 15%. */
+    uint32_t count[16] = {0};
+    char buyer[32];
+    for (int i = 0; i < 16000; i++) {
+        snprintf(buyer, sizeof buyer, "buyer-%d", i);
+        uint32_t slot = esc_route_slot("t1", "flash", buyer, 16);
+        assert_true(slot < 16);
+        count[slot]++;
+    }
+    for (int i = 0; i < 16; i++) {
+        assert_in_range(count[i], 850, 1150);
+    }
+    /* Another item spreads the same buyers differently. */
+    int same = 0;
+    for (int i = 0; i < 1000; i++) {
+        snprintf(buyer, sizeof buyer, "buyer-%d", i);
+        same += esc_route_slot("t1", "flash", buyer, 16) == esc_route_slot("t1", "tee", buyer, 16);
+    }
+    assert_in_range(same, 20, 120); /* ~1000/16 by chance */
+}
+
+static void route_of(wire_route *w, const char *item, uint64_t version)
+{
+    memset(w, 0, sizeof *w);
+    snprintf(w->tenant_id, sizeof w->tenant_id, "t1");
+    snprintf(w->item_id, sizeof w->item_id, "%s", item);
+    w->version = version;
+}
+
+static void seg_of(wire_route *w, uint64_t id, uint32_t state, const char *ep)
+{
+    wire_route_seg *s = &w->segs[w->nsegs++];
+    s->segment_id = id;
+    s->epoch = 7;
+    s->state = state;
+    snprintf(s->endpoint, sizeof s->endpoint, "%s", ep);
+}
+
+static uint64_t picked(const cli_route *r, uint64_t hash, uint32_t empties)
+{
+    const cli_rseg *s = NULL;
+    if (cli_route_pick_reserve(r, hash, empties, &s) != CLI_PICK_SEND) {
+        return 0;
+    }
+    return s->segment_id;
+}
+
+static void test_route_pick(void **state)
+{
+    (void)state;
+    static wire_route w;
+    static cli_route_cache rc;
+    assert_int_equal(cli_route_cache_init(&rc), 0);
+    route_of(&w, "i", 5);
+    seg_of(&w, 50, WIRE_SEG_ACTIVE, "tcp://a:1");
+    seg_of(&w, 30, WIRE_SEG_ACTIVE, "tcp://b:1");
+    seg_of(&w, 90, WIRE_SEG_DRAINING, "tcp://a:1");
+    seg_of(&w, 70, WIRE_SEG_ACTIVE, "");
+    seg_of(&w, 10, WIRE_SEG_ACTIVE, "tcp://b:1");
+    cli_route *r = NULL;
+    assert_int_equal(cli_route_apply(&rc, &w, false, 1000, NULL, NULL, &r), CLI_ROUTE_NEW);
+    assert_int_equal(r->nsegs, 5);
+    assert_int_equal(r->nactive, 4);
+    assert_int_equal(r->segs[0].segment_id, 10); /* sorted */
+    assert_int_equal(r->segs[4].segment_id, 90);
+    assert_int_equal(cli_route_tries(r), 4);
+    /* active in id order: 10 30 50 70; hash % 4 picks the start, then ring order */
+    assert_int_equal(picked(r, 0, 0), 10);
+    assert_int_equal(picked(r, 0, 1), 30);
+    assert_int_equal(picked(r, 0, 2), 50);
+    assert_int_equal(picked(r, 5, 0), 30);
+    assert_int_equal(picked(r, 6, 2), 10); /* 50, 70, then 10 */
+    const cli_rseg *s = NULL;
+    assert_int_equal(cli_route_pick_reserve(r, 3, 0, &s), CLI_PICK_REFRESH); /* 70: no owner */
+    assert_int_equal(cli_route_pick_reserve(r, 0, 4, &s), CLI_PICK_EXHAUSTED);
+    assert_int_equal(cli_route_pick_reserve(r, 1, 4, &s), CLI_PICK_EXHAUSTED);
+    assert_string_equal(cli_route_node_url(&rc, r->segs[0].node), "tcp://b:1");
+    assert_int_equal(r->segs[3].node, CLI_NODE_NONE);
+    assert_true(r->segs[1].node == r->segs[0].node); /* one slot per endpoint */
+
+    /* collapsed: the tail only, even though it is draining; one try */
+    route_of(&w, "i", 6);
+    w.tail_segment = 90;
+    seg_of(&w, 90, WIRE_SEG_DRAINING, "tcp://a:1");
+    seg_of(&w, 30, WIRE_SEG_DRAINING, "tcp://b:1");
+    assert_int_equal(cli_route_apply(&rc, &w, false, 2000, NULL, NULL, &r), CLI_ROUTE_NEW);
+    assert_int_equal(cli_route_tries(r), 1);
+    for (uint64_t h = 0; h < 8; h++) {
+        assert_int_equal(picked(r, h, 0), 90);
+    }
+    assert_int_equal(cli_route_pick_reserve(r, 0, 1, &s), CLI_PICK_EXHAUSTED);
+    /* a tail the route does not list, or no active segment: refresh */
+    w.tail_segment = 91;
+    w.version = 7;
+    assert_int_equal(cli_route_apply(&rc, &w, false, 3000, NULL, NULL, &r), CLI_ROUTE_NEW);
+    assert_int_equal(cli_route_pick_reserve(r, 0, 0, &s), CLI_PICK_REFRESH);
+    w.tail_segment = 0;
+    w.version = 8;
+    assert_int_equal(cli_route_apply(&rc, &w, false, 3000, NULL, NULL, &r), CLI_ROUTE_NEW);
+    assert_int_equal(cli_route_pick_reserve(r, 0, 0, &s), CLI_PICK_REFRESH);
+    /* sold out beats paused beats everything: no round trip */
+    w.version = 9;
+    w.paused = true;
+    assert_int_equal(cli_route_apply(&rc, &w, false, 3000, NULL, NULL, &r), CLI_ROUTE_NEW);
+    assert_int_equal(cli_route_pick_reserve(r, 0, 0, &s), CLI_PICK_PAUSED);
+    w.version = 10;
+    w.sold_out = true;
+    assert_int_equal(cli_route_apply(&rc, &w, false, 3000, NULL, NULL, &r), CLI_ROUTE_NEW);
+    assert_int_equal(cli_route_pick_reserve(r, 0, 0, &s), CLI_PICK_SOLD_OUT);
+    assert_int_equal(cli_route_pick_reserve(r, 0, 9, &s), CLI_PICK_SOLD_OUT);
+    cli_route_cache_fini(&rc);
+}
+
+static void test_route_versions(void **state)
+{
+    (void)state;
+    static wire_route w;
+    static cli_route_cache rc;
+    assert_int_equal(cli_route_cache_init(&rc), 0);
+    route_of(&w, "i", 5);
+    seg_of(&w, 2, WIRE_SEG_ACTIVE, "tcp://a:1");
+    seg_of(&w, 1, WIRE_SEG_ACTIVE, "tcp://b:1");
+    cli_route *r = NULL;
+    assert_int_equal(cli_route_apply(&rc, &w, false, 1000, NULL, NULL, &r), CLI_ROUTE_NEW);
+    r->stale = true;
+    assert_ptr_equal(cli_route_find(&rc, "i"), r);
+    assert_null(cli_route_find(&rc, "j"));
+    assert_ptr_equal(cli_route_find_seg(&rc, 2)->route, r);
+    assert_null(cli_route_find_seg(&rc, 3));
+    /* older: ignored, nothing changes */
+    w.version = 4;
+    w.sold_out = true;
+    cli_route *r2 = NULL;
+    assert_int_equal(cli_route_apply(&rc, &w, false, 1500, NULL, NULL, &r2), CLI_ROUTE_OLDER);
+    assert_false(cli_route_find(&rc, "i")->sold_out);
+    /* same version: a push refreshes pushed_us only, a fetch clears stale */
+    w.version = 5;
+    assert_int_equal(cli_route_apply(&rc, &w, true, 1600, NULL, NULL, &r2), CLI_ROUTE_SAME);
+    assert_ptr_equal(r2, r);
+    assert_true(r->stale);
+    assert_int_equal(r->pushed_us, 1600);
+    assert_false(r->sold_out); /* same version: the content is not re-read */
+    assert_int_equal(cli_route_apply(&rc, &w, false, 1700, NULL, NULL, &r2), CLI_ROUTE_SAME);
+    assert_false(r->stale);
+    assert_int_equal(r->fetched_us, 1700);
+    /* newer (pushed): replaces; segment 1 moved to a new node, segment 2 left */
+    route_of(&w, "i", 6);
+    seg_of(&w, 1, WIRE_SEG_ACTIVE, "tcp://c:1");
+    seg_of(&w, 4, WIRE_SEG_ACTIVE, "tcp://a:1");
+    r->next_fetch_us = 4242;
+    assert_int_equal(cli_route_apply(&rc, &w, true, 2000, NULL, NULL, &r), CLI_ROUTE_NEW);
+    assert_int_equal(r->version, 6);
+    assert_int_equal(r->pushed_us, 2000);
+    assert_int_equal(r->fetched_us, 0);
+    assert_int_equal(r->next_fetch_us, 4242); /* the rate limit survives */
+    assert_false(r->stale);
+    assert_null(cli_route_find_seg(&rc, 2));
+    assert_string_equal(cli_route_node_url(&rc, cli_route_find_seg(&rc, 1)->node), "tcp://c:1");
+    assert_int_equal(rc.count, 1);
+    /* "tcp://b:1" is referenced no more; "tcp://a:1" kept its slot */
+    uint32_t a_slot = cli_route_find_seg(&rc, 4)->node;
+    assert_int_equal(rc.node_refs[a_slot], 1);
+    for (uint32_t i = 0; i < CLI_NODES_MAX; i++) {
+        if (strcmp(rc.nodes[i], "tcp://b:1") == 0) {
+            assert_int_equal(rc.node_refs[i], 0);
+        }
+    }
+    /* a segment listed twice: refused, the cache unchanged */
+    route_of(&w, "i", 7);
+    seg_of(&w, 1, WIRE_SEG_ACTIVE, "tcp://a:1");
+    seg_of(&w, 1, WIRE_SEG_ACTIVE, "tcp://a:1");
+    assert_int_equal(cli_route_apply(&rc, &w, false, 3000, NULL, NULL, &r2), ESC_EPROTO);
+    assert_int_equal(cli_route_find(&rc, "i")->version, 6);
+    assert_int_equal(rc.node_refs[a_slot], 1);
+    cli_route_cache_fini(&rc);
+}
+
+static void test_route_verdict(void **state)
+{
+    (void)state;
+    static wire_route w;
+    static cli_route_cache rc;
+    assert_int_equal(cli_route_cache_init(&rc), 0);
+    route_of(&w, "i", 1);
+    seg_of(&w, 1, WIRE_SEG_ACTIVE, "tcp://a:1");
+    cli_route *r = NULL;
+    int64_t t = 10000000;
+    assert_int_equal(cli_route_apply(&rc, &w, false, t, NULL, NULL, &r), CLI_ROUTE_NEW);
+    assert_int_equal(cli_route_verdict(r, t + CLI_ROUTE_FRESH_US), ESC_ETRY_LATER);
+    assert_int_equal(cli_route_verdict(r, t + CLI_ROUTE_FRESH_US + 1), 1); /* fetch first */
+    w.version = 2;
+    w.sold_out = true;
+    assert_int_equal(cli_route_apply(&rc, &w, false, t, NULL, NULL, &r), CLI_ROUTE_NEW);
+    assert_int_equal(cli_route_verdict(r, t + 50000), ESC_ESOLD_OUT);
+    assert_int_equal(cli_route_verdict(r, t + 200000), 1);
+    /* kept by pushes: fresh while the stream is alive */
+    w.version = 3;
+    assert_int_equal(cli_route_apply(&rc, &w, true, t, NULL, NULL, &r), CLI_ROUTE_NEW);
+    assert_int_equal(cli_route_verdict(r, t + CLI_ROUTE_PUSH_ALIVE_US), ESC_ESOLD_OUT);
+    assert_int_equal(cli_route_verdict(r, t + CLI_ROUTE_PUSH_ALIVE_US + 1), 1);
+    cli_route_cache_fini(&rc);
+}
+
+static bool never_idle(uint32_t idx, void *arg)
+{
+    (void)idx;
+    (*(int *)arg)++;
+    return false;
+}
+
+static void test_route_bounds(void **state)
+{
+    (void)state;
+    static wire_route w;
+    static cli_route_cache rc;
+    assert_int_equal(cli_route_cache_init(&rc), 0);
+    char item[32];
+    cli_route *r = NULL;
+    /* CLI_ROUTES_MAX + 1 items: the least recently updated is dropped */
+    for (uint32_t i = 0; i <= CLI_ROUTES_MAX; i++) {
+        snprintf(item, sizeof item, "item-%u", i);
+        route_of(&w, item, 1);
+        seg_of(&w, 1000 + i, WIRE_SEG_ACTIVE, "tcp://a:1");
+        assert_int_equal(cli_route_apply(&rc, &w, false, 1, NULL, NULL, &r), CLI_ROUTE_NEW);
+    }
+    assert_int_equal(rc.count, CLI_ROUTES_MAX);
+    assert_null(cli_route_find(&rc, "item-0"));
+    assert_null(cli_route_find_seg(&rc, 1000));
+    assert_non_null(cli_route_find(&rc, "item-1"));
+    assert_int_equal(rc.node_refs[cli_route_find_seg(&rc, 1001)->node], CLI_ROUTES_MAX);
+    cli_route_cache_fini(&rc);
+
+    /* CLI_NODES_MAX endpoints: one more is ownerless (slots in use) */
+    assert_int_equal(cli_route_cache_init(&rc), 0);
+    route_of(&w, "wide", 1);
+    for (uint32_t i = 0; i <= CLI_NODES_MAX; i++) {
+        char ep[32];
+        snprintf(ep, sizeof ep, "tcp://n%u:1", i);
+        seg_of(&w, i + 1, WIRE_SEG_ACTIVE, ep);
+    }
+    assert_int_equal(cli_route_apply(&rc, &w, false, 1, NULL, NULL, &r), CLI_ROUTE_NEW);
+    assert_int_equal(cli_route_find_seg(&rc, CLI_NODES_MAX + 1)->node, CLI_NODE_NONE);
+    assert_int_equal(cli_route_find_seg(&rc, CLI_NODES_MAX)->node, CLI_NODES_MAX - 1);
+    /* while the old route holds every slot, a new endpoint has none */
+    route_of(&w, "wide", 2);
+    seg_of(&w, 1, WIRE_SEG_ACTIVE, "tcp://other:1");
+    int asked = 0;
+    assert_int_equal(cli_route_apply(&rc, &w, false, 2, never_idle, &asked, &r), CLI_ROUTE_NEW);
+    assert_int_equal(cli_route_find_seg(&rc, 1)->node, CLI_NODE_NONE);
+    assert_int_equal(asked, 0);
+    /* unreferenced slots are reused only when the engine says their socket is idle */
+    w.version = 3;
+    assert_int_equal(cli_route_apply(&rc, &w, false, 3, never_idle, &asked, &r), CLI_ROUTE_NEW);
+    assert_int_equal(cli_route_find_seg(&rc, 1)->node, CLI_NODE_NONE);
+    assert_int_equal(asked, CLI_NODES_MAX);
+    w.version = 4;
+    assert_int_equal(cli_route_apply(&rc, &w, false, 4, NULL, NULL, &r), CLI_ROUTE_NEW);
+    assert_string_equal(cli_route_node_url(&rc, cli_route_find_seg(&rc, 1)->node), "tcp://other:1");
+    cli_route_cache_fini(&rc);
+}
+
+/* ---- routing mode against the fake (coordinator and node in one) ------ */
+
+static void run_for_ms(uv_loop_t *loop, int ms)
+{
+    int64_t until = esc_mono_us() + (int64_t)ms * 1000;
+    while (esc_mono_us() < until) {
+        (void)uv_run(loop, UV_RUN_NOWAIT);
+    }
+}
+
+static int reserve_routed(uv_loop_t *loop, esc_async *a, const char *item, const char *buyer,
+                          const char *key, result *r)
+{
+    memset(r, 0, sizeof *r);
+    esc_reserve_req req = {.item_id = item, .buyer_id = buyer, .qty = 1, .idempotency_key = key};
+    assert_int_equal(esc_async_reserve(a, &req, 0, hold_cb, r), 0);
+    assert_int_equal(r->calls, 0); /* never from inside the call */
+    run_until(loop, &r->calls, 1);
+    return r->status;
+}
+
+static void test_routing_against_fake(void **state)
+{
+    (void)state;
+    static fake f;
+    fake_start(&f);
+    f.notowner_left = 1;
+    uv_loop_t loop;
+    assert_int_equal(uv_loop_init(&loop), 0);
+    esc_options o = {
+        .coordinator = f.url, .tenant_id = "t1", .deadline_ms = 2000, .resend_ms = 250};
+    esc_async *a = NULL;
+    assert_int_equal(esc_async_new(&loop, &o, &a), 0);
+    result r;
+    /* active segments in id order: 1 2 3; the buyer's slot picks one */
+    assert_int_equal(reserve_routed(&loop, a, "rt-ok", "b1", "k1", &r), 0);
+    assert_int_equal(r.hold.state, ESC_HOLD_HELD);
+    uint64_t hold_id = r.hold.hold_id;
+    assert_int_equal(f.routes_asked, 1);
+    assert_int_equal(f.nok, 1);
+    assert_int_equal(f.ok_hints[0], 1 + esc_route_slot("t1", "rt-ok", "b1", 3));
+    assert_int_equal(reserve_routed(&loop, a, "rt-ok", "b2", "k2", &r), 0);
+    assert_int_equal(f.routes_asked, 1); /* cached */
+    assert_int_equal(f.ok_hints[1], 1 + esc_route_slot("t1", "rt-ok", "b2", 3));
+
+    /* sold out: the first asks the coordinator, the second not even that */
+    int reserves = f.reserves;
+    assert_int_equal(reserve_routed(&loop, a, "rt-sold", "b1", "k3", &r), ESC_ESOLD_OUT);
+    assert_int_equal(reserve_routed(&loop, a, "rt-sold", "b2", "k4", &r), ESC_ESOLD_OUT);
+    assert_int_equal(f.routes_asked, 2);
+    assert_int_equal(f.reserves, reserves);
+    esc_stats st;
+    esc_async_stats(a, &st);
+    assert_int_equal(st.sold_out_cached, 2);
+    assert_int_equal(st.route_fetches, 2);
+    assert_int_equal(reserve_routed(&loop, a, "rt-paused", "b1", "k5", &r), ESC_EPAUSED);
+    assert_int_equal(reserve_routed(&loop, a, "rt-unknown", "b1", "k6", &r), ESC_EUNKNOWN_ITEM);
+    assert_int_equal(f.reserves, reserves);
+
+    /* SEGMENT_EMPTY everywhere: 3 segments in ring order, then TRY_LATER
+     * (the route is fresh and not sold out) */
+    assert_int_equal(reserve_routed(&loop, a, "rt-empty", "b7", "k7", &r), ESC_ETRY_LATER);
+    assert_int_equal(f.nempty, 3);
+    uint32_t start = esc_route_slot("t1", "rt-empty", "b7", 3);
+    for (uint32_t i = 0; i < 3; i++) {
+        assert_int_equal(f.empty_hints[i], 1 + (start + i) % 3);
+    }
+
+    /* NOT_OWNER: the route is fetched again (after the 50 ms rate limit),
+     * the same key retried */
+    int asked = f.routes_asked;
+    assert_int_equal(reserve_routed(&loop, a, "rt-notowner", "b1", "k8", &r), 0);
+    assert_int_equal(f.routes_asked, asked + 2);
+    assert_int_equal(f.notowner_left, 0);
+
+    /* confirm goes to the owner of the hold's segment, known from the cache */
+    asked = f.routes_asked;
+    memset(&r, 0, sizeof r);
+    assert_int_equal(esc_async_confirm(a, hold_id, 0, 0, hold_cb, &r), 0);
+    run_until(&loop, &r.calls, 1);
+    assert_int_equal(r.status, 0);
+    assert_int_equal(r.hold.state, ESC_HOLD_CONVERTED);
+    assert_int_equal(f.routes_asked, asked);
+
+    /* a cart routes each line; a sold-out line releases the other's hold */
+    int releases = f.releases;
+    esc_cart_line lines[] = {{"rt-ok", 1}, {"rt-sold", 1}};
+    result cr = {0};
+    assert_int_equal(esc_async_reserve_cart(a, "b9", lines, 2, "cart-r", 0, 0, cart_cb, &cr), 0);
+    run_until(&loop, &cr.calls, 1);
+    assert_int_equal(cr.status, ESC_ESOLD_OUT);
+    assert_int_equal(cr.failed_line, 1);
+    assert_int_equal(f.releases, releases + 1);
+    esc_async_stats(a, &st);
+    assert_true(st.frames_sent >= 12);
+    assert_true(st.retargets >= 3);
+    close_async(&loop, a);
+    run_for_ms(&loop, 10);
+    assert_int_equal(uv_loop_close(&loop), 0);
+
+    /* a new (blocking) client: the hold's segment is looked up by id */
+    esc_client *c = NULL;
+    assert_int_equal(esc_client_new(&o, &c), 0);
+    asked = f.routes_asked;
+    esc_hold h;
+    assert_int_equal(esc_get(c, 1ULL << 40 | 5, 0, &h), 0);
+    assert_int_equal(h.hold_id, 1ULL << 40 | 5);
+    assert_int_equal(f.routes_asked, asked + 1);
+    assert_int_equal(esc_get(c, 9ULL << 40 | 5, 0, &h), ESC_ENOT_FOUND);
+    assert_int_equal(f.routes_asked, asked + 2);
+    assert_int_equal(esc_client_stats(c, &st), 0);
+    assert_int_equal(st.route_fetches, 2);
+    esc_client_free(c);
+    fake_finish(&f);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -483,6 +1006,13 @@ int main(void)
         cmocka_unit_test(test_req_and_reply_mapping),
         cmocka_unit_test(test_deadline_nobody_listening),
         cmocka_unit_test(test_against_fake_node),
+        cmocka_unit_test(test_routing_options),
+        cmocka_unit_test(test_route_hash),
+        cmocka_unit_test(test_route_pick),
+        cmocka_unit_test(test_route_versions),
+        cmocka_unit_test(test_route_verdict),
+        cmocka_unit_test(test_route_bounds),
+        cmocka_unit_test(test_routing_against_fake),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
