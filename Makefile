@@ -1,7 +1,9 @@
 # Makefile - a thin wrapper over CMake for the three things people type.
 #
 #   make demo    packages (if missing), Release-ish build in build/, then the
-#                flash-sale demo (tests/support/demo.sh; logs in _demo/)
+#                flash-sale demo (tests/support/demo.sh; logs in _demo/): on a
+#                local cluster (coordinator + 2 nodes, 8 segments, skewed
+#                demand); DEMO_MODE=single: one node in static mode
 #   make test    packages, build in build-test/ with sanitizers and tests,
 #                then every test (ctest, all labels)
 #   make clean   remove build/, build-test/ and _demo/
@@ -15,6 +17,8 @@ JOBS ?= $(shell nproc 2>/dev/null || echo 2)
 BUILD ?= build
 BUILD_TEST ?= build-test
 DEMO_DIR ?= _demo
+# cluster (the default, tests/support/cluster.sh) or single (one node, static mode)
+DEMO_MODE ?= cluster
 
 .PHONY: all deps build demo test clean
 
@@ -43,7 +47,8 @@ build: deps
 	cmake --build $(BUILD) -j $(JOBS)
 
 demo: build
-	ESC_BIN=$(abspath $(BUILD))/bin ESC_DEMO_DIR=$(abspath $(DEMO_DIR)) tests/support/demo.sh
+	ESC_BIN=$(abspath $(BUILD))/bin ESC_DEMO_DIR=$(abspath $(DEMO_DIR)) ESC_DEMO_MODE=$(DEMO_MODE) \
+	  tests/support/demo.sh
 
 test: deps
 	cmake -S . -B $(BUILD_TEST) -DCMAKE_BUILD_TYPE=RelWithDebInfo -DESC_TESTS=ON -DESC_SANITIZE=ON

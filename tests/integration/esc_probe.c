@@ -40,6 +40,7 @@
 #include "escrow.h"
 #include "escrow.pb-c.h"
 #include "nnx.h"
+#include "probe_coord.h"
 #include "wire.h"
 
 #define PROBE_EXIT_FAIL 1
@@ -55,15 +56,17 @@
 
 typedef struct probe_args {
     const char *cmd;
-    const char *endpoint;  /* borrowed from argv */
-    const char *tenant;    /* borrowed */
-    const char *item;      /* borrowed */
-    const char *buyer;     /* borrowed; default = key */
-    const char *key;       /* borrowed */
-    const char *prefix;    /* borrowed; keys are "<prefix>-<index>" */
-    const char *out_path;  /* borrowed */
-    const char *in_path;   /* borrowed */
-    const char *stop_file; /* borrowed */
+    const char *endpoint;    /* borrowed from argv */
+    const char *coordinator; /* borrowed; routing mode instead of endpoint */
+    const char *routes;      /* borrowed; the coordinator's PUB endpoint */
+    const char *tenant;      /* borrowed */
+    const char *item;        /* borrowed */
+    const char *buyer;       /* borrowed; default = key */
+    const char *key;         /* borrowed */
+    const char *prefix;      /* borrowed; keys are "<prefix>-<index>" */
+    const char *out_path;    /* borrowed */
+    const char *in_path;     /* borrowed */
+    const char *stop_file;   /* borrowed */
     int64_t qty;
     bool qty_set; /* --qty given; otherwise reserve 1, confirm 0 (the whole hold) */
     uint64_t hold_id;
@@ -150,6 +153,8 @@ static void probe_async_open(probe_async *p, const probe_args *args, bool two)
         die("cannot create a libuv loop");
     }
     esc_options o = {.endpoint = args->endpoint,
+                     .coordinator = args->coordinator,
+                     .routes = args->routes,
                      .tenant_id = args->tenant,
                      .deadline_ms = args->deadline_ms,
                      .log_fn = probe_log};
@@ -159,7 +164,8 @@ static void probe_async_open(probe_async *p, const probe_args *args, bool two)
         rc = esc_async_new(&p->loop, &o, &p->a2);
     }
     if (rc != 0) {
-        die("esc_async_new(%s): %s", args->endpoint, esc_err_name(rc));
+        die("esc_async_new(%s): %s", args->endpoint ? args->endpoint : args->coordinator,
+            esc_err_name(rc));
     }
 }
 
@@ -263,13 +269,16 @@ static void submit_reserve(probe_async *p, const char *item, const char *buyer, 
 static esc_client *client_open(const probe_args *args)
 {
     esc_options o = {.endpoint = args->endpoint,
+                     .coordinator = args->coordinator,
+                     .routes = args->routes,
                      .tenant_id = args->tenant,
                      .deadline_ms = args->deadline_ms,
                      .log_fn = probe_log};
     esc_client *c = NULL;
     int rc = esc_client_new(&o, &c);
     if (rc != 0) {
-        die("esc_client_new(%s): %s", args->endpoint, esc_err_name(rc));
+        die("esc_client_new(%s): %s", args->endpoint ? args->endpoint : args->coordinator,
+            esc_err_name(rc));
     }
     return c;
 }
@@ -921,6 +930,9 @@ typedef struct raw_conn {
 
 static void raw_open(raw_conn *c, const char *endpoint)
 {
+    if (endpoint == NULL) {
+        die("this command talks to one node: it needs --endpoint");
+    }
     memset(c, 0, sizeof *c);
     int rc = nnx_open_req(&c->sock);
     if (rc == 0) {
@@ -1437,7 +1449,8 @@ static int cmd_raw(const probe_args *args)
 
 static void usage(FILE *f)
 {
-    fprintf(f, "usage: esc_probe COMMAND --endpoint URL [--tenant T] [options]\n"
+    fprintf(f, "usage: esc_probe COMMAND (--endpoint URL | --coordinator URL [--routes URL]) "
+               "[--tenant T] [options]\n"
                "  reserve --item I --key K [--buyer B] [--qty Q] [--ttl-ms MS]\n"
                "  confirm|release|extend|get --hold ID [--qty Q] [--ttl-ms MS]\n"
                "      one blocking call; prints 'STATUS hold=.. state=.. qty=.. sold=..'\n"
@@ -1450,6 +1463,10 @@ static void usage(FILE *f)
                "  fence-load --item I --prefix P --concurrency C --out FILE\n"
                "             (--stop-file F | --seconds S)    every OK with its wall time\n"
                "  raw --item I --hold ID --segment ID --key K --qty Q   malformed input\n"
+               "  fake-coord --in SPEC --out LOG (--stop-file F | --seconds S)\n"
+               "             a coordinator answering heartbeats (see probe_coord.c)\n"
+               "  hint-reserve --item I --key K [--segment S] [--qty Q]   raw reserve, hint\n"
+               "  op-release --hold ID                        release by an operator\n"
                "common: --tenant (t1) --deadline-ms (5000) --qty (1)\n");
 }
 
@@ -1469,6 +1486,8 @@ static int parse_u64_arg(const char *s, uint64_t max, uint64_t *out)
 }
 
 static const struct option probe_opts[] = {{"endpoint", required_argument, NULL, 'e'},
+                                           {"coordinator", required_argument, NULL, 'C'},
+                                           {"routes", required_argument, NULL, 'R'},
                                            {"tenant", required_argument, NULL, 't'},
                                            {"item", required_argument, NULL, 'i'},
                                            {"buyer", required_argument, NULL, 'b'},
@@ -1548,6 +1567,8 @@ static int parse_args(int argc, char **argv, probe_args *a)
     int ch;
     while ((ch = getopt_long(argc, argv, "", probe_opts, NULL)) != -1) {
         const char **s = ch == 'e'   ? &a->endpoint
+                         : ch == 'C' ? &a->coordinator
+                         : ch == 'R' ? &a->routes
                          : ch == 't' ? &a->tenant
                          : ch == 'i' ? &a->item
                          : ch == 'b' ? &a->buyer
@@ -1567,8 +1588,9 @@ static int parse_args(int argc, char **argv, probe_args *a)
             return -1;
         }
     }
-    if (optind != argc || a->endpoint == NULL) {
-        fprintf(stderr, "esc_probe: --endpoint is required; no positional arguments\n");
+    if (optind != argc || (a->endpoint == NULL) == (a->coordinator == NULL)) {
+        fprintf(stderr, "esc_probe: --endpoint or --coordinator is required (one of them); "
+                        "no positional arguments\n");
         return -1;
     }
     return 0;
@@ -1608,6 +1630,23 @@ static int cmd_cart(const probe_args *args)
     return 0;
 }
 
+/* Managed mode (probe_coord.c). */
+static int cmd_fake_coord(const probe_args *a)
+{
+    return probe_fake_coord(a->endpoint, a->in_path, a->out_path, a->stop_file, a->seconds);
+}
+
+static int cmd_hint_reserve(const probe_args *a)
+{
+    return probe_hint_reserve(a->endpoint, a->tenant, a->item, a->key, a->qty, a->segment_id,
+                              a->deadline_ms);
+}
+
+static int cmd_op_release(const probe_args *a)
+{
+    return probe_op_release(a->endpoint, a->tenant, a->hold_id, a->deadline_ms);
+}
+
 typedef struct probe_cmd {
     const char *name;
     int (*fn)(const probe_args *args);
@@ -1628,6 +1667,9 @@ static const probe_cmd probe_cmds[] = {
     {"fence-load", cmd_fence_load, true, false, true, false},
     {"raw", cmd_raw, true, false, false, false},
     {"cart", cmd_cart, true, true, false, false},
+    {"fake-coord", cmd_fake_coord, false, false, false, false},
+    {"hint-reserve", cmd_hint_reserve, true, true, false, false},
+    {"op-release", cmd_op_release, false, false, false, true},
 };
 
 static void on_alarm(int sig)

@@ -16,6 +16,8 @@
 #   esc_free_port                 print a free TCP port on 127.0.0.1
 #   esc_psql SQL                  run SQL in $ESCROW_DSN (psql -At -X, ON_ERROR_STOP); prints rows
 #   esc_ctl ARGS...               run $ESC_BIN/escrowctl ARGS...
+#   esc_ctl_expect DIR RC ARGS... run escrowctl ARGS (stdout to DIR/out, stderr to DIR/err);
+#                                 esc_fail (showing both) unless it exits with RC
 #   esc_wait_for TIMEOUT_S CMD... poll CMD every 0.1 s until it succeeds; 1 on timeout
 #   esc_spawn LOGFILE CMD...      start CMD in the background (stdout+stderr to LOGFILE),
 #                                 tracked for cleanup; sets ESC_SPAWN_PID
@@ -27,6 +29,13 @@
 #                                 SIGKILL; returns its exit status (0 = clean shutdown)
 #   esc_on_exit CMD               run CMD (eval'd) at exit, before the processes are killed
 #   esc_cleanup                   what the EXIT trap runs; idempotent
+#   esc_cluster_start DIR [ARGS...]  a local cluster (tests/support/cluster.sh start DIR
+#                                 --watch $$ ARGS: PostgreSQL, coordinator, managed nodes);
+#                                 sources DIR/env (ESCROW_DSN, ESCROW_COORDINATOR,
+#                                 ESC_CLUSTER_*) and stops the cluster at exit; fails (exit 1)
+#                                 if it cannot start
+#   esc_cluster_stop DIR          stop it now (tests/support/cluster.sh stop DIR)
+#   esc_cluster_node_ep NODE / esc_cluster_node_pid NODE   echo a cluster node's endpoint / pid
 
 _esc_lib_dir=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 # shellcheck source=tests/support/pg.sh
@@ -60,6 +69,16 @@ esc_psql() {
 
 esc_ctl() {
     "$ESC_BIN/escrowctl" "$@"
+}
+
+esc_ctl_expect() {
+    local dir=$1 want=$2 rc=0
+    shift 2
+    esc_ctl "$@" >"$dir/out" 2>"$dir/err" || rc=$?
+    if [[ $rc -ne $want ]]; then
+        cat "$dir/out" "$dir/err" >&2
+        esc_fail "escrowctl $* exited $rc, expected $want"
+    fi
 }
 
 esc_wait_for() {
@@ -148,6 +167,30 @@ esc_node_stop() {
     _esc_terminate "$pid" || rc=$?
     _esc_forget_pid "$pid"
     return "$rc"
+}
+
+esc_cluster_start() {
+    local dir=$1
+    shift
+    bash "$_esc_lib_dir/cluster.sh" start "$dir" --watch "$$" "$@" >/dev/null ||
+        esc_fail "the local cluster did not start (logs in $dir)"
+    esc_on_exit "bash '$_esc_lib_dir/cluster.sh' stop '$dir' >/dev/null 2>&1"
+    # shellcheck disable=SC1091
+    source "$dir/env"
+}
+
+esc_cluster_stop() {
+    bash "$_esc_lib_dir/cluster.sh" stop "$1"
+}
+
+esc_cluster_node_ep() {
+    local v=ESC_CLUSTER_NODE_EP_$1
+    echo "${!v}"
+}
+
+esc_cluster_node_pid() {
+    local v=ESC_CLUSTER_NODE_PID_$1
+    echo "${!v}"
 }
 
 esc_cleanup() {

@@ -138,14 +138,17 @@ _esc_pg_watchdog() {
     [[ ${ESC_PG_NO_WATCHDOG:-0} == 1 ]] && return 0 # `pg.sh start`: the caller stops it
     local as_owner=""
     [[ $(id -u) -eq 0 ]] && as_owner="runuser -u postgres --"
-    setsid bash -c '
+    # In a subshell that exits at once: the watcher is reparented to init, so
+    # a harness that kills the test's whole process tree (ctest's TIMEOUT
+    # walks the children) does not take the watcher with it.
+    (setsid bash -c '
         owner=$1 dir=$2 ctl=$3; shift 3
         while kill -0 "$owner" 2>/dev/null && [[ -d $dir ]]; do sleep 1; done
         if [[ -f $dir/data/postmaster.pid ]]; then
             (cd "$dir" && "$@" "$ctl" -D "$dir/data" -m immediate stop) >/dev/null 2>&1
         fi
         rm -rf "$dir"' _ "$$" "$ESC_PG_DIR" "$ESC_PG_BINDIR/pg_ctl" $as_owner \
-        </dev/null >/dev/null 2>&1 &
+        </dev/null >/dev/null 2>&1 &)
 }
 
 esc_pg_running() {

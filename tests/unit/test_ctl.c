@@ -1,8 +1,10 @@
 /*
  * test_ctl.c - unit tests for the pure parts of escrowctl: argument parsing
- * and validation (ctl_opts), the segment split, the exit codes and the JSON
- * writer (ctl_json). The database side is covered by tests/integration/ctl.sh
- * against a real PostgreSQL.
+ * and validation (ctl_opts: database and coordinator commands), the segment
+ * split, the exit codes, the JSON writer (ctl_json), and the one round trip
+ * to a daemon (ctl_rpc) against an in-process responder thread on inproc://.
+ * The database side is covered by tests/integration/ctl.sh against a real
+ * PostgreSQL; the coordinator side by tests/integration/ctl_cluster.sh.
  */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -12,13 +14,23 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include <pthread.h>
+#include <time.h>
+#include <unistd.h>
+
 #include <cmocka.h>
 
 #include "ctl_json.h"
 #include "ctl_opts.h"
+#include "ctl_rpc.h"
 #include "escrow_errors.h"
+#include "nnx.h"
+#include "wire.h"
 
 #define DSN "host=127.0.0.1 port=5432 dbname=escrow"
+
+/* ESCROW_COORDINATOR as parse() sees it (NULL = unset). */
+static const char *env_coordinator;
 
 /* Parses a NULL-terminated word list with ESCROW_DSN = env. */
 static int parse(const char *env, ctl_args *out, char why[CTL_WHY_MAX], ...)
@@ -32,7 +44,8 @@ static int parse(const char *env, ctl_args *out, char why[CTL_WHY_MAX], ...)
         argv[argc++] = (char *)w;
     }
     va_end(ap);
-    return ctl_args_parse(argc, argv, env, out, why);
+    const ctl_env e = {.dsn = env, .coordinator = env_coordinator};
+    return ctl_args_parse(argc, argv, &e, out, why);
 }
 
 static ctl_args args;
@@ -109,8 +122,10 @@ static void test_item_create_defaults(void **state)
     assert_string_equal(args.dsn, DSN);
     assert_string_equal(args.spec.tenant, "shop-1");
     assert_string_equal(args.spec.item, "flash-tee");
-    assert_string_equal(args.spec.node, "n1");
+    assert_string_equal(args.spec.node, ""); /* unassigned: the coordinator places them */
     assert_string_equal(args.spec.region, "local");
+    assert_string_equal(args.coordinator, "");
+    assert_int_equal(args.timeout_ms, CTL_TIMEOUT_MS_DEFAULT);
     assert_int_equal(args.spec.total, 10000);
     assert_int_equal(args.spec.segments, 1);
     assert_int_equal(args.spec.max_per_order, 0);
@@ -285,13 +300,32 @@ static void test_ids_after_double_dash(void **state)
 static void test_exit_codes(void **state)
 {
     (void)state;
-    assert_int_equal(ctl_exit_code(CTL_CMD_STATUS, 0, false), CTL_EXIT_OK);
-    assert_int_equal(ctl_exit_code(CTL_CMD_CHECK, 0, true), CTL_EXIT_FAIL);
-    assert_int_equal(ctl_exit_code(CTL_CMD_CHECK, ESC_EDB, false), CTL_EXIT_USAGE);
-    assert_int_equal(ctl_exit_code(CTL_CMD_ITEM_CREATE, ESC_ECONFLICT, false), CTL_EXIT_FAIL);
-    assert_int_equal(ctl_exit_code(CTL_CMD_ITEM_CREATE, ESC_EINVAL, false), CTL_EXIT_USAGE);
-    assert_int_equal(ctl_exit_code(CTL_CMD_MIGRATE, ESC_EUNAVAILABLE, false), CTL_EXIT_USAGE);
-    assert_int_equal(ctl_exit_code(CTL_CMD_MIGRATE, ESC_EDB, false), CTL_EXIT_FAIL);
+    assert_int_equal(ctl_exit_code(CTL_CMD_STATUS, 0, false, false), CTL_EXIT_OK);
+    assert_int_equal(ctl_exit_code(CTL_CMD_CHECK, 0, true, false), CTL_EXIT_FAIL);
+    assert_int_equal(ctl_exit_code(CTL_CMD_CHECK, ESC_EDB, false, false), CTL_EXIT_USAGE);
+    assert_int_equal(ctl_exit_code(CTL_CMD_ITEM_CREATE, ESC_ECONFLICT, false, false),
+                     CTL_EXIT_FAIL);
+    assert_int_equal(ctl_exit_code(CTL_CMD_ITEM_CREATE, ESC_EINVAL, false, false), CTL_EXIT_USAGE);
+    assert_int_equal(ctl_exit_code(CTL_CMD_MIGRATE, ESC_EUNAVAILABLE, false, false),
+                     CTL_EXIT_USAGE);
+    assert_int_equal(ctl_exit_code(CTL_CMD_MIGRATE, ESC_EDB, false, false), CTL_EXIT_FAIL);
+    /* the coordinator or a node declined: 1, whatever the code (its EINVAL is
+     * not a local usage error) */
+    assert_int_equal(ctl_exit_code(CTL_CMD_ITEM_REDUCE, ESC_EINVAL, false, true), CTL_EXIT_FAIL);
+    assert_int_equal(ctl_exit_code(CTL_CMD_ITEM_RESTOCK, ESC_EUNKNOWN_ITEM, false, true),
+                     CTL_EXIT_FAIL);
+    assert_int_equal(ctl_exit_code(CTL_CMD_DRAIN, ESC_ENOT_FOUND, false, true), CTL_EXIT_FAIL);
+    assert_int_equal(ctl_exit_code(CTL_CMD_RELEASE, ESC_ENOT_HELD, false, true), CTL_EXIT_FAIL);
+    /* no answer, or the node that must act is down: 3 */
+    assert_int_equal(ctl_exit_code(CTL_CMD_ITEM_PAUSE, ESC_ETIMEDOUT, false, false),
+                     CTL_EXIT_NO_ANSWER);
+    assert_int_equal(ctl_exit_code(CTL_CMD_RELEASE, ESC_ECLOSED, false, false), CTL_EXIT_NO_ANSWER);
+    assert_int_equal(ctl_exit_code(CTL_CMD_RELEASE, ESC_ENOT_FOUND, false, false), CTL_EXIT_FAIL);
+    /* a coordinator URL nanomsg cannot use: 2 */
+    assert_int_equal(ctl_exit_code(CTL_CMD_UNDRAIN, ESC_EINVAL, false, false), CTL_EXIT_USAGE);
+    /* four distinct codes */
+    assert_int_not_equal(CTL_EXIT_NO_ANSWER, CTL_EXIT_USAGE);
+    assert_int_not_equal(CTL_EXIT_NO_ANSWER, CTL_EXIT_FAIL);
 }
 
 static void test_usage_mentions_every_command(void **state)
@@ -303,12 +337,345 @@ static void test_usage_mentions_every_command(void **state)
     assert_non_null(f);
     ctl_usage(f);
     assert_int_equal(fclose(f), 0);
-    const char *words[] = {"migrate", "item create", "status", "holds",
-                           "events",  "check",       "--dsn",  "--json"};
+    const char *words[] = {"migrate",     "item create",   "status",         "holds",
+                           "events",      "check",         "--dsn",          "--json",
+                           "nodes",       "transfers",     "release",        "item restock",
+                           "item reduce", "item pause",    "item resume",    "item retire",
+                           "item split",  "item collapse", "item rebalance", "drain",
+                           "undrain",     "--coordinator", "--timeout-ms",   "ESCROW_COORDINATOR",
+                           "3 no answer"};
     for (size_t i = 0; i < sizeof words / sizeof words[0]; i++) {
         assert_non_null(strstr(buf, words[i]));
     }
     free(buf);
+}
+
+#define COORD "tcp://127.0.0.1:7000"
+
+static void test_admin_item_commands(void **state)
+{
+    (void)state;
+    static const struct {
+        const char *word;
+        ctl_cmd cmd;
+        uint32_t op;
+    } simple[] = {
+        {"pause", CTL_CMD_ITEM_PAUSE, WIRE_ADMIN_PAUSE},
+        {"resume", CTL_CMD_ITEM_RESUME, WIRE_ADMIN_RESUME},
+        {"retire", CTL_CMD_ITEM_RETIRE, WIRE_ADMIN_RETIRE},
+        {"collapse", CTL_CMD_ITEM_COLLAPSE, WIRE_ADMIN_COLLAPSE},
+        {"rebalance", CTL_CMD_ITEM_REBALANCE, WIRE_ADMIN_REBALANCE},
+    };
+    for (size_t i = 0; i < sizeof simple / sizeof simple[0]; i++) {
+        /* no database needed: the coordinator owns the catalog */
+        assert_int_equal(parse(NULL, &args, why, "--coordinator", COORD, "item", simple[i].word,
+                               "shop-1", "tee", NULL),
+                         0);
+        assert_int_equal(args.cmd, simple[i].cmd);
+        assert_int_equal(args.admin_op, simple[i].op);
+        assert_true(ctl_cmd_is_admin(args.cmd));
+        assert_string_equal(args.tenant, "shop-1");
+        assert_string_equal(args.item, "tee");
+        assert_string_equal(args.coordinator, COORD);
+        assert_string_equal(args.dsn, "");
+    }
+    assert_int_equal(parse(NULL, &args, why, "--coordinator", COORD, "item", "restock", "t", "i",
+                           "1000000000", NULL),
+                     0);
+    assert_int_equal(args.cmd, CTL_CMD_ITEM_RESTOCK);
+    assert_int_equal(args.admin_op, WIRE_ADMIN_RESTOCK);
+    assert_int_equal(args.qty, ESC_TOTAL_MAX);
+    assert_int_equal(parse(NULL, &args, why, "--coordinator", COORD, "--json", "item", "reduce",
+                           "t", "i", "1", NULL),
+                     0);
+    assert_int_equal(args.cmd, CTL_CMD_ITEM_REDUCE);
+    assert_int_equal(args.qty, 1);
+    assert_true(args.json);
+    assert_int_equal(parse(NULL, &args, why, "--coordinator", COORD, "item", "split", "t", "i",
+                           "256", "--timeout-ms", "10", NULL),
+                     0);
+    assert_int_equal(args.cmd, CTL_CMD_ITEM_SPLIT);
+    assert_int_equal(args.nsegments, ESC_SEGMENTS_PER_ITEM_MAX);
+    assert_int_equal(args.timeout_ms, CTL_TIMEOUT_MS_MIN);
+}
+
+static void test_admin_node_commands(void **state)
+{
+    (void)state;
+    assert_int_equal(
+        parse(NULL, &args, why, "--coordinator=ipc:///tmp/c.sock", "drain", "n2", NULL), 0);
+    assert_int_equal(args.cmd, CTL_CMD_DRAIN);
+    assert_int_equal(args.admin_op, WIRE_ADMIN_DRAIN);
+    assert_string_equal(args.node, "n2");
+    assert_string_equal(args.coordinator, "ipc:///tmp/c.sock");
+    assert_int_equal(parse(NULL, &args, why, "--coordinator", COORD, "undrain", "n2", NULL), 0);
+    assert_int_equal(args.cmd, CTL_CMD_UNDRAIN);
+    assert_int_equal(args.admin_op, WIRE_ADMIN_UNDRAIN);
+}
+
+static void test_coordinator_sources(void **state)
+{
+    (void)state;
+    env_coordinator = "tcp://127.0.0.1:9";
+    assert_int_equal(parse(NULL, &args, why, "item", "pause", "t", "i", NULL), 0);
+    assert_string_equal(args.coordinator, "tcp://127.0.0.1:9");
+    assert_int_equal(
+        parse(NULL, &args, why, "--coordinator", COORD, "item", "pause", "t", "i", NULL), 0);
+    assert_string_equal(args.coordinator, COORD); /* the flag wins */
+    /* item create takes it too (to ask for a reload), and still needs the database */
+    assert_int_equal(parse(DSN, &args, why, "item", "create", "t", "i", "--total", "5", NULL), 0);
+    assert_string_equal(args.coordinator, "tcp://127.0.0.1:9");
+    args.cmd = CTL_CMD_STATUS;
+    expect_refused("create without dsn",
+                   parse(NULL, &args, why, "item", "create", "t", "i", "--total", "5", NULL));
+    env_coordinator = "";
+    expect_refused("empty env", parse(NULL, &args, why, "item", "pause", "t", "i", NULL));
+    env_coordinator = NULL;
+    expect_refused("none", parse(DSN, &args, why, "drain", "n1", NULL));
+    assert_non_null(strstr(why, "--coordinator"));
+    expect_refused("bad env url", (env_coordinator = "localhost:7000",
+                                   parse(NULL, &args, why, "item", "pause", "t", "i", NULL)));
+    env_coordinator = NULL;
+}
+
+static void test_admin_refusals(void **state)
+{
+    (void)state;
+    char long_url[ESC_ENDPOINT_LEN_MAX + 8];
+    memcpy(long_url, "tcp://", 6);
+    memset(long_url + 6, 'h', sizeof long_url - 7);
+    long_url[sizeof long_url - 1] = '\0';
+    args.cmd = CTL_CMD_STATUS;
+#define REFUSE(...)                                                                                \
+    expect_refused(#__VA_ARGS__, parse(NULL, &args, why, "--coordinator", COORD, __VA_ARGS__, NULL))
+    REFUSE("item", "restock", "t", "i");               /* no QTY */
+    REFUSE("item", "restock", "t", "i", "0");          /* QTY 0 */
+    REFUSE("item", "restock", "t", "i", "-5");         /* negative */
+    REFUSE("item", "restock", "t", "i", "1000000001"); /* over ESC_TOTAL_MAX */
+    REFUSE("item", "reduce", "t", "i", "ten");
+    REFUSE("item", "reduce", "t", "i", "1", "2"); /* arity */
+    REFUSE("item", "split", "t", "i", "0");
+    REFUSE("item", "split", "t", "i", "257");
+    REFUSE("item", "split", "t", "i");
+    REFUSE("item", "pause", "t");                          /* no ITEM */
+    REFUSE("item", "pause", "t", "i", "x");                /* extra */
+    REFUSE("item", "pause", "t", "bad id");                /* space */
+    REFUSE("item", "collapse", "", "i");                   /* empty tenant */
+    REFUSE("item", "rebalance", "t", "i", "--total", "1"); /* foreign option */
+    REFUSE("item", "retire", "t", "i", "--all");
+    REFUSE("drain"); /* no NODE */
+    REFUSE("drain", "a", "b");
+    REFUSE("undrain", "n 1");
+    REFUSE("item", "pause", "t", "i", "--timeout-ms", "9");
+    REFUSE("item", "pause", "t", "i", "--timeout-ms", "60001");
+    REFUSE("item", "pause", "t", "i", "--timeout-ms", "3s");
+    REFUSE("item", "frobnicate", "t", "i");
+#undef REFUSE
+    const char *bad_urls[] = {"127.0.0.1:7000", "tcp://", "http://x", "tcp://a b", long_url, ""};
+    for (size_t i = 0; i < sizeof bad_urls / sizeof bad_urls[0]; i++) {
+        int rc = parse(NULL, &args, why, "--coordinator", bad_urls[i], "drain", "n1", NULL);
+        if (bad_urls[i][0] == '\0') {
+            /* an empty flag is "no coordinator", and drain needs one */
+            assert_non_null(strstr(why, "ESCROW_COORDINATOR"));
+        }
+        expect_refused(bad_urls[i], rc);
+    }
+    assert_true(ctl_url_valid("tcp://127.0.0.1:1"));
+    assert_true(ctl_url_valid("inproc://x"));
+    assert_false(ctl_url_valid(NULL));
+}
+
+static void test_release_nodes_transfers(void **state)
+{
+    (void)state;
+    assert_int_equal(parse(DSN, &args, why, "release", "1099511627777", NULL), 0);
+    assert_int_equal(args.cmd, CTL_CMD_RELEASE);
+    assert_int_equal(args.hold_id, 1099511627777LL);
+    assert_false(ctl_cmd_is_admin(args.cmd));
+    assert_int_equal(args.timeout_ms, CTL_TIMEOUT_MS_DEFAULT);
+    assert_int_equal(
+        parse(DSN, &args, why, "release", "1099511627777", "--timeout-ms", "500", NULL), 0);
+    assert_int_equal(args.timeout_ms, 500);
+    assert_int_equal(parse(DSN, &args, why, "nodes", NULL), 0);
+    assert_int_equal(args.cmd, CTL_CMD_NODES);
+    assert_int_equal(parse(DSN, &args, why, "--json", "transfers", NULL), 0);
+    assert_int_equal(args.cmd, CTL_CMD_TRANSFERS);
+    assert_false(args.all);
+    assert_int_equal(args.limit, CTL_LIST_ROWS_DEFAULT);
+    assert_int_equal(parse(DSN, &args, why, "transfers", "t", "i", "--all", "--limit", "5", NULL),
+                     0);
+    assert_true(args.all);
+    assert_int_equal(args.limit, 5);
+    assert_string_equal(args.tenant, "t");
+    assert_string_equal(args.item, "i");
+    args.cmd = CTL_CMD_STATUS;
+    expect_refused("release 0", parse(DSN, &args, why, "release", "0", NULL));
+    /* 42 names segment 0: no hold id can */
+    expect_refused("release seg 0", parse(DSN, &args, why, "release", "42", NULL));
+    expect_refused("release junk", parse(DSN, &args, why, "release", "h1", NULL));
+    expect_refused("release none", parse(DSN, &args, why, "release", NULL));
+    expect_refused("release two", parse(DSN, &args, why, "release", "1099511627777", "2", NULL));
+    expect_refused("release no dsn", parse(NULL, &args, why, "release", "1099511627777", NULL));
+    expect_refused("nodes arg", parse(DSN, &args, why, "nodes", "n1", NULL));
+    expect_refused("nodes --all", parse(DSN, &args, why, "nodes", "--all", NULL));
+    expect_refused("transfers 3", parse(DSN, &args, why, "transfers", "a", "b", "c", NULL));
+    expect_refused("transfers --all=1", parse(DSN, &args, why, "transfers", "--all=1", NULL));
+    expect_refused("status --all", parse(DSN, &args, why, "status", "--all", NULL));
+}
+
+static void test_format_ms(void **state)
+{
+    (void)state;
+    char buf[32];
+    ctl_format_ms(3000, buf, sizeof buf);
+    assert_string_equal(buf, "3 s");
+    ctl_format_ms(250, buf, sizeof buf);
+    assert_string_equal(buf, "250 ms");
+    ctl_format_ms(1500, buf, sizeof buf);
+    assert_string_equal(buf, "1500 ms");
+}
+
+/* ---- ctl_rpc against an in-process responder --------------------------- */
+
+typedef enum responder_mode {
+    RESPOND_OK,         /* status 0, a message */
+    RESPOND_REFUSE,     /* ESC_EUNKNOWN_ITEM */
+    RESPOND_WRONG_CORR, /* the right request id, another corr_id */
+    RESPOND_GARBAGE,    /* not a reply */
+    RESPOND_SILENT,     /* reads, never answers */
+} responder_mode;
+
+/* The responder thread does not decode (wire.c's decoding arena is per
+ * thread and lives as long as the process): it keeps the frame, answers with
+ * the corr_id it was told, and the main thread decodes the frame after the
+ * join. */
+typedef struct responder {
+    int sock;
+    responder_mode mode;
+    uint64_t corr_id; /* of the request it will see */
+    unsigned char frame[512];
+    size_t frame_len;
+    int seen_count;
+    wire_request seen; /* decoded by the main thread */
+} responder;
+
+static void *responder_main(void *arg)
+{
+    responder *r = arg;
+    for (int spins = 0; spins < 4000 && r->seen_count == 0; spins++) {
+        void *msg = NULL;
+        size_t len = 0;
+        nnx_hdr hdr;
+        if (nnx_recv(r->sock, &msg, &len, &hdr) != 0 || msg == NULL) {
+            usleep(1000);
+            continue;
+        }
+        r->frame_len = len < sizeof r->frame ? len : sizeof r->frame;
+        memcpy(r->frame, msg, r->frame_len);
+        nnx_free(msg);
+        r->seen_count++;
+        if (r->mode == RESPOND_SILENT) {
+            continue;
+        }
+        wire_reply rep;
+        memset(&rep, 0, sizeof rep);
+        rep.corr_id = r->mode == RESPOND_WRONG_CORR ? r->corr_id + 1 : r->corr_id;
+        rep.status = r->mode == RESPOND_REFUSE ? ESC_EUNKNOWN_ITEM : 0;
+        snprintf(rep.message, sizeof rep.message, "%s", "restocked 5 units");
+        unsigned char buf[512];
+        size_t n = 0;
+        if (r->mode == RESPOND_GARBAGE) {
+            memset(buf, 0xff, 16);
+            n = 16;
+        } else {
+            assert_int_equal(wire_encode_reply(&rep, buf, sizeof buf, &n), 0);
+        }
+        assert_int_equal(nnx_send(r->sock, &hdr, buf, n), 0);
+    }
+    return NULL;
+}
+
+static int rpc_with(responder_mode mode, const char *url, int timeout_ms, wire_reply *rep,
+                    bool *sent, responder *r)
+{
+    memset(r, 0, sizeof *r);
+    r->mode = mode;
+    assert_int_equal(nnx_open_rep(&r->sock), 0);
+    assert_int_equal(nnx_bind(r->sock, url), 0);
+    unsigned char frame[256];
+    size_t len = 0;
+    uint64_t corr = ctl_rpc_corr_id();
+    r->corr_id = corr;
+    pthread_t t;
+    assert_int_equal(pthread_create(&t, NULL, responder_main, r), 0);
+    assert_int_equal(wire_encode_admin(corr, "shop-1", WIRE_ADMIN_RESTOCK, "tee", "", 5, 0, frame,
+                                       sizeof frame, &len),
+                     0);
+    memset(rep, 0, sizeof *rep);
+    int rc = ctl_rpc_call(url, corr, frame, len, timeout_ms, rep, sent);
+    assert_int_equal(pthread_join(t, NULL), 0);
+    nnx_close(r->sock);
+    if (r->seen_count > 0) {
+        char w[WIRE_WHY_MAX];
+        assert_int_equal(wire_decode_request(r->frame, r->frame_len, &r->seen, w), 0);
+        assert_int_equal(r->seen.corr_id, corr);
+    }
+    return rc;
+}
+
+static void test_rpc_round_trip(void **state)
+{
+    (void)state;
+    wire_reply rep;
+    bool sent = false;
+    responder r;
+    assert_int_equal(rpc_with(RESPOND_OK, "inproc://ctl-rpc-ok", 2000, &rep, &sent, &r), 0);
+    assert_true(sent);
+    assert_int_equal(rep.status, 0);
+    assert_string_equal(rep.message, "restocked 5 units");
+    /* what the coordinator decoded */
+    assert_int_equal(r.seen.op, WIRE_OP_ADMIN);
+    assert_int_equal(r.seen.admin_op, WIRE_ADMIN_RESTOCK);
+    assert_string_equal(r.seen.tenant_id, "shop-1");
+    assert_string_equal(r.seen.item_id, "tee");
+    assert_int_equal(r.seen.qty, 5);
+    assert_int_equal(rpc_with(RESPOND_REFUSE, "inproc://ctl-rpc-refuse", 2000, &rep, &sent, &r), 0);
+    assert_int_equal(rep.status, ESC_EUNKNOWN_ITEM);
+    assert_int_equal(rpc_with(RESPOND_WRONG_CORR, "inproc://ctl-rpc-corr", 2000, &rep, &sent, &r),
+                     ESC_EPROTO);
+    assert_int_equal(rpc_with(RESPOND_GARBAGE, "inproc://ctl-rpc-junk", 2000, &rep, &sent, &r),
+                     ESC_EPROTO);
+}
+
+static void test_rpc_timeouts(void **state)
+{
+    (void)state;
+    wire_reply rep;
+    bool sent = true;
+    responder r;
+    /* a listener that never answers: sent, then no answer within the timeout */
+    struct timespec t0, t1;
+    clock_gettime(CLOCK_MONOTONIC, &t0);
+    assert_int_equal(rpc_with(RESPOND_SILENT, "inproc://ctl-rpc-silent", 200, &rep, &sent, &r),
+                     ESC_ETIMEDOUT);
+    clock_gettime(CLOCK_MONOTONIC, &t1);
+    assert_true(sent);
+    assert_int_equal(r.seen_count, 1); /* sent once, never resent */
+    long ms = (t1.tv_sec - t0.tv_sec) * 1000 + (t1.tv_nsec - t0.tv_nsec) / 1000000;
+    assert_true(ms >= 190 && ms < 2000);
+    /* nobody listens: nothing could be sent */
+    sent = true;
+    unsigned char frame[64];
+    size_t len = 0;
+    assert_int_equal(
+        wire_encode_admin(7, "", WIRE_ADMIN_RELOAD, "", "", 0, 0, frame, sizeof frame, &len), 0);
+    assert_int_equal(
+        ctl_rpc_call("ipc:///nonexistent-dir/escrow-ctl.sock", 7, frame, len, 100, &rep, &sent),
+        ESC_ETIMEDOUT);
+    assert_false(sent);
+    /* a URL nanomsg refuses */
+    assert_int_equal(ctl_rpc_call("bogus://x", 7, frame, len, 100, &rep, &sent), ESC_EINVAL);
+    assert_false(sent);
 }
 
 static void test_json_writer(void **state)
@@ -364,6 +731,14 @@ int main(void)
         cmocka_unit_test(test_exit_codes),
         cmocka_unit_test(test_usage_mentions_every_command),
         cmocka_unit_test(test_json_writer),
+        cmocka_unit_test(test_admin_item_commands),
+        cmocka_unit_test(test_admin_node_commands),
+        cmocka_unit_test(test_coordinator_sources),
+        cmocka_unit_test(test_admin_refusals),
+        cmocka_unit_test(test_release_nodes_transfers),
+        cmocka_unit_test(test_format_ms),
+        cmocka_unit_test(test_rpc_round_trip),
+        cmocka_unit_test(test_rpc_timeouts),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

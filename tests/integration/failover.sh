@@ -1,0 +1,76 @@
+#!/usr/bin/env bash
+# failover.sh - a node dies mid-sale (issue 3): kill -9 one of two managed
+# nodes while buyers (esc_probe record through libescrow's routing, every
+# acknowledged outcome written down as it arrives) are buying. Its segments
+# must serve again on the other node within lease + 1 s; every acknowledged
+# hold is in PostgreSQL; nothing is oversold; the sale completes exactly.
+set -euo pipefail
+SHARD_LEASE_MS=1000
+source "$(dirname "${BASH_SOURCE[0]}")/shard_lib.sh"
+
+TOTAL=2000
+BUYERS=4000
+KILL_AFTER_LINES=500
+
+itest_begin failover
+esc_ctl item create t1 fo --total $TOTAL --segments 8 >/dev/null
+shard_coord_start
+shard_node_start n1
+shard_node_start n2
+shard_wait_served fo 15
+victim_segs=$(itest_q "SELECT count(*) FROM segments WHERE item_id = 'fo' AND node_id = 'n1'")
+((victim_segs > 0)) || esc_fail "n1 owns no segment of the item"
+REC=$ITEST_DIR/record.txt
+
+esc_step "the sale: $BUYERS buyers through the coordinator's routes"
+"$ESC_PROBE" record --coordinator "$SHARD_COORD_URL" --routes "$SHARD_PUB_URL" --item fo --prefix fo \
+    --n $BUYERS --concurrency 64 --deadline-ms 8000 --out "$REC" \
+    >"$ITEST_DIR/record.out" 2>"$ITEST_DIR/record.log" &
+PROBE_PID=$!
+ESC_PIDS+=("$PROBE_PID")
+lines() { if [[ -f $REC ]]; then wc -l <"$REC"; else echo 0; fi; }
+deadline=$((SECONDS + 20))
+until (($(lines) >= KILL_AFTER_LINES)); do
+    kill -0 "$PROBE_PID" 2>/dev/null || esc_fail "the probe ended before the kill"
+    ((SECONDS < deadline)) || esc_fail "only $(lines) outcomes acknowledged in 20 s"
+    sleep 0.01
+done
+
+esc_step "kill -9 n1 (owner of $victim_segs segments) at $(lines) acknowledged outcomes"
+t0=$(date +%s%N)
+itest_kill9 "${SHARD_PID[n1]}"
+taken_over() {
+    [[ $(itest_q "SELECT count(*) FROM segments WHERE item_id = 'fo' AND node_id = 'n2'") == 8 ]] &&
+        _shard_served fo
+}
+esc_wait_for 10 taken_over || esc_fail "n2 did not take over n1's segments within 10 s"
+t1=$(date +%s%N)
+took_ms=$(((t1 - t0) / 1000000))
+echo "the segments of n1 serve again on n2 after $took_ms ms (lease $SHARD_LEASE_MS ms)"
+((took_ms <= SHARD_LEASE_MS + 1000)) ||
+    esc_fail "takeover took $took_ms ms, over lease + 1 s = $((SHARD_LEASE_MS + 1000)) ms"
+
+itest_wait_pid "$PROBE_PID" 40 "the recording probe" || esc_fail "the recording probe failed"
+cat "$ITEST_DIR/record.out"
+after=$(grep -c . "$REC")
+echo "acknowledged outcomes: $after"
+
+esc_step "every acknowledged outcome is in PostgreSQL"
+itest_q "CREATE TABLE rec (kind text, key text, hold_id bigint, state text, n bigint)" >/dev/null
+esc_psql "\\copy rec FROM '$REC' WITH (DELIMITER ' ')"
+itest_eq "$(itest_q "SELECT count(*) FROM rec r LEFT JOIN holds h
+    ON h.hold_id = r.hold_id AND h.idempotency_key = r.key AND h.qty = 1
+    WHERE h.hold_id IS NULL")" 0 "acknowledged outcomes whose hold is missing"
+itest_eq "$(itest_q "SELECT count(*) FROM rec r JOIN holds h USING (hold_id)
+    WHERE r.kind = 'C' AND NOT (h.state = 'converted' AND h.qty_sold = 1)")" 0 \
+    "acknowledged confirms not stored as converted"
+itest_eq "$(itest_q "SELECT count(*) FROM (SELECT key FROM rec WHERE kind = 'R' GROUP BY key HAVING count(DISTINCT hold_id) > 1) x")" 0 \
+    "keys acknowledged with two different holds"
+itest_invariants fo
+
+esc_step "retries of acknowledged keys get their holds back from the new owner"
+holds_before=$(itest_q "SELECT count(*) FROM holds")
+itest_probe verify --coordinator "$SHARD_COORD_URL" --item fo --in "$REC" --every 3 ||
+    esc_fail "a retried key did not get its acknowledged hold"
+itest_eq "$(itest_q "SELECT count(*) FROM holds")" "$holds_before" "holds after the retries"
+itest_pass

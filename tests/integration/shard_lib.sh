@@ -1,0 +1,123 @@
+#!/usr/bin/env bash
+# shard_lib.sh - what the sharding tests share, on top of itest_lib.sh: a
+# coordinator and managed segment nodes on the test's private PostgreSQL,
+# and a conservation sampler that runs during a sale.
+#
+# Functions:
+#   shard_coord_start [ARGS...]   start escrow-coordinator (REP + PUB on free ports), wait for
+#                                 COORD-READY; sets SHARD_COORD_URL, SHARD_PUB_URL,
+#                                 SHARD_COORD_PID, SHARD_COORD_LOG. The same ports are reused
+#                                 by a restart (call it again after a kill).
+#   shard_node_start NODE [ARGS...]   start a managed escrow-segment on a free port; sets
+#                                 SHARD_NODE_PID, SHARD_NODE_EP; records NODE's pid and
+#                                 endpoint in SHARD_PID[NODE], SHARD_EP[NODE]
+#   shard_wait_served ITEM TIMEOUT_S  wait until every non-retired segment of ITEM is owned by
+#                                 a node that heartbeats (nodes.state = 'up') and the owner
+#                                 has loaded it (its route shows the owner's endpoint)
+#   shard_sampler_start [ITEM_LIKE]   check conservation every 0.2 s in the background
+#   shard_sampler_stop             stop it; fail if any sample violated conservation or
+#                                 oversold, or if fewer than 3 samples were taken
+#   shard_load ARGS...             run escrow-load against the coordinator (adds --coordinator,
+#                                 --routes, --tenant t1)
+# shellcheck source=tests/integration/itest_lib.sh
+source "$(dirname "${BASH_SOURCE[0]}")/itest_lib.sh"
+
+COORD_PROBE=${COORD_PROBE:-$ESC_BIN/../tests/coord_probe}
+[[ -x $COORD_PROBE ]] || esc_fail "coord_probe not found (COORD_PROBE)"
+declare -A SHARD_PID SHARD_EP
+SHARD_LEASE_MS=${SHARD_LEASE_MS:-1000}
+SHARD_COORD_STARTS=0
+
+shard_coord_start() {
+    [[ -x $ESC_BIN/escrow-coordinator ]] || esc_fail "no escrow-coordinator in ESC_BIN=$ESC_BIN"
+    if [[ -z ${SHARD_COORD_URL:-} ]]; then
+        SHARD_COORD_URL=tcp://127.0.0.1:$(itest_port)
+        SHARD_PUB_URL=tcp://127.0.0.1:$(itest_port)
+    fi
+    SHARD_COORD_STARTS=$((SHARD_COORD_STARTS + 1))
+    SHARD_COORD_LOG=$ITEST_DIR/coord$SHARD_COORD_STARTS.log
+    esc_spawn "$SHARD_COORD_LOG" "$ESC_BIN/escrow-coordinator" --dsn "$ESCROW_DSN" \
+        --listen "$SHARD_COORD_URL" --publish "$SHARD_PUB_URL" --lease-ms "$SHARD_LEASE_MS" \
+        --heartbeat-ms 100 "$@"
+    SHARD_COORD_PID=$ESC_SPAWN_PID
+    local deadline=$((SECONDS + 15))
+    until grep -q 'COORD-READY' "$SHARD_COORD_LOG" 2>/dev/null; do
+        if ! kill -0 "$SHARD_COORD_PID" 2>/dev/null; then
+            tail -n 30 "$SHARD_COORD_LOG" >&2
+            esc_fail "the coordinator exited before it was ready"
+        fi
+        ((SECONDS < deadline)) || esc_fail "the coordinator did not log COORD-READY within 15 s"
+        sleep 0.1
+    done
+}
+
+shard_node_start() {
+    local node=$1
+    shift
+    local port
+    port=$(itest_port)
+    itest_node "$node" "$port" --coordinator "$SHARD_COORD_URL" "$@"
+    SHARD_NODE_PID=$ITEST_NODE_PID
+    SHARD_NODE_EP=tcp://127.0.0.1:$port
+    SHARD_PID[$node]=$SHARD_NODE_PID
+    SHARD_EP[$node]=$SHARD_NODE_EP
+}
+
+# True when every live segment of $1 has an owner that is up and whose
+# route entry names its endpoint (the coordinator saw the node load it).
+_shard_served() {
+    local unserved
+    unserved=$(itest_q "SELECT count(*) FROM segments s LEFT JOIN nodes n USING (node_id)
+        WHERE s.item_id = '$1' AND s.state <> 'retired' AND (n.node_id IS NULL OR n.state <> 'up')")
+    [[ $unserved == 0 ]] || return 1
+    local out segs
+    out=$(shard_route "$1") || return 1
+    [[ $out == OK* ]] || return 1
+    segs=$(itest_field segs "$out")
+    # every entry ID:EPOCH:STATE:ENDPOINT names an endpoint
+    [[ $segs != - ]] && ! grep -qE '(^|,)[0-9]+:[0-9]+:[0-9]+:(,|$)' <<<"$segs"
+}
+
+# The coordinator's route of item $1 (coord_probe route).
+shard_route() {
+    "$COORD_PROBE" route "$SHARD_COORD_URL" t1 item="$1" 2>/dev/null
+}
+
+shard_wait_served() {
+    esc_wait_for "$2" _shard_served "$1" || {
+        shard_route "$1" >&2 || true
+        esc_ctl status "$1" >&2 || true
+        esc_fail "$ITEST_NAME: segments of $1 not served within $2 s"
+    }
+}
+
+shard_sampler_start() {
+    local like=${1:-%}
+    SHARD_SAMPLES=$ITEST_DIR/samples.txt
+    : >"$SHARD_SAMPLES"
+    (
+        while :; do
+            esc_psql "SELECT count(*) FILTER (WHERE NOT ok) || ' ' || count(*) FILTER (WHERE held + sold > total)
+                      FROM conservation WHERE item_id LIKE '$like'" >>"$SHARD_SAMPLES" 2>/dev/null || true
+            sleep 0.2
+        done
+    ) &
+    SHARD_SAMPLER_PID=$!
+    ESC_PIDS+=("$SHARD_SAMPLER_PID")
+}
+
+shard_sampler_stop() {
+    kill "$SHARD_SAMPLER_PID" 2>/dev/null || true
+    wait "$SHARD_SAMPLER_PID" 2>/dev/null || true
+    _itest_forget "$SHARD_SAMPLER_PID"
+    local n bad
+    n=$(grep -c . "$SHARD_SAMPLES" || true)
+    bad=$(grep -vc '^0 0$' "$SHARD_SAMPLES" || true)
+    ((n >= 3)) || esc_fail "$ITEST_NAME: only $n conservation samples were taken"
+    itest_eq "$bad" 0 "conservation samples (of $n) that violated conservation or oversold"
+    echo "conservation held in all $n samples"
+}
+
+shard_load() {
+    "$ESC_BIN/escrow-load" --coordinator "$SHARD_COORD_URL" --routes "$SHARD_PUB_URL" --tenant t1 "$@"
+}

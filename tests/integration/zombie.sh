@@ -1,0 +1,91 @@
+#!/usr/bin/env bash
+# zombie.sh - a paused node comes back fenced and harmless (issue 3). Node
+# n1 serves under load (esc_probe fence-load straight at its endpoint, every
+# OK recorded with its wall time); it is SIGSTOPped past its lease, the
+# coordinator moves its segments to n2 with raised epochs; then SIGCONT.
+# From the moment the move was seen, n1 acknowledges nothing for the moved
+# segments (its queued requests are refused by the database's epoch fence or
+# by the assignment that no longer lists them), no hold with n1's old epochs
+# appears, and the buyers carry on through n2.
+set -euo pipefail
+SHARD_LEASE_MS=1000
+source "$(dirname "${BASH_SOURCE[0]}")/shard_lib.sh"
+
+itest_begin zombie
+esc_ctl item create t1 zz --total 100000 --segments 4 >/dev/null
+shard_coord_start
+shard_node_start n1
+shard_node_start n2
+shard_wait_served zz 15
+N1_SEGS=$(itest_q "SELECT string_agg(segment_id::text, ',') FROM segments WHERE item_id = 'zz' AND node_id = 'n1'")
+[[ -n $N1_SEGS ]] || esc_fail "n1 owns no segment"
+OLD=$(itest_q "SELECT string_agg(segment_id || ':' || epoch, ' ' ORDER BY segment_id) FROM segments WHERE segment_id IN ($N1_SEGS)")
+echo "n1 owns $OLD (segment:epoch)"
+
+esc_step "load straight at n1 (32 in flight, reserve then confirm), recording every OK"
+STOP=$ITEST_DIR/stop-load
+"$ESC_PROBE" fence-load --endpoint "${SHARD_EP[n1]}" --item zz --prefix zl --concurrency 32 \
+    --deadline-ms 1000 --out "$ITEST_DIR/oks.txt" --stop-file "$STOP" \
+    >"$ITEST_DIR/load.out" 2>"$ITEST_DIR/load.log" &
+LOAD_PID=$!
+ESC_PIDS+=("$LOAD_PID")
+sleep 1
+oks_before=$(wc -l <"$ITEST_DIR/oks.txt")
+((oks_before > 0)) || esc_fail "n1 acknowledged nothing before the pause"
+
+esc_step "SIGSTOP n1 past its lease"
+kill -STOP "${SHARD_PID[n1]}"
+esc_on_exit "kill -CONT ${SHARD_PID[n1]} 2>/dev/null"
+moved() {
+    [[ $(itest_q "SELECT count(*) FROM segments WHERE segment_id IN ($N1_SEGS) AND node_id = 'n2'") == \
+        $(itest_q "SELECT count(*) FROM segments WHERE segment_id IN ($N1_SEGS)") ]]
+}
+esc_wait_for 10 moved || esc_fail "the coordinator did not move n1's segments to n2 within 10 s"
+T_MOVED=$(date +%s%3N)
+NEW=$(itest_q "SELECT string_agg(segment_id || ':' || epoch, ' ' ORDER BY segment_id) FROM segments WHERE segment_id IN ($N1_SEGS)")
+echo "moved: $NEW"
+itest_eq "$(itest_q "SELECT count(*) FROM segments s JOIN (SELECT split_part(x, ':', 1)::bigint AS id,
+    split_part(x, ':', 2)::bigint AS e FROM unnest(string_to_array('$OLD', ' ')) x) o ON o.id = s.segment_id
+    WHERE s.epoch <= o.e")" 0 "moved segments whose epoch was not raised"
+old_epoch_holds=$(itest_q "SELECT count(*) FROM holds h JOIN (SELECT split_part(x, ':', 1)::bigint AS id,
+    split_part(x, ':', 2)::bigint AS e FROM unnest(string_to_array('$OLD', ' ')) x) o
+    ON o.id = h.segment_id AND h.epoch = o.e")
+
+esc_step "SIGCONT n1: it wakes up with queued requests and old epochs"
+kill -CONT "${SHARD_PID[n1]}"
+sleep 2
+touch "$STOP"
+itest_wait_pid "$LOAD_PID" 20 "the load probe" || esc_fail "the load probe failed"
+cat "$ITEST_DIR/load.out"
+# n1 may legitimately be given segments again after it wakes up (at new
+# epochs); what it must never do is acknowledge anything for a segment it
+# no longer owns: an OK after the move for a moved segment whose owner is
+# not n1 at the end is a violation. (hold id >> 40 = segment id)
+STILL_MOVED=$(itest_q "SELECT coalesce(string_agg(segment_id::text, ','), '') FROM segments
+    WHERE segment_id IN ($N1_SEGS) AND node_id <> 'n1'")
+echo "moved segments that n1 did not get back: ${STILL_MOVED:-none}"
+[[ -n $STILL_MOVED ]] || esc_fail "n1 got every moved segment back: nothing left to check"
+late=$(awk -v t="$T_MOVED" -v segs=",$STILL_MOVED," \
+    '$2 > t && index(segs, "," int($4 / 1099511627776) ",") > 0' "$ITEST_DIR/oks.txt" | wc -l)
+if ((late != 0)); then
+    awk -v t="$T_MOVED" '$2 > t' "$ITEST_DIR/oks.txt" | head >&2
+    esc_fail "n1 acknowledged $late operations on moved segments after the move (at $T_MOVED)"
+fi
+refusals=$(awk '$1 == "STATUS" && ($2 == "FENCED" || $2 == "NOT_OWNER" || $2 == "UNAVAILABLE") {n += $3} END {print n + 0}' "$ITEST_DIR/load.out")
+((refusals > 0)) || esc_fail "the load never saw n1 refuse after waking up"
+echo "n1: $(wc -l <"$ITEST_DIR/oks.txt") OKs, none on a moved segment after the move; $refusals refusals"
+itest_eq "$(itest_q "SELECT count(*) FROM holds h JOIN (SELECT split_part(x, ':', 1)::bigint AS id,
+    split_part(x, ':', 2)::bigint AS e FROM unnest(string_to_array('$OLD', ' ')) x) o
+    ON o.id = h.segment_id AND h.epoch = o.e")" "$old_epoch_holds" "holds written with n1's old epochs after the move"
+# every reserve n1 acknowledged is stored
+keys=$(awk '$3 == "reserve" {printf "%s'"'"'%s'"'"'", n++ ? "," : "", $5}' "$ITEST_DIR/oks.txt")
+itest_eq "$(itest_q "SELECT count(*) FROM holds WHERE idempotency_key IN ($keys)")" \
+    "$(awk '$3 == "reserve"' "$ITEST_DIR/oks.txt" | wc -l)" "stored holds of the reserves n1 acknowledged"
+itest_invariants zz
+
+esc_step "the cluster serves the moved segments"
+shard_wait_served zz 10
+out=$(itest_probe reserve --endpoint "${SHARD_EP[n2]}" --item zz --key after-move)
+itest_eq "$(itest_status "$out")" OK "a reserve on n2 after the move"
+itest_invariants zz
+itest_pass

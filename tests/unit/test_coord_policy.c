@@ -1,0 +1,437 @@
+/*
+ * test_coord_policy.c - the coordinator's pure policy (coord_policy.c):
+ * demand skew, the dry trigger, collapse, forwarding to the tail, restock
+ * and reduce, the one-open-transfer-per-segment rule, donors never asked
+ * for more than they have, and the sold-out flag.
+ */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <string.h>
+
+#include <cmocka.h>
+
+#include "coord_policy.h"
+#include "wire.h"
+
+static coord_pseg g_segs[16];
+static coord_plan g_plan;
+
+/* n active segments 1..n, live, reported, available each, no demand. */
+static coord_pitem item(size_t n, int64_t available)
+{
+    memset(g_segs, 0, sizeof g_segs);
+    coord_pitem in;
+    memset(&in, 0, sizeof in);
+    in.total = (int64_t)n * available;
+    in.collapse_pct = 5;
+    in.low_water_pct = 25;
+    in.nsegs = n;
+    in.segs = g_segs;
+    for (size_t i = 0; i < n; i++) {
+        g_segs[i].segment_id = i + 1;
+        g_segs[i].state = WIRE_SEG_ACTIVE;
+        g_segs[i].available = available;
+        g_segs[i].reported = true;
+        g_segs[i].owner_live = true;
+    }
+    return in;
+}
+
+/* Every plan: a segment at most once, qty >= 1, never more than the donor has. */
+static void check_plan(const coord_pitem *in, const coord_plan *p)
+{
+    int uses[17] = {0};
+    for (size_t i = 0; i < p->nxfers; i++) {
+        const coord_pxfer *x = &p->xfers[i];
+        assert_true(x->qty >= 1);
+        assert_true(x->from != 0 || x->to != 0);
+        if (x->from != 0) {
+            assert_true(x->qty <= in->segs[x->from - 1].available);
+            assert_false(in->segs[x->from - 1].busy);
+            uses[x->from]++;
+        }
+        if (x->to != 0) {
+            assert_false(in->segs[x->to - 1].busy);
+            uses[x->to]++;
+        }
+    }
+    for (int i = 0; i < 17; i++) {
+        assert_true(uses[i] <= 1);
+    }
+}
+
+static void test_no_demand_no_transfer(void **state)
+{
+    (void)state;
+    coord_pitem in = item(4, 100);
+    coord_policy_plan(&in, false, &g_plan);
+    assert_int_equal(g_plan.nxfers, 0);
+    assert_false(g_plan.collapse);
+    assert_false(g_plan.sold_out);
+}
+
+static void test_demand_skew_moves_stock_to_busy_segment(void **state)
+{
+    (void)state;
+    coord_pitem in = item(4, 100);
+    g_segs[0].demand = 90; /* segment 1 sells fast and is low */
+    g_segs[0].available = 10;
+    in.total = 310;
+    coord_policy_plan(&in, false, &g_plan);
+    check_plan(&in, &g_plan);
+    /* sum 310; target(1) = 310 (only demand there); the others' target 0:
+     * one donor (the largest surplus: 100, the first of equals), to segment 1 */
+    assert_int_equal(g_plan.nxfers, 1);
+    assert_int_equal(g_plan.xfers[0].to, 1);
+    assert_int_equal(g_plan.xfers[0].from, 2);
+    assert_int_equal(g_plan.xfers[0].qty, 100);
+    assert_int_equal(g_plan.xfers[0].reason, COORD_R_REBALANCE);
+}
+
+static void test_proportional_demand(void **state)
+{
+    (void)state;
+    coord_pitem in = item(2, 50);
+    g_segs[0].demand = 3;
+    g_segs[0].available = 5;
+    g_segs[1].demand = 1;
+    g_segs[1].available = 95;
+    /* sum 100: targets 75 / 25; segment 1 below 25% of 75 -> receives
+     * min(surplus 70, deficit 70) = 70 */
+    coord_policy_plan(&in, false, &g_plan);
+    check_plan(&in, &g_plan);
+    assert_int_equal(g_plan.nxfers, 1);
+    assert_int_equal(g_plan.xfers[0].from, 2);
+    assert_int_equal(g_plan.xfers[0].to, 1);
+    assert_int_equal(g_plan.xfers[0].qty, 70);
+}
+
+static void test_above_low_water_nothing(void **state)
+{
+    (void)state;
+    coord_pitem in = item(2, 50);
+    g_segs[0].demand = 3;
+    g_segs[0].available = 30; /* target 75, low water 18.75: fine */
+    g_segs[1].demand = 1;
+    g_segs[1].available = 70;
+    coord_policy_plan(&in, false, &g_plan);
+    assert_int_equal(g_plan.nxfers, 0);
+}
+
+static void test_dry_trigger_refills(void **state)
+{
+    (void)state;
+    coord_pitem in = item(3, 100);
+    g_segs[2].available = 0;
+    g_segs[2].dry = true; /* no measured demand yet: the dry report alone */
+    in.total = 200;
+    coord_policy_plan(&in, false, &g_plan);
+    check_plan(&in, &g_plan);
+    assert_int_equal(g_plan.nxfers, 1);
+    assert_int_equal(g_plan.xfers[0].to, 3);
+    assert_int_equal(g_plan.xfers[0].reason, COORD_R_REFILL);
+    /* targets: 200/3 each; the donor's surplus floor(100 - 66.7) = 33 */
+    assert_int_equal(g_plan.xfers[0].qty, 33);
+}
+
+static void test_busy_segments_are_left_alone(void **state)
+{
+    (void)state;
+    coord_pitem in = item(4, 100);
+    g_segs[0].available = 0;
+    g_segs[0].dry = true;
+    g_segs[1].available = 0;
+    g_segs[1].dry = true;
+    g_segs[2].busy = true; /* already giving or receiving */
+    in.total = 200;
+    coord_policy_plan(&in, false, &g_plan);
+    check_plan(&in, &g_plan);
+    /* only segment 4 can give, and only to one of the two */
+    assert_int_equal(g_plan.nxfers, 1);
+    assert_int_equal(g_plan.xfers[0].from, 4);
+}
+
+static void test_dead_owner_neither_gives_nor_receives(void **state)
+{
+    (void)state;
+    coord_pitem in = item(2, 100);
+    g_segs[0].available = 0;
+    g_segs[0].dry = true;
+    g_segs[1].owner_live = false;
+    coord_policy_plan(&in, false, &g_plan);
+    assert_int_equal(g_plan.nxfers, 0);
+}
+
+static void test_collapse_threshold(void **state)
+{
+    (void)state;
+    coord_pitem in = item(4, 100);
+    in.total = 1000; /* 5% = 50 */
+    g_segs[0].available = 20;
+    g_segs[1].available = 10;
+    g_segs[2].available = 10;
+    g_segs[3].available = 11; /* remaining 51: not yet */
+    coord_policy_plan(&in, false, &g_plan);
+    assert_false(g_plan.collapse);
+    g_segs[3].available = 10; /* 50: collapse into the one with most */
+    coord_policy_plan(&in, false, &g_plan);
+    assert_true(g_plan.collapse);
+    assert_int_equal(g_plan.tail, 1);
+    assert_int_equal(g_plan.nxfers, 0);
+    /* in flight and unallocated count as remaining */
+    in.in_flight = 5;
+    coord_policy_plan(&in, false, &g_plan);
+    assert_false(g_plan.collapse);
+}
+
+static void test_collapse_needs_two_active_and_a_live_tail(void **state)
+{
+    (void)state;
+    coord_pitem in = item(2, 0);
+    in.total = 1000;
+    g_segs[1].state = WIRE_SEG_DRAINING;
+    coord_policy_plan(&in, false, &g_plan);
+    assert_false(g_plan.collapse);
+    g_segs[1].state = WIRE_SEG_ACTIVE;
+    g_segs[0].owner_live = false;
+    g_segs[1].owner_live = false;
+    coord_policy_plan(&in, false, &g_plan);
+    assert_false(g_plan.collapse);
+    g_segs[1].owner_live = true;
+    coord_policy_plan(&in, false, &g_plan);
+    assert_true(g_plan.collapse);
+    assert_int_equal(g_plan.tail, 2);
+}
+
+static void test_forced_collapse_and_pct_zero(void **state)
+{
+    (void)state;
+    coord_pitem in = item(3, 100);
+    in.collapse_pct = 0; /* never automatically */
+    g_segs[0].available = 0;
+    g_segs[1].available = 0;
+    g_segs[2].available = 0;
+    coord_policy_plan(&in, false, &g_plan);
+    assert_false(g_plan.collapse);
+    g_segs[1].available = 7;
+    coord_policy_plan(&in, true, &g_plan);
+    assert_true(g_plan.collapse);
+    assert_int_equal(g_plan.tail, 2);
+}
+
+static void test_collapsed_forwards_one_at_a_time(void **state)
+{
+    (void)state;
+    coord_pitem in = item(4, 0);
+    in.total = 1000;
+    in.tail_segment = 2;
+    g_segs[0].state = WIRE_SEG_DRAINING;
+    g_segs[0].available = 3;
+    g_segs[2].state = WIRE_SEG_DRAINING;
+    g_segs[2].available = 5;
+    g_segs[2].forwarded = true; /* returned units after an earlier forward */
+    g_segs[3].state = WIRE_SEG_DRAINING;
+    g_segs[1].available = 1;
+    coord_policy_plan(&in, false, &g_plan);
+    check_plan(&in, &g_plan);
+    assert_int_equal(g_plan.nxfers, 1);
+    assert_int_equal(g_plan.xfers[0].from, 3);
+    assert_int_equal(g_plan.xfers[0].to, 2);
+    assert_int_equal(g_plan.xfers[0].qty, 5);
+    assert_int_equal(g_plan.xfers[0].reason, COORD_R_FORWARD);
+    /* the tail busy: nothing */
+    g_segs[1].busy = true;
+    coord_policy_plan(&in, false, &g_plan);
+    assert_int_equal(g_plan.nxfers, 0);
+    /* once the tail is free and segment 3 is empty: segment 1, reason collapse */
+    g_segs[1].busy = false;
+    g_segs[2].available = 0;
+    coord_policy_plan(&in, false, &g_plan);
+    assert_int_equal(g_plan.nxfers, 1);
+    assert_int_equal(g_plan.xfers[0].from, 1);
+    assert_int_equal(g_plan.xfers[0].qty, 3);
+    assert_int_equal(g_plan.xfers[0].reason, COORD_R_COLLAPSE);
+    assert_false(g_plan.collapse);
+}
+
+static void test_collapsed_restock_goes_to_tail(void **state)
+{
+    (void)state;
+    coord_pitem in = item(3, 0);
+    in.total = 1000;
+    in.tail_segment = 3;
+    in.unallocated = 40;
+    g_segs[0].state = WIRE_SEG_DRAINING;
+    g_segs[0].available = 9;
+    g_segs[1].state = WIRE_SEG_DRAINING;
+    coord_policy_plan(&in, false, &g_plan);
+    assert_int_equal(g_plan.nxfers, 1);
+    assert_int_equal(g_plan.xfers[0].from, 0);
+    assert_int_equal(g_plan.xfers[0].to, 3);
+    assert_int_equal(g_plan.xfers[0].qty, 40);
+    assert_int_equal(g_plan.xfers[0].reason, COORD_R_RESTOCK);
+}
+
+static void test_restock_spread_busiest_first(void **state)
+{
+    (void)state;
+    coord_pitem in = item(3, 10);
+    in.unallocated = 10;
+    in.total = 40;
+    g_segs[1].demand = 5;
+    g_segs[2].busy = true;
+    coord_policy_plan(&in, false, &g_plan);
+    check_plan(&in, &g_plan);
+    /* two usable segments: 5 each, segment 2 (demand) first */
+    assert_true(g_plan.nxfers >= 2);
+    assert_int_equal(g_plan.xfers[0].from, 0);
+    assert_int_equal(g_plan.xfers[0].to, 2);
+    assert_int_equal(g_plan.xfers[0].qty, 5);
+    assert_int_equal(g_plan.xfers[1].to, 1);
+    assert_int_equal(g_plan.xfers[1].qty, 5);
+    int64_t sum = 0;
+    for (size_t i = 0; i < g_plan.nxfers; i++) {
+        sum += g_plan.xfers[i].from == 0 ? g_plan.xfers[i].qty : 0;
+    }
+    assert_int_equal(sum, 10);
+}
+
+static void test_reduce_reclaims_without_overdrawing(void **state)
+{
+    (void)state;
+    coord_pitem in = item(3, 10);
+    in.reduce_pending = 25;
+    in.reclaiming = 3; /* already on its way back */
+    g_segs[0].available = 4;
+    g_segs[1].available = 30;
+    g_segs[2].available = 0;
+    coord_policy_plan(&in, false, &g_plan);
+    check_plan(&in, &g_plan);
+    assert_int_equal(g_plan.nxfers, 1);
+    assert_int_equal(g_plan.xfers[0].from, 2);
+    assert_int_equal(g_plan.xfers[0].to, 0);
+    assert_int_equal(g_plan.xfers[0].qty, 22);
+    assert_int_equal(g_plan.xfers[0].reason, COORD_R_REDUCE);
+    /* more than one segment has: take all of the biggest, then the next */
+    g_segs[1].available = 15;
+    coord_policy_plan(&in, false, &g_plan);
+    check_plan(&in, &g_plan);
+    assert_int_equal(g_plan.nxfers, 2);
+    assert_int_equal(g_plan.xfers[0].qty, 15);
+    assert_int_equal(g_plan.xfers[1].from, 1);
+    assert_int_equal(g_plan.xfers[1].qty, 4);
+}
+
+static void test_split_surplus_gives_to_active(void **state)
+{
+    (void)state;
+    coord_pitem in = item(3, 10);
+    g_segs[2].state = WIRE_SEG_DRAINING;
+    g_segs[2].available = 8;
+    g_segs[0].available = 12;
+    coord_policy_plan(&in, false, &g_plan);
+    check_plan(&in, &g_plan);
+    assert_int_equal(g_plan.nxfers, 1);
+    assert_int_equal(g_plan.xfers[0].from, 3);
+    assert_int_equal(g_plan.xfers[0].to, 2);
+    assert_int_equal(g_plan.xfers[0].qty, 8);
+    assert_int_equal(g_plan.xfers[0].reason, COORD_R_SPLIT);
+}
+
+static void test_paused_does_not_rebalance_retired_plans_nothing(void **state)
+{
+    (void)state;
+    coord_pitem in = item(2, 100);
+    g_segs[0].available = 0;
+    g_segs[0].dry = true;
+    in.paused = true;
+    coord_policy_plan(&in, false, &g_plan);
+    assert_int_equal(g_plan.nxfers, 0);
+    in.paused = false;
+    in.retired = true;
+    in.unallocated = 5;
+    coord_policy_plan(&in, true, &g_plan);
+    assert_int_equal(g_plan.nxfers, 0);
+    assert_false(g_plan.collapse);
+}
+
+static void test_sold_out_rules(void **state)
+{
+    (void)state;
+    coord_pitem in = item(3, 0);
+    in.total = 100;
+    assert_true(coord_policy_sold_out(&in));
+    g_segs[1].held = 1; /* a hold may come back */
+    assert_false(coord_policy_sold_out(&in));
+    g_segs[1].held = 0;
+    g_segs[2].reported = false; /* not reported at its epoch: unknown */
+    assert_false(coord_policy_sold_out(&in));
+    g_segs[2].reported = true;
+    g_segs[2].busy = true; /* a transfer is open */
+    assert_false(coord_policy_sold_out(&in));
+    g_segs[2].busy = false;
+    in.unallocated = 1;
+    assert_false(coord_policy_sold_out(&in));
+    in.unallocated = 0;
+    in.in_flight = 2;
+    assert_false(coord_policy_sold_out(&in));
+    in.in_flight = 0;
+    g_segs[0].state = WIRE_SEG_RETIRED; /* retired segments do not count */
+    g_segs[0].available = 5;
+    assert_true(coord_policy_sold_out(&in));
+    coord_policy_plan(&in, false, &g_plan);
+    assert_true(g_plan.sold_out);
+    in.retired = true;
+    assert_false(coord_policy_sold_out(&in));
+    in.retired = false;
+    in.nsegs = 0;
+    assert_false(coord_policy_sold_out(&in));
+}
+
+static void test_demand_ewma(void **state)
+{
+    (void)state;
+    /* 100 units over 1 s, from 0: the full step (alpha = 1) */
+    double d = coord_policy_demand(0, 100, 0, 1000000);
+    assert_true(d > 99.9 && d < 100.1);
+    /* 10 units + 10 empties over 0.5 s = rate 40; alpha 0.5 -> 70 */
+    d = coord_policy_demand(100, 10, 10, 500000);
+    assert_true(d > 69.9 && d < 70.1);
+    assert_true(coord_policy_demand(5, 1, 0, 0) == 5);
+}
+
+static void test_reason_names(void **state)
+{
+    (void)state;
+    assert_string_equal(coord_reason_name(COORD_R_FORWARD), "forward");
+    assert_string_equal(coord_reason_name(COORD_R_REFILL), "refill");
+    assert_string_equal(coord_reason_name(99), "rebalance");
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_no_demand_no_transfer),
+        cmocka_unit_test(test_demand_skew_moves_stock_to_busy_segment),
+        cmocka_unit_test(test_proportional_demand),
+        cmocka_unit_test(test_above_low_water_nothing),
+        cmocka_unit_test(test_dry_trigger_refills),
+        cmocka_unit_test(test_busy_segments_are_left_alone),
+        cmocka_unit_test(test_dead_owner_neither_gives_nor_receives),
+        cmocka_unit_test(test_collapse_threshold),
+        cmocka_unit_test(test_collapse_needs_two_active_and_a_live_tail),
+        cmocka_unit_test(test_forced_collapse_and_pct_zero),
+        cmocka_unit_test(test_collapsed_forwards_one_at_a_time),
+        cmocka_unit_test(test_collapsed_restock_goes_to_tail),
+        cmocka_unit_test(test_restock_spread_busiest_first),
+        cmocka_unit_test(test_reduce_reclaims_without_overdrawing),
+        cmocka_unit_test(test_split_surplus_gives_to_active),
+        cmocka_unit_test(test_paused_does_not_rebalance_retired_plans_nothing),
+        cmocka_unit_test(test_sold_out_rules),
+        cmocka_unit_test(test_demand_ewma),
+        cmocka_unit_test(test_reason_names),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
