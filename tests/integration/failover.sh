@@ -37,16 +37,27 @@ until (($(lines) >= KILL_AFTER_LINES)); do
 done
 
 esc_step "kill -9 n1 (owner of $victim_segs segments) at $(lines) acknowledged outcomes"
-t0=$(date +%s%N)
+VICTIM_SEGS=$(itest_q "SELECT string_agg(segment_id::text, ' ') FROM segments WHERE item_id = 'fo' AND node_id = 'n1'")
+N2_LOG=$(ls "$ITEST_DIR"/node*-n2-*.log)
+t0=$(date +%s%3N)
 itest_kill9 "${SHARD_PID[n1]}"
 taken_over() {
     [[ $(itest_q "SELECT count(*) FROM segments WHERE item_id = 'fo' AND node_id = 'n2'") == 8 ]] &&
         _shard_served fo
 }
 esc_wait_for 10 taken_over || esc_fail "n2 did not take over n1's segments within 10 s"
-t1=$(date +%s%N)
-took_ms=$(((t1 - t0) / 1000000))
+# The moment each segment served again is the new owner's SEG-LOADED line
+# (its own clock, milliseconds): polling from here would add its own delay.
+t1=0
+for seg in $VICTIM_SEGS; do
+    line=$(grep "SEG-LOADED seg=$seg " "$N2_LOG" | tail -n 1)
+    [[ -n $line ]] || esc_fail "n2 never logged loading segment $seg"
+    ts=$(date -d "${line%% *}" +%s%3N)
+    ((ts > t1)) && t1=$ts
+done
+took_ms=$((t1 - t0))
 echo "the segments of n1 serve again on n2 after $took_ms ms (lease $SHARD_LEASE_MS ms)"
+((took_ms > 0)) || esc_fail "n2 loaded the segments before the kill?"
 ((took_ms <= SHARD_LEASE_MS + 1000)) ||
     esc_fail "takeover took $took_ms ms, over lease + 1 s = $((SHARD_LEASE_MS + 1000)) ms"
 
