@@ -138,6 +138,14 @@ struct esc_async {
     bool closing;
     bool in_api; /* inside an esc_async_* function: answers wait for the timer */
     bool timer_armed;
+    /* Work due now (a call answered inside an esc_async_* function, e.g. a
+     * cached SOLD_OUT) runs from this idle handle on the next loop turn, not
+     * from a 0 ms timer: libuv 1.44 runs a 0 ms timer started inside a timer
+     * callback again in the same pass, so a caller that reserves again from
+     * its callback would spin there forever and starve every socket. */
+    uv_idle_t idle;
+    bool idle_inited;
+    bool idle_on;
     int64_t timer_due_us;
     esc_close_cb close_cb;
     void *close_arg; /* borrowed */
@@ -156,6 +164,7 @@ struct esc_async {
 };
 
 static void timer_cb(uv_timer_t *t);
+static void idle_cb(uv_idle_t *h);
 static void route_step(esc_async *a, call *c, int64_t now);
 static void fetch_done(esc_async *a, call *f, int status);
 
@@ -315,6 +324,10 @@ static void arm_timer(esc_async *a)
             (void)uv_timer_stop(&a->timer); /* always 0 for an initialised timer */
             a->timer_armed = false;
         }
+        if (a->idle_on) {
+            (void)uv_idle_stop(&a->idle); /* always 0 */
+            a->idle_on = false;
+        }
         return;
     }
     int64_t due = a->heap[0]->due_us;
@@ -322,7 +335,18 @@ static void arm_timer(esc_async *a)
         return; /* fires earlier; timer_cb re-arms */
     }
     int64_t now = esc_mono_us();
-    uint64_t delay_ms = due > now ? (uint64_t)((due - now + 999) / 1000) : 0;
+    if (due <= now) {
+        if (!a->idle_on) {
+            int rc = uv_idle_start(&a->idle, idle_cb);
+            if (rc != 0) {
+                cli_log(&a->opts, 0, "ESC-CLIENT-TIMER uv_idle_start: %s", uv_strerror(rc));
+                return;
+            }
+            a->idle_on = true;
+        }
+        return;
+    }
+    uint64_t delay_ms = (uint64_t)((due - now + 999) / 1000);
     int rc = uv_timer_start(&a->timer, timer_cb, delay_ms, 0);
     if (rc != 0) {
         cli_log(&a->opts, 0, "ESC-CLIENT-TIMER uv_timer_start: %s", uv_strerror(rc));
@@ -1016,10 +1040,9 @@ static void resend_due(esc_async *a, call *c, int64_t now)
     send_frame(a, c, now);
 }
 
-static void timer_cb(uv_timer_t *t)
+/* Runs every call whose due time has come (the timer and the idle handle). */
+static void run_due(esc_async *a)
 {
-    esc_async *a = t->data;
-    a->timer_armed = false;
     int64_t now = esc_mono_us();
     /* Ends: each pass finishes a call or moves its due_us past now. */
     while (!a->closing && a->nheap > 0 && a->heap[0]->due_us <= now) {
@@ -1039,6 +1062,21 @@ static void timer_cb(uv_timer_t *t)
         }
     }
     arm_timer(a);
+}
+
+static void timer_cb(uv_timer_t *t)
+{
+    esc_async *a = t->data;
+    a->timer_armed = false;
+    run_due(a);
+}
+
+static void idle_cb(uv_idle_t *h)
+{
+    esc_async *a = h->data;
+    (void)uv_idle_stop(&a->idle); /* always 0; run_due restarts it if work is due */
+    a->idle_on = false;
+    run_due(a);
 }
 
 /* Routing mode: a node's answer that moves the call instead of ending it.
@@ -1201,6 +1239,11 @@ static void close_handles(esc_async *a)
     a->closing = true;
     (void)uv_timer_stop(&a->timer);
     uv_close((uv_handle_t *)&a->timer, timer_closed);
+    if (a->idle_inited) {
+        (void)uv_idle_stop(&a->idle);
+        a->idle_on = false;
+        uv_close((uv_handle_t *)&a->idle, timer_closed);
+    }
     for (uint32_t i = 0; i < CLI_CONNS_MAX; i++) {
         if (a->conns[i] != NULL) {
             nnx_watch_close(&a->conns[i]->watch, conn_watch_closed);
@@ -1242,6 +1285,12 @@ static int start_io(esc_async *a)
     }
     a->timer.data = a;
     a->handles_open = 1;
+    if (uv_idle_init(a->loop, &a->idle) != 0) {
+        return ESC_EIO; /* the caller closes the timer (handles_open) */
+    }
+    a->idle.data = a;
+    a->idle_inited = true;
+    a->handles_open++;
     int rc = conn_open(a, 0, a->opts.endpoint);
     if (rc == 0 && a->opts.routes[0] != '\0') {
         rc = start_sub(a);

@@ -891,6 +891,37 @@ static void run_for_ms(uv_loop_t *loop, int ms)
     }
 }
 
+/* A caller that reserves again from its callback, as a retry loop would,
+ * until a 1 ms timer fires (or CHAIN_CAP answers: the timer was starved). */
+#define CHAIN_CAP 200000
+typedef struct chain {
+    esc_async *a;
+    int answers;  /* callbacks so far */
+    int sold_out; /* of them SOLD_OUT */
+    int done;     /* 1 once the chain stopped */
+    bool ticked;
+} chain;
+
+static void chain_cb(int status, const esc_hold *hold, void *arg)
+{
+    (void)hold;
+    chain *ch = arg;
+    ch->answers++;
+    ch->sold_out += status == ESC_ESOLD_OUT;
+    if (ch->ticked || ch->answers >= CHAIN_CAP) {
+        ch->done = 1;
+        return;
+    }
+    esc_reserve_req q = {.item_id = "rt-sold", .buyer_id = "bc", .qty = 1, .idempotency_key = "kc"};
+    assert_int_equal(esc_async_reserve(ch->a, &q, 0, chain_cb, ch), 0);
+}
+
+static void chain_tick(uv_timer_t *t)
+{
+    chain *ch = t->data;
+    ch->ticked = true;
+}
+
 static int reserve_routed(uv_loop_t *loop, esc_async *a, const char *item, const char *buyer,
                           const char *key, result *r)
 {
@@ -936,6 +967,23 @@ static void test_routing_against_fake(void **state)
     esc_async_stats(a, &st);
     assert_int_equal(st.sold_out_cached, 2);
     assert_int_equal(st.route_fetches, 2);
+    /* Answers from the cache chained from the callback: each comes on a later
+     * loop turn, so the loop keeps running timers and sockets in between
+     * (a 0 ms timer here once spun inside libuv forever). */
+    chain ch = {.a = a};
+    uv_timer_t tick;
+    assert_int_equal(uv_timer_init(&loop, &tick), 0);
+    tick.data = &ch;
+    assert_int_equal(uv_timer_start(&tick, chain_tick, 1, 0), 0);
+    esc_reserve_req cq = {
+        .item_id = "rt-sold", .buyer_id = "bc", .qty = 1, .idempotency_key = "kc"};
+    assert_int_equal(esc_async_reserve(a, &cq, 0, chain_cb, &ch), 0);
+    run_until(&loop, &ch.done, 1);
+    assert_int_equal(ch.sold_out, ch.answers);
+    assert_true(ch.ticked);
+    assert_true(ch.answers < CHAIN_CAP); /* the timer ran while the chain went on */
+    uv_close((uv_handle_t *)&tick, NULL);
+    assert_int_equal(f.reserves, reserves);
     assert_int_equal(reserve_routed(&loop, a, "rt-paused", "b1", "k5", &r), ESC_EPAUSED);
     assert_int_equal(reserve_routed(&loop, a, "rt-unknown", "b1", "k6", &r), ESC_EUNKNOWN_ITEM);
     assert_int_equal(f.reserves, reserves);
