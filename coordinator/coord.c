@@ -16,6 +16,8 @@
 #include <string.h>
 
 #include "clock.h"
+#include "coord_metrics.h"
+#include "coord_mon.h"
 #include "escrow_errors.h"
 #include "log.h"
 
@@ -69,6 +71,9 @@ static void publish(coord *c, const wire_route *r)
     int rc = wire_encode_route_pub(r, c->frame, sizeof c->frame, &len);
     if (rc == 0) {
         rc = nnx_publish(c->pub, c->frame, len);
+    }
+    if (rc == 0) {
+        coord_metrics_route_published(c);
     }
     if (rc != 0) {
         ESC_LOG(ESC_LOG_DEBUG, "COORD-PUB", "item=%s/%s not published: %s", r->tenant_id,
@@ -152,6 +157,7 @@ static void handle_route(coord *c, const nnx_hdr *hdr, const wire_request *q)
 static void handle_heartbeat(coord *c, const nnx_hdr *hdr, const wire_request *q)
 {
     c->n_heartbeats++;
+    coord_metrics_heartbeat(c);
     const wire_heartbeat *hb = q->hb;
     coord_node *n = NULL;
     coord_node_heartbeat(c, hb, &n);
@@ -249,6 +255,7 @@ static void on_readable(nnx_watch *w, void *arg)
 static void on_tick(uv_timer_t *t)
 {
     coord *c = t->data;
+    coord_metrics_sample(c);
     if (!c->loaded) {
         return;
     }
@@ -414,10 +421,14 @@ int coord_start(coord *c, uv_loop_t *loop, const coord_config *cfg)
     if (rc != 0) {
         return rc;
     }
-    if ((rc = open_sockets(c)) != 0 || (rc = start_handles(c)) != 0) {
+    if ((rc = coord_metrics_open(c)) != 0 || (rc = open_sockets(c)) != 0 ||
+        (rc = start_handles(c)) != 0) {
         return rc;
     }
     coord_db_open(c);
+    if ((rc = coord_mon_start(c)) != 0) {
+        return rc;
+    }
     coord_reload(c);
     return 0;
 }
@@ -463,6 +474,7 @@ void coord_stop(coord *c)
     c->watch.poll.data = c;
     nnx_watch_close(&c->watch, on_handle_closed);
     coord_db_close(c);
+    coord_mon_close(c);
     ESC_LOG(ESC_LOG_INFO, "COORD-STOP",
             "stopped heartbeats=%" PRIu64 " routes=%" PRIu64 " admin=%" PRIu64 " grants=%" PRIu64
             " transfers_planned=%" PRIu64 " transfers_done=%" PRIu64
@@ -476,5 +488,7 @@ void coord_fini(coord *c)
     nnx_close(c->sock);
     nnx_close(c->pub);
     c->sock = c->pub = -1;
+    coord_mon_free(c);
+    coord_metrics_free(c);
     coord_cat_fini(&c->cat);
 }

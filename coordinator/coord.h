@@ -55,6 +55,8 @@ typedef struct coord_config {
     uint32_t low_water_pct;
     uint32_t catalog_poll_ms;
     bool failpoint_exit_after_sent; /* ESC_FAILPOINT_COORD_EXIT_AFTER_SENT=1 */
+    const char *metrics;            /* borrowed: --metrics address; NULL = off (coord_metrics.h) */
+    uint32_t check_ms;              /* invariant monitor period (coord_mon.h) */
 } coord_config;
 
 typedef struct coord_job coord_job;
@@ -115,6 +117,8 @@ struct coord {
     unsigned char frame[ESC_FRAME_BYTES_MAX];
     /* counters for the STOP line */
     uint64_t n_heartbeats, n_routes, n_admin, n_grants, n_xfers_planned, n_xfers_done;
+    struct coord_metrics *metrics; /* owned (coord_metrics.c); NULL when --metrics is off */
+    struct coord_mon *mon;         /* owned: the invariant monitor (coord_mon.c) */
     int exit_code;
 };
 

@@ -21,6 +21,7 @@
 
 #include "clock.h"
 #include "coord.h"
+#include "coord_metrics.h"
 #include "escrow_errors.h"
 #include "log.h"
 
@@ -35,6 +36,7 @@ static void answer(coord *c, coord_admin_req *r, int status, const char *fmt, ..
     va_end(ap);
     ESC_LOG(status ? ESC_LOG_WARN : ESC_LOG_INFO, "COORD-ADMIN", "op=%u %s -> %s", r->req.admin_op,
             msg, esc_err_name(status));
+    coord_metrics_admin(c, r->req.admin_op, status);
     coord_reply(c, &r->hdr, r->req.corr_id, status, msg);
     free(r);
 }

@@ -111,10 +111,11 @@ typedef struct coord_xfer {
     coord_item *item;  /* borrowed */
     uint64_t from, to; /* 0 = unallocated */
     int64_t qty;
-    int state;    /* COORD_XF_* */
-    bool busy;    /* a coordinator-side commit or re-read is in flight */
-    size_t idx;   /* in coord_cat.xfers */
-    uint32_t gen; /* catalog read that last saw it open */
+    int state;          /* COORD_XF_* */
+    const char *reason; /* static (coord_reason_name) when planned here; NULL = not known */
+    bool busy;          /* a coordinator-side commit or re-read is in flight */
+    size_t idx;         /* in coord_cat.xfers */
+    uint32_t gen;       /* catalog read that last saw it open */
 } coord_xfer;
 
 typedef struct coord_cat {

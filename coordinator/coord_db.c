@@ -22,6 +22,7 @@
 
 #include "clock.h"
 #include "coord.h"
+#include "coord_metrics.h"
 #include "escrow_errors.h"
 #include "log.h"
 
@@ -192,6 +193,7 @@ static void on_db_state(pgx_conn *pc, bool up, void *arg)
 {
     (void)pc;
     coord *c = arg;
+    coord_metrics_db(c, "coord", up);
     if (c->stopping) {
         return;
     }

@@ -11,8 +11,10 @@
 #include <uv.h>
 
 #include "coord.h"
+#include "coord_mon.h"
 #include "escrow_errors.h"
 #include "log.h"
+#include "metrics_http.h"
 
 static void usage(FILE *f)
 {
@@ -22,6 +24,7 @@ static void usage(FILE *f)
         "                          [--lease-ms 2000] [--heartbeat-ms 200] [--rebalance-ms 200]\n"
         "                          [--collapse-pct 5] [--low-water-pct 25]\n"
         "                          [--catalog-poll-ms 1000] [--log-level error|warn|info|debug]\n"
+        "                          [--metrics [HOST:]PORT] [--check-ms 5000]\n"
         "\n"
         "Places escrow segments on the segment nodes that heartbeat to it (leases and\n"
         "epochs), moves tail stock between segments, collapses items near sellout,\n"
@@ -38,6 +41,13 @@ static void usage(FILE *f)
         "  --low-water-pct    a segment below this percentage of its target is refilled\n"
         "                     (0..100)\n"
         "  --catalog-poll-ms  re-read items, segments and nodes this often (100..600000)\n"
+        "  --metrics          serve Prometheus metrics over HTTP at http://HOST:PORT/metrics\n"
+        "                     (e.g. 127.0.0.1:9100; a bare PORT listens on every interface;\n"
+        "                     off when not given)\n"
+        "  --check-ms         run the conservation check (invariant monitor) this often\n"
+        "                     (50..3600000, default 5000); the result is exported as\n"
+        "                     escrow_conservation_* metrics, logged (COORD-INVARIANT) and\n"
+        "                     written for escrowctl status\n"
         "Environment: ESC_FAILPOINT_COORD_EXIT_AFTER_SENT=1 exits with status 99 the first\n"
         "time a segment-to-segment transfer is known to be sent (crash tests).\n");
 }
@@ -55,6 +65,19 @@ static int parse_ms(const char *name, const char *v, long lo, long hi, uint32_t 
     return 0;
 }
 
+static int parse_metrics(const char *v)
+{
+    char host[METRICS_HTTP_ADDR_LEN_MAX + 1];
+    uint16_t port;
+    if (metrics_http_parse(v, host, sizeof host, &port) != 0) {
+        fprintf(stderr,
+                "escrow-coordinator: --metrics takes PORT, HOST:PORT or [IPV6]:PORT, not '%s'\n",
+                v);
+        return -1;
+    }
+    return 0;
+}
+
 static int parse_args(int argc, char **argv, coord_config *cfg)
 {
     static const struct option opts[] = {{"dsn", required_argument, NULL, 'd'},
@@ -67,6 +90,8 @@ static int parse_args(int argc, char **argv, coord_config *cfg)
                                          {"low-water-pct", required_argument, NULL, 'W'},
                                          {"catalog-poll-ms", required_argument, NULL, 'P'},
                                          {"log-level", required_argument, NULL, 'v'},
+                                         {"metrics", required_argument, NULL, 'm'},
+                                         {"check-ms", required_argument, NULL, 'K'},
                                          {"help", no_argument, NULL, 'h'},
                                          {NULL, 0, NULL, 0}};
     int ch, rc = 0;
@@ -103,6 +128,14 @@ static int parse_args(int argc, char **argv, coord_config *cfg)
             break;
         case 'P':
             rc = parse_ms("catalog-poll-ms", optarg, 100, 600000, &cfg->catalog_poll_ms);
+            break;
+        case 'K':
+            rc = parse_ms("check-ms", optarg, COORD_MON_CHECK_MS_MIN, COORD_MON_CHECK_MS_MAX,
+                          &cfg->check_ms);
+            break;
+        case 'm':
+            rc = parse_metrics(optarg);
+            cfg->metrics = optarg;
             break;
         case 'v':
             if (esc_log_level_parse(optarg) < 0) {
@@ -154,6 +187,7 @@ int main(int argc, char **argv)
     cfg.collapse_pct = 5;
     cfg.low_water_pct = 25;
     cfg.catalog_poll_ms = 1000;
+    cfg.check_ms = COORD_MON_CHECK_MS_DEFAULT;
     const char *fp = getenv("ESC_FAILPOINT_COORD_EXIT_AFTER_SENT");
     cfg.failpoint_exit_after_sent = fp != NULL && strcmp(fp, "1") == 0;
     if (parse_args(argc, argv, &cfg) != 0 || check_args(argc, &cfg) != 0) {

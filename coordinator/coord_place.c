@@ -21,6 +21,7 @@
 
 #include "clock.h"
 #include "coord.h"
+#include "coord_metrics.h"
 #include "escrow_errors.h"
 #include "log.h"
 
@@ -225,6 +226,7 @@ static void expire_leases(coord *c, int64_t now)
             continue;
         }
         n->alive = false;
+        coord_metrics_lease_expired(c);
         size_t lost = 0;
         for (size_t j = 0; j < c->cat.nsegs; j++) {
             coord_seg *s = c->cat.segs[j];
@@ -270,6 +272,7 @@ static void on_granted(coord *c, PGresult *res, const pgx_err *err, void *arg)
             s->reported = false;
             s->dry = false;
             c->n_grants++;
+            coord_metrics_grant(c);
             ESC_LOG(ESC_LOG_INFO, "COORD-GRANT",
                     "seg=%" PRIu64 " item=%s/%s node=%s epoch=%" PRIu64, s->segment_id,
                     s->item->tenant_id, s->item->item_id, n->node_id, s->epoch);

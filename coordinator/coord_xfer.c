@@ -20,6 +20,7 @@
 
 #include "clock.h"
 #include "coord.h"
+#include "coord_metrics.h"
 #include "escrow_errors.h"
 #include "log.h"
 
@@ -42,6 +43,8 @@ static void xfer_done(coord *c, coord_xfer *x, const char *how)
             x->transfer_id, x->item->tenant_id, x->item->item_id, x->from, x->to, x->qty, how);
     c->n_xfers_done++;
     c->xfer_changes++;
+    coord_metrics_xfer_completed(c, x->reason,
+                                 strncmp(how, "cancelled", 9) == 0 ? "cancelled" : "received");
     coord_cat_drop_xfer(&c->cat, x);
 }
 
@@ -228,6 +231,17 @@ static void mark(coord *c, uint64_t seg_id, uint64_t from, uint64_t to)
     }
 }
 
+/* The reason of the planned transfer from -> to (rows come back without it). */
+static const char *plan_reason(const plan_job *j, uint64_t from, uint64_t to)
+{
+    for (size_t i = 0; i < j->n; i++) {
+        if (j->x[i].from == from && j->x[i].to == to) {
+            return coord_reason_name(j->x[i].reason);
+        }
+    }
+    return NULL;
+}
+
 static void on_planned(coord *c, PGresult *res, const pgx_err *err, void *arg)
 {
     plan_job *j = arg;
@@ -245,6 +259,8 @@ static void on_planned(coord *c, PGresult *res, const pgx_err *err, void *arg)
                 continue; /* over the table's bound: the catalog read picks it up */
             }
             c->n_xfers_planned++;
+            x->reason = plan_reason(j, from, to);
+            coord_metrics_xfer_planned(c, x->reason);
             if (j->restock) {
                 it->unallocated = strtoll(PQgetvalue(res, i, 4), NULL, 10);
             }
@@ -356,6 +372,7 @@ static void on_collapsed(coord *c, PGresult *res, const pgx_err *err, void *arg)
                  it->item_id, j->tail);
         coord_route_changed(c, it);
         it->pass_now = true;
+        coord_metrics_collapse(c);
     } else if (err->code == 0) {
         status = ESC_ECONFLICT;
         snprintf(msg, sizeof msg, "%s/%s changed meanwhile; nothing collapsed", it->tenant_id,
@@ -369,6 +386,7 @@ static void on_collapsed(coord *c, PGresult *res, const pgx_err *err, void *arg)
         }
     }
     if (j->r != NULL) {
+        coord_metrics_admin(c, j->r->req.admin_op, status);
         coord_reply(c, &j->r->hdr, j->r->req.corr_id, status, msg);
         free(j->r);
     }
@@ -435,6 +453,7 @@ void coord_xfer_collapse_now(coord *c, coord_item *it, coord_admin_req *r)
     if (rc == 0 && it->write_busy) {
         return; /* on_collapsed answers */
     }
+    coord_metrics_admin(c, r->req.admin_op, ESC_EUNAVAILABLE);
     coord_reply(c, &r->hdr, r->req.corr_id, ESC_EUNAVAILABLE,
                 rc < 0 ? "the item is busy or the coordinator is reconciling; retry"
                        : "no active segment is served by a live node; nothing collapsed");

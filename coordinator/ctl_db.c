@@ -112,7 +112,7 @@ int ctl_db_exec_script(PGconn *conn, const char *sql)
 int ctl_db_begin(PGconn *conn, const char *mode)
 {
     char sql[128];
-    int n = snprintf(sql, sizeof sql, "BEGIN %s", mode);
+    int n = snprintf(sql, sizeof sql, "/* escrow:ctl */ BEGIN %s", mode);
     if (n < 0 || (size_t)n >= sizeof sql) {
         return ESC_EINTERNAL;
     }
@@ -122,7 +122,7 @@ int ctl_db_begin(PGconn *conn, const char *mode)
 int ctl_db_commit(PGconn *conn)
 {
     PGresult *res = NULL;
-    int rc = ctl_db_query(conn, "COMMIT", 0, NULL, &res);
+    int rc = ctl_db_query(conn, "/* escrow:ctl */ COMMIT", 0, NULL, &res);
     if (rc == 0 && strcmp(PQcmdStatus(res), "COMMIT") != 0) {
         fprintf(stderr, "escrowctl: database error: the transaction was rolled back\n");
         rc = ESC_EDB;
@@ -133,7 +133,7 @@ int ctl_db_commit(PGconn *conn)
 
 void ctl_db_rollback(PGconn *conn)
 {
-    PGresult *res = PQexec(conn, "ROLLBACK");
+    PGresult *res = PQexec(conn, "/* escrow:ctl */ ROLLBACK");
     PQclear(res);
 }
 

@@ -53,6 +53,16 @@ static const char sql_segments[] =
         "AND (t.from_segment = s.segment_id OR t.to_segment = s.segment_id)) x "
         "ORDER BY s.tenant_id, s.item_id, s.region, s.seg_no";
 
+/* The coordinator's invariant monitor (coord_mon.h): its last result, if
+ * the monitor table exists (migration 0005) and a check ever ran. */
+static const char sql_has_monitor[] = TAG "SELECT to_regclass('monitor') IS NOT NULL";
+static const char sql_monitor[] =
+    TAG "SELECT ok, violations, items, segments, "
+        "round(extract(epoch FROM now() - checked_at)::numeric, 1), check_ms, detail, "
+        "now() - checked_at > make_interval(secs => (3 * check_ms + 1000) / 1000.0) "
+        "FROM monitor WHERE name = 'conservation'";
+enum { M_OK, M_BAD, M_ITEMS, M_SEGS, M_AGE, M_CHECK_MS, M_DETAIL, M_STALE, M_COLS_ };
+
 enum {
     I_TENANT,
     I_ITEM,
@@ -139,6 +149,70 @@ static void human_segment(FILE *out, const PGresult *segs, int s)
             ctl_db_bool(segs, s, S_TAIL) ? " TAIL" : "");
 }
 
+/* "invariant monitor: ok (checked 2 s ago ...)" or the violation with its
+ * figures, one per line; mon NULL or empty: no result yet. */
+static void human_monitor(FILE *out, const PGresult *mon)
+{
+    if (mon == NULL || PQntuples(mon) == 0) {
+        fprintf(out, "invariant monitor: no result yet (escrow-coordinator checks every "
+                     "--check-ms)\n");
+        return;
+    }
+    const char *stale =
+        ctl_db_bool(mon, 0, M_STALE) ? "; STALE: the coordinator is not checking" : "";
+    if (ctl_db_bool(mon, 0, M_OK)) {
+        fprintf(out,
+                "invariant monitor: ok (checked %s s ago, %s items, %s segments, every %s ms%s)\n",
+                PQgetvalue(mon, 0, M_AGE), PQgetvalue(mon, 0, M_ITEMS), PQgetvalue(mon, 0, M_SEGS),
+                PQgetvalue(mon, 0, M_CHECK_MS), stale);
+        return;
+    }
+    fprintf(out, "invariant monitor: VIOLATED, %s violations (checked %s s ago, every %s ms%s)\n",
+            PQgetvalue(mon, 0, M_BAD), PQgetvalue(mon, 0, M_AGE), PQgetvalue(mon, 0, M_CHECK_MS),
+            stale);
+    const char *d = PQgetvalue(mon, 0, M_DETAIL);
+    while (*d != '\0') {
+        size_t n = strcspn(d, "\n");
+        fprintf(out, "    %.*s\n", (int)n, d);
+        d += n + (d[n] == '\n');
+    }
+}
+
+static void json_monitor(ctl_json *j, const PGresult *mon)
+{
+    if (mon == NULL || PQntuples(mon) == 0) {
+        ctl_json_str(j, "monitor", NULL);
+        return;
+    }
+    ctl_json_begin_obj(j, "monitor");
+    ctl_json_bool(j, "ok", ctl_db_bool(mon, 0, M_OK));
+    ctl_json_num(j, "violations", PQgetvalue(mon, 0, M_BAD));
+    ctl_json_num(j, "items", PQgetvalue(mon, 0, M_ITEMS));
+    ctl_json_num(j, "segments", PQgetvalue(mon, 0, M_SEGS));
+    ctl_json_num(j, "age_s", PQgetvalue(mon, 0, M_AGE));
+    ctl_json_num(j, "check_ms", PQgetvalue(mon, 0, M_CHECK_MS));
+    ctl_json_bool(j, "stale", ctl_db_bool(mon, 0, M_STALE));
+    ctl_json_str(j, "detail", PQgetvalue(mon, 0, M_DETAIL));
+    ctl_json_end_obj(j);
+}
+
+/* The monitor's row (NULL in *out when there is no monitor table). */
+static int read_monitor(PGconn *conn, PGresult **out)
+{
+    PGresult *has = NULL;
+    *out = NULL;
+    int rc = ctl_db_query(conn, sql_has_monitor, 0, NULL, &has);
+    if (rc == 0 && ctl_db_bool(has, 0, 0)) {
+        rc = ctl_db_query(conn, sql_monitor, 0, NULL, out);
+        if (rc == 0 && PQnfields(*out) != M_COLS_) {
+            PQclear(*out);
+            *out = NULL;
+        }
+    }
+    PQclear(has);
+    return rc;
+}
+
 static void print_human(FILE *out, const PGresult *items, int nitems, const PGresult *segs)
 {
     fprintf(out, "%-10s %-16s %-7s %10s %10s %8s %10s %9s %11s %8s %8s %6s %9s %s\n", "TENANT",
@@ -208,7 +282,8 @@ static void json_item(ctl_json *j, const PGresult *items, int i)
     ctl_json_bool(j, "conservation_ok", ctl_db_bool(items, i, I_OK));
 }
 
-static void print_json(FILE *out, const PGresult *items, int nitems, const PGresult *segs)
+static void print_json(FILE *out, const PGresult *items, int nitems, const PGresult *segs,
+                       const PGresult *mon)
 {
     ctl_json j;
     ctl_json_init(&j, out);
@@ -227,6 +302,7 @@ static void print_json(FILE *out, const PGresult *items, int nitems, const PGres
     }
     ctl_json_end_arr(&j);
     ctl_json_bool(&j, "truncated", PQntuples(items) > nitems);
+    json_monitor(&j, mon);
     ctl_json_end_obj(&j);
     ctl_json_finish(&j);
 }
@@ -239,9 +315,11 @@ int ctl_status(PGconn *conn, const ctl_args *a, FILE *out)
                             a->item[0] != '\0' ? a->item : NULL, limit};
     PGresult *items = NULL;
     PGresult *segs = NULL;
+    PGresult *mon = NULL;
     int rc = ctl_db_begin(conn, "ISOLATION LEVEL REPEATABLE READ READ ONLY");
     rc = rc != 0 ? rc : ctl_db_query(conn, sql_items, 3, params, &items);
     rc = rc != 0 ? rc : ctl_db_query(conn, sql_segments, 3, params, &segs);
+    rc = rc != 0 ? rc : read_monitor(conn, &mon);
     rc = rc != 0 ? rc : ctl_db_commit(conn);
     if (rc != 0) {
         ctl_db_rollback(conn);
@@ -259,14 +337,17 @@ int ctl_status(PGconn *conn, const ctl_args *a, FILE *out)
         goto out;
     }
     if (a->json) {
-        print_json(out, items, nitems, segs);
+        print_json(out, items, nitems, segs, mon);
     } else if (nitems == 0) {
         fprintf(out, "no items%s%s\n", a->tenant[0] != '\0' ? " for tenant " : "", a->tenant);
+        human_monitor(out, mon);
     } else {
         print_human(out, items, nitems, segs);
+        human_monitor(out, mon);
     }
 out:
     PQclear(items);
     PQclear(segs);
+    PQclear(mon);
     return rc;
 }

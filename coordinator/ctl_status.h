@@ -9,7 +9,11 @@
  * transfers and units in flight out of / into it, TAIL. Both come from one
  * REPEATABLE READ snapshot, so the segment rows add up to the item row.
  * At most CTL_STATUS_ITEMS_MAX items are shown; the output says when more
- * exist.
+ * exist. A last line gives the coordinator's invariant monitor (coord_mon.h,
+ * the `monitor` table): "invariant monitor: ok (checked 2 s ago, ...)" or
+ * "VIOLATED" with one line of figures per violation, STALE when the
+ * coordinator stopped checking; in JSON, the object "monitor" (null before
+ * the first check).
  */
 #ifndef CTL_STATUS_H
 #define CTL_STATUS_H

@@ -13,6 +13,7 @@
 #include "clock.h"
 #include "escrow_errors.h"
 #include "log.h"
+#include "metrics_http.h"
 #include "node.h"
 #include "wire.h"
 
@@ -22,6 +23,7 @@ static void usage(FILE *f)
             "usage: escrow-segment --node-id ID --listen URL [--listen URL ...] [--dsn DSN]\n"
             "                      [--coordinator URL [--advertise URL]]\n"
             "                      [--log-level error|warn|info|debug] [--sweep-ms MS]\n"
+            "                      [--metrics [HOST:]PORT]\n"
             "\n"
             "Static mode (no --coordinator): serves the escrow segments assigned to node ID\n"
             "in PostgreSQL; taking them raises their epoch, which fences any previous owner.\n"
@@ -31,7 +33,10 @@ static void usage(FILE *f)
             "  --coordinator  the coordinator's heartbeat endpoint (its --listen URL)\n"
             "  --advertise    the endpoint clients use to reach this node (default: the first\n"
             "                 --listen)\n"
-            "  --sweep-ms     expiry sweeper period (default 50)\n");
+            "  --sweep-ms     expiry sweeper period (default 50)\n"
+            "  --metrics      serve Prometheus metrics over HTTP at http://HOST:PORT/metrics\n"
+            "                 (e.g. 127.0.0.1:9101; a bare PORT listens on every interface;\n"
+            "                 off when not given)\n");
 }
 
 /* A random number per process start: a restarted node is a new incarnation
@@ -61,6 +66,7 @@ int main(int argc, char **argv)
                                          {"sweep-ms", required_argument, NULL, 's'},
                                          {"coordinator", required_argument, NULL, 'c'},
                                          {"advertise", required_argument, NULL, 'a'},
+                                         {"metrics", required_argument, NULL, 'm'},
                                          {"help", no_argument, NULL, 'h'},
                                          {NULL, 0, NULL, 0}};
     node_config cfg;
@@ -92,6 +98,19 @@ int main(int argc, char **argv)
         case 'a':
             cfg.advertise = optarg;
             break;
+        case 'm': {
+            char host[METRICS_HTTP_ADDR_LEN_MAX + 1];
+            uint16_t port;
+            if (metrics_http_parse(optarg, host, sizeof host, &port) != 0) {
+                fprintf(stderr,
+                        "escrow-segment: --metrics takes PORT, HOST:PORT or [IPV6]:PORT, "
+                        "not '%s'\n",
+                        optarg);
+                return 2;
+            }
+            cfg.metrics = optarg;
+            break;
+        }
         case 'v':
             if (esc_log_level_parse(optarg) < 0) {
                 fprintf(stderr, "escrow-segment: unknown log level '%s'\n", optarg);

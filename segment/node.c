@@ -13,6 +13,7 @@
 #include "escrow_errors.h"
 #include "log.h"
 #include "node_internal.h"
+#include "node_metrics.h"
 #include "seg_store.h"
 
 /* ---- replies ------------------------------------------------------------ */
@@ -59,6 +60,7 @@ void node_send(node *n, const nnx_hdr *hdr, uint64_t corr_id, int status, const 
 
 static void count_status(node *n, int op, int status)
 {
+    node_metrics_answer(n, op, status);
     switch (status) {
     case 0:
         if (op == WIRE_OP_RESERVE) {
@@ -274,6 +276,7 @@ static void on_readable(nnx_watch *w, void *arg)
         n->stats.requests++;
         if (rc != 0) {
             n->stats.rejected_other++;
+            node_metrics_answer(n, 0, rc);
             node_send(n, &hdr, q.corr_id, rc, NULL, why);
             continue;
         }
@@ -310,6 +313,7 @@ static void on_sweep(uv_timer_t *t)
     int64_t now = esc_wall_ms();
     node_batch_sweep(n, now);
     seg_core_trim(&n->core, now);
+    node_metrics_sample(n);
 }
 
 static void on_signal(uv_signal_t *s, int signum)
@@ -417,8 +421,9 @@ int node_start(node *n, uv_loop_t *loop, const node_config *cfg)
         return rc;
     }
     node_batch_init(n);
-    if ((rc = open_sockets(n)) != 0 || (rc = start_handles(n)) != 0 ||
-        (rc = node_db_open(n)) != 0 || (n->managed && (rc = node_hb_open(n)) != 0)) {
+    if ((rc = node_metrics_open(n)) != 0 || (rc = open_sockets(n)) != 0 ||
+        (rc = start_handles(n)) != 0 || (rc = node_db_open(n)) != 0 ||
+        (n->managed && (rc = node_hb_open(n)) != 0)) {
         return rc;
     }
     ESC_LOG(ESC_LOG_INFO, "SEG-READY",
@@ -459,11 +464,13 @@ void node_maybe_finish_stop(node *n)
             "node=%s stopped requests=%" PRIu64 " holds=%" PRIu64 " confirms=%" PRIu64
             " releases=%" PRIu64 " expiries=%" PRIu64 " sold_out=%" PRIu64 " try_later=%" PRIu64
             " segment_empty=%" PRIu64 " batches=%" PRIu64 " rows=%" PRIu64
-            " failed_batches=%" PRIu64 " heartbeats=%" PRIu64 " loaded=%" PRIu64 " dropped=%" PRIu64
-            " fenced=%" PRIu64 " transfers=%" PRIu64 " commit_avg_ms=%.2f commit_max_ms=%.2f",
+            " rows_avg=%.1f rows_max=%" PRIu64 " failed_batches=%" PRIu64 " heartbeats=%" PRIu64
+            " loaded=%" PRIu64 " dropped=%" PRIu64 " fenced=%" PRIu64 " transfers=%" PRIu64
+            " commit_avg_ms=%.2f commit_max_ms=%.2f",
             n->cfg.node_id, st->requests, st->reserves_ok, st->confirms, st->releases, st->expiries,
             st->rejected_sold_out, st->rejected_try_later, st->rejected_segment_empty, st->batches,
-            st->batch_rows, st->batch_failures, st->heartbeats, st->segments_loaded,
+            st->batch_rows, st->batches ? (double)st->batch_rows / (double)st->batches : 0.0,
+            st->batch_rows_max, st->batch_failures, st->heartbeats, st->segments_loaded,
             st->segments_dropped, st->fenced_segments, st->transfers_done,
             st->batches ? (double)st->commit_us_total / (double)st->batches / 1000.0 : 0.0,
             (double)st->commit_us_max / 1000.0);
@@ -487,6 +494,7 @@ void node_fini(node *n)
         n->sock = -1;
     }
     node_hb_fini(n);
+    node_metrics_free(n);
     node_batch_fini(n);
     seg_core_fini(&n->core);
 }

@@ -55,7 +55,8 @@ typedef struct node_config {
     const char *dsn;                     /* borrowed */
     const char *listen[NODE_LISTEN_MAX]; /* borrowed */
     int nlisten;
-    uint32_t sweep_ms; /* expiry sweeper period */
+    uint32_t sweep_ms;   /* expiry sweeper period */
+    const char *metrics; /* borrowed: --metrics address (node_metrics.h); NULL = off */
     /* Failpoint for tests: percent of committed batches whose result is
      * thrown away with the connection, as if the network lost the reply
      * after COMMIT ($ESC_FAILPOINT_COMMIT_LOST_PCT). 0 in production. */
@@ -112,6 +113,7 @@ typedef struct node_stats {
     uint64_t batches, batch_rows, batch_failures, fenced_segments;
     uint64_t heartbeats, hb_replies, segments_loaded, segments_dropped, transfers_done;
     int64_t commit_us_total, commit_us_max;
+    uint64_t batch_rows_max; /* largest batch committed */
 } node_stats;
 
 typedef struct node {
@@ -144,6 +146,7 @@ typedef struct node {
     int handles_open;
     size_t pending_reqs;
     node_stats stats;
+    struct node_metrics *metrics; /* owned (node_metrics.c); NULL when --metrics is off */
     int exit_code;
     bool managed;
     node_hb hb;

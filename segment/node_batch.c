@@ -15,6 +15,7 @@
 #include "escrow_errors.h"
 #include "log.h"
 #include "node_internal.h"
+#include "node_metrics.h"
 #include "seg_store.h"
 
 #define BATCH_CAP (ESC_BATCH_ROWS_MAX + ESC_SWEEP_ROWS_MAX)
@@ -305,6 +306,7 @@ static void settle(node *n, node_batch *b, bool committed, int fail_status)
         if (committed && !n->rejected[k]) {
             seg_core_commit_op(&n->core, op, now);
             count_commit(n, op);
+            node_metrics_op_committed(n, op->kind);
             if (r != NULL) {
                 node_answer(n, &r->hdr, &r->req, r->status, op->hold);
                 node_req_free(n, r);
@@ -409,6 +411,7 @@ static void apply_rejections(node *n, node_batch *b, PGresult *res)
         hold_from_row(res, row, 2, &w);
         int64_t hash = strtoll(PQgetvalue(res, row, 11), NULL, 10);
         bool same = hash == op->hold->request_hash;
+        node_metrics_answer(n, r->req.op, same ? 0 : ESC_EIDEMPOTENCY_MISMATCH);
         node_send(n, &r->hdr, r->req.corr_id, same ? 0 : ESC_EIDEMPOTENCY_MISMATCH,
                   same ? &w : NULL, NULL);
         r->status = INT32_MIN;
@@ -531,6 +534,7 @@ static void on_fenced_list(pgx_conn *c, PGresult *res, const pgx_err *err, void 
                 s->segment_id, s->item->tenant_id, s->item->item_id, s->epoch);
         node_batch_drop_segment(n, s, ESC_EFENCED);
         n->stats.fenced_segments++;
+        node_metrics_fenced(n);
     }
     batch_done(n);
 }
@@ -563,7 +567,11 @@ static void on_commit(pgx_conn *c, PGresult *res, const pgx_err *err, void *arg)
     node_batch *b = n->inflight;
     int64_t us = esc_mono_us() - n->inflight_start_us;
     n->stats.batches++;
+    node_metrics_commit(n, b->n, us, err->code != 0);
     n->stats.batch_rows += b->n;
+    if (b->n > n->stats.batch_rows_max) {
+        n->stats.batch_rows_max = b->n;
+    }
     n->stats.commit_us_total += us;
     if (us > n->stats.commit_us_max) {
         n->stats.commit_us_max = us;
@@ -756,6 +764,7 @@ static void on_lookup(pgx_conn *c, PGresult *res, const pgx_err *err, void *arg)
         int status = w.state == SEG_HELD
                          ? ESC_EINTERNAL
                          : lookup_status(r->req.op, w.state, r->req.qty, w.qty_sold);
+        node_metrics_answer(n, r->req.op, status);
         node_send(n, &r->hdr, r->req.corr_id, status, &w, NULL);
     }
     node_req_free(n, r);
@@ -807,6 +816,7 @@ static void on_reconnect_timer(uv_timer_t *t)
 static void on_db_state(pgx_conn *c, bool up, void *arg)
 {
     node *n = arg;
+    node_metrics_db(n, c == &n->commit_conn ? "commit" : "query", up);
     if (!up) {
         if (!n->stopping && !uv_is_active((uv_handle_t *)&n->reconnect_timer)) {
             uv_timer_start(&n->reconnect_timer, on_reconnect_timer, RECONNECT_MS_MIN, 0);

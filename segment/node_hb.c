@@ -36,6 +36,7 @@
 #include "escrow_errors.h"
 #include "log.h"
 #include "node_internal.h"
+#include "node_metrics.h"
 #include "seg_store.h"
 
 /* An early heartbeat waits at least this long after the previous one. */
@@ -126,6 +127,7 @@ void node_xfer_settle(node *n, const seg_op *op, bool committed)
     x->done = true;
     x->included_corr = 0;
     n->stats.transfers_done++;
+    node_metrics_transfer(n, op->kind == SEG_OP_GIVE, outcome_name(x->outcome));
     ESC_LOG(ESC_LOG_INFO, "SEG-XFER",
             "transfer=%" PRIu64 " %s seg=%" PRIu64 " outcome=%s qty=%" PRId64 " available=%" PRId64,
             op->transfer_id, op->kind == SEG_OP_GIVE ? "give" : "receive", op->seg->segment_id,
@@ -209,6 +211,7 @@ static void drop_unassigned(node *n)
                 a == NULL ? "unassigned" : "assigned at a higher epoch");
         node_batch_drop_segment(n, s, ESC_ENOT_OWNER);
         n->stats.segments_dropped++;
+        node_metrics_segment(n, false);
     }
 }
 
@@ -282,6 +285,7 @@ static void log_loaded(node *n)
             continue;
         }
         n->stats.segments_loaded++;
+        node_metrics_segment(n, true);
         ESC_LOG(ESC_LOG_INFO, "SEG-LOADED",
                 "seg=%" PRIu64 " item=%s/%s epoch=%" PRIu64 " state=%s available=%" PRId64
                 " held=%" PRId64 " sold=%" PRId64,
@@ -466,6 +470,7 @@ static void hb_send(node *n)
     }
     hb->last_sent_ms = now;
     n->stats.heartbeats++;
+    node_metrics_heartbeat(n, rc == 0 ? "sent" : "failed");
 }
 
 static void on_reply(node *n, uint64_t corr, const wire_hb_reply *r)
@@ -475,6 +480,7 @@ static void on_reply(node *n, uint64_t corr, const wire_hb_reply *r)
         return; /* not an answer to any heartbeat of ours */
     }
     n->stats.hb_replies++;
+    node_metrics_heartbeat(n, "replied");
     hb->last_reply_ms = esc_mono_us() / 1000;
     /* the coordinator read heartbeat corr: the results it carried arrived */
     size_t keep = 0;

@@ -187,7 +187,7 @@ int seg_store_take_ownership(PGconn *conn, const char *node_id, const char *endp
                              seg_core *core, char *why, size_t why_len)
 {
     const char *v[2] = {node_id, endpoint};
-    PGresult *r = exec(conn, "BEGIN", 0, NULL, PGRES_COMMAND_OK);
+    PGresult *r = exec(conn, "/* escrow:segment-claim */ BEGIN", 0, NULL, PGRES_COMMAND_OK);
     if (!ok(r, PGRES_COMMAND_OK)) {
         return fail(r, conn, why, why_len, "begin");
     }
@@ -198,7 +198,7 @@ int seg_store_take_ownership(PGconn *conn, const char *node_id, const char *endp
              "last_seen_at = now()",
              2, v, PGRES_COMMAND_OK);
     if (!ok(r, PGRES_COMMAND_OK)) {
-        PQclear(PQexec(conn, "ROLLBACK"));
+        PQclear(PQexec(conn, "/* escrow:segment-claim */ ROLLBACK"));
         return fail(r, conn, why, why_len, "register node");
     }
     PQclear(r);
@@ -208,7 +208,9 @@ int seg_store_take_ownership(PGconn *conn, const char *node_id, const char *endp
     if (rc == 0) {
         rc = claim_segments(conn, node_id, core, &ids, why, why_len);
     }
-    r = exec(conn, rc == 0 ? "COMMIT" : "ROLLBACK", 0, NULL, PGRES_COMMAND_OK);
+    r = exec(conn,
+             rc == 0 ? "/* escrow:segment-claim */ COMMIT" : "/* escrow:segment-claim */ ROLLBACK",
+             0, NULL, PGRES_COMMAND_OK);
     if (rc == 0 && !ok(r, PGRES_COMMAND_OK)) {
         sbuf_fini(&ids);
         return fail(r, conn, why, why_len, "commit");

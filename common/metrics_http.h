@@ -1,0 +1,49 @@
+/*
+ * metrics_http.h - serves a metrics registry (metrics.h) over HTTP with
+ * libmicrohttpd, for Prometheus to scrape: GET /metrics answers the text
+ * exposition format (Content-Type text/plain; version=0.0.4); HEAD works
+ * too; other paths are 404, other methods 405.
+ *
+ * The server runs on libmicrohttpd's own internal thread
+ * (MHD_USE_INTERNAL_POLLING_THREAD), never on the daemon's libuv loop: a
+ * slow or stuck scraper cannot delay a request or a commit. That thread
+ * only calls metrics_render(), which is safe against the loop's writes
+ * (see metrics.h). At most METRICS_HTTP_CONNECTIONS_MAX connections at a
+ * time, each closed after METRICS_HTTP_TIMEOUT_S idle seconds.
+ *
+ * The address: "PORT" (every interface, like other exporters),
+ * "HOST:PORT", "[IPV6]:PORT", with an optional "http://" in front and an
+ * optional "/metrics" path after. HOST is a numeric address or a name
+ * resolved once at start. PORT 0 picks a free port (metrics_http_port
+ * tells which).
+ */
+#ifndef ESC_METRICS_HTTP_H
+#define ESC_METRICS_HTTP_H
+
+#include <stdint.h>
+
+#include "metrics.h"
+
+#define METRICS_HTTP_CONNECTIONS_MAX 16
+#define METRICS_HTTP_TIMEOUT_S 10
+#define METRICS_HTTP_ADDR_LEN_MAX 256
+
+typedef struct metrics_http metrics_http;
+
+/* Parses addr (borrowed) into host ("" = every interface) and port.
+ * Returns 0 or ESC_EINVAL. For argv checking before anything starts. */
+int metrics_http_parse(const char *addr, char *host, size_t host_cap, uint16_t *port);
+
+/* Starts serving reg (borrowed: it must outlive the server) on addr.
+ * Returns 0 and *out (owned: metrics_http_stop), or ESC_EINVAL (bad
+ * address), ESC_EIO (cannot bind / start: the port is taken) or
+ * ESC_ENOMEM, with a sentence in why. */
+int metrics_http_start(metrics_registry *reg, const char *addr, metrics_http **out, char *why,
+                       size_t why_len);
+/* The port it listens on (useful with port 0). */
+uint16_t metrics_http_port(const metrics_http *h);
+/* Stops the server and joins its thread; a scrape in progress finishes
+ * first. NULL-safe. */
+void metrics_http_stop(metrics_http *h);
+
+#endif
