@@ -10,6 +10,7 @@
 #include "ctl_admin.h"
 #include "ctl_check.h"
 #include "ctl_db.h"
+#include "ctl_feed.h"
 #include "ctl_item.h"
 #include "ctl_list.h"
 #include "ctl_migrate.h"
@@ -46,6 +47,8 @@ static int dispatch(PGconn *conn, const ctl_args *a, FILE *out, outcome *o)
         return ctl_events(conn, a, out);
     case CTL_CMD_CHECK:
         return ctl_check(conn, a, out, &o->violated);
+    case CTL_CMD_CONSUMERS:
+        return ctl_consumers(conn, a, out);
     default:
         break;
     }
@@ -59,6 +62,8 @@ int ctl_run(const ctl_args *a, FILE *out)
     int rc = 0;
     if (ctl_cmd_is_admin(a->cmd)) {
         rc = ctl_admin(a, out, &o.refused);
+    } else if (a->follow) {
+        rc = ctl_follow(a, out); /* the feed opens its own connection */
     } else {
         PGconn *conn = NULL;
         rc = ctl_db_open(a->dsn, &conn);

@@ -36,6 +36,9 @@ enum opt_id {
     OPT_COORDINATOR,
     OPT_TIMEOUT_MS,
     OPT_ALL,
+    OPT_FOLLOW,
+    OPT_CONSUMER,
+    OPT_FROM_START,
     OPT_COUNT_
 };
 
@@ -66,6 +69,9 @@ static const struct opt_def {
     [OPT_COORDINATOR] = {"coordinator", true},
     [OPT_TIMEOUT_MS] = {"timeout-ms", true},
     [OPT_ALL] = {"all", false},
+    [OPT_FOLLOW] = {"follow", false},
+    [OPT_CONSUMER] = {"consumer", true},
+    [OPT_FROM_START] = {"from-start", false},
 };
 
 /* What the positional words after the command words mean. */
@@ -115,7 +121,10 @@ static const struct cmd_def {
      0},
     {"check", NULL, CTL_CMD_CHECK, 0, 0, 0, POS_NONE, 0},
     {"events", NULL, CTL_CMD_EVENTS, 1, 1,
-     OPT_BIT(OPT_ITEM) | OPT_BIT(OPT_AFTER) | OPT_BIT(OPT_LIMIT), POS_FILTERS, 0},
+     OPT_BIT(OPT_ITEM) | OPT_BIT(OPT_AFTER) | OPT_BIT(OPT_LIMIT) | OPT_BIT(OPT_FOLLOW) |
+         OPT_BIT(OPT_CONSUMER) | OPT_BIT(OPT_FROM_START),
+     POS_FILTERS, 0},
+    {"consumers", NULL, CTL_CMD_CONSUMERS, 1, 1, OPT_BIT(OPT_LIMIT), POS_FILTERS, 0},
 };
 
 #define CMD_DEFS_COUNT (sizeof cmd_defs / sizeof cmd_defs[0])
@@ -394,6 +403,33 @@ static int build_filters(const raw_args *raw, const char *const *pos, int npos, 
     return rc;
 }
 
+/* events --follow --consumer NAME [--from-start | --after ID]. */
+static int build_follow(const raw_args *raw, ctl_args *a, char why[CTL_WHY_MAX])
+{
+    bool follow = (raw->seen & OPT_BIT(OPT_FOLLOW)) != 0;
+    bool consumer = (raw->seen & OPT_BIT(OPT_CONSUMER)) != 0;
+    bool from_start = (raw->seen & OPT_BIT(OPT_FROM_START)) != 0;
+    bool after = (raw->seen & OPT_BIT(OPT_AFTER)) != 0;
+    if (!follow) {
+        if (consumer || from_start) {
+            return fail(why, "--consumer and --from-start go with --follow");
+        }
+        return 0;
+    }
+    if (!consumer) {
+        return fail(why, "events --follow needs --consumer NAME (the cursor is kept under it)");
+    }
+    if (from_start && after) {
+        return fail(why, "--from-start and --after exclude each other");
+    }
+    if (after && a->after < 1) {
+        return fail(why, "--after with --follow must be an event id (>= 1)");
+    }
+    a->follow = true;
+    a->from_start = from_start;
+    return copy_id(a->consumer, raw->val[OPT_CONSUMER], CTL_CONSUMER_LEN_MAX, "--consumer", why);
+}
+
 bool ctl_url_valid(const char *url)
 {
     static const char *const schemes[] = {"tcp://", "ipc://", "inproc://"};
@@ -516,6 +552,9 @@ static int build_command(const struct cmd_def *c, const raw_args *raw, ctl_args 
     if (rc == 0 && c->cmd == CTL_CMD_HOLDS) {
         rc = build_holds(raw, a, why);
     }
+    if (rc == 0 && c->cmd == CTL_CMD_EVENTS) {
+        rc = build_follow(raw, a, why);
+    }
     a->all = (raw->seen & OPT_BIT(OPT_ALL)) != 0;
     a->admin_op = c->admin_op;
     return rc;
@@ -603,6 +642,14 @@ void ctl_usage(FILE *f)
           "                               segment (recorded as cancelled by an operator)\n"
           "  events TENANT [--item I] [--after EVENT_ID] [--limit N]\n"
           "                               list outbox events\n"
+          "  events TENANT --follow --consumer NAME [--item I] [--from-start | --after ID]\n"
+          "         [--limit N]           print events as they become final, in feed order,\n"
+          "                               one line each (--json: JSON lines); commit the\n"
+          "                               consumer's cursor after each printed batch (N events,\n"
+          "                               default 100); a restart resumes after the cursor;\n"
+          "                               --from-start/--after only place a NEW consumer;\n"
+          "                               SIGINT/SIGTERM stop it (exit 0)\n"
+          "  consumers TENANT             feed consumers: cursor, lag (events, seconds)\n"
           "  check                        conservation (transfers in flight included) and the\n"
           "                               counters against the holds; exit 1 if violated\n"
           "\n"

@@ -29,6 +29,8 @@
 #define CTL_DSN_LEN_MAX 4096
 /* Positional words on one command line ("item create TENANT ITEM" is 4). */
 #define CTL_POSITIONAL_MAX 8
+/* Event feed consumer names (table feed_consumers): 1..64 printable ASCII. */
+#define CTL_CONSUMER_LEN_MAX 64
 /* Rows printed by the list commands (holds, events): --limit bounds. */
 #define CTL_LIST_ROWS_DEFAULT 100
 #define CTL_LIST_ROWS_MAX 10000
@@ -66,6 +68,7 @@ typedef enum ctl_cmd {
     CTL_CMD_NODES,
     CTL_CMD_TRANSFERS,
     CTL_CMD_RELEASE,
+    CTL_CMD_CONSUMERS,
     /* through the coordinator (ctl_cmd_is_admin) */
     CTL_CMD_ITEM_RESTOCK,
     CTL_CMD_ITEM_REDUCE,
@@ -104,10 +107,16 @@ typedef struct ctl_args {
     char tenant[ESC_TENANT_LEN_MAX + 1];
     char item[ESC_ITEM_LEN_MAX + 1];
     char buyer[ESC_BUYER_LEN_MAX + 1];
-    int64_t hold_id;    /* holds --hold, release; 0 = not given */
-    int64_t after;      /* events --after; 0 = from the start */
-    int limit;          /* holds, events, transfers: 1..CTL_LIST_ROWS_MAX */
-    bool all;           /* transfers --all: ended ones too */
+    int64_t hold_id; /* holds --hold, release; 0 = not given */
+    int64_t after;   /* events --after; 0 = from the start */
+    int limit;       /* holds, events, transfers: 1..CTL_LIST_ROWS_MAX */
+    bool all;        /* transfers --all: ended ones too */
+    /* events --follow --consumer NAME [--from-start | --after ID]: --after
+     * (>= 1) or from_start say where a NEW consumer starts (an existing one
+     * resumes after its cursor); limit is then the batch size */
+    bool follow;
+    bool from_start;
+    char consumer[CTL_CONSUMER_LEN_MAX + 1];
     ctl_item_spec spec; /* item create */
     /* admin commands */
     uint32_t admin_op;               /* WIRE_ADMIN_* */

@@ -24,6 +24,7 @@
 #include "ctl_opts.h"
 #include "ctl_rpc.h"
 #include "escrow_errors.h"
+#include "feed.h"
 #include "nnx.h"
 #include "wire.h"
 
@@ -290,6 +291,88 @@ static void test_events(void **state)
     expect_refused("buyer", parse(DSN, &args, why, "events", "t", "--buyer", "b", NULL));
 }
 
+#define FREFUSE(...) expect_refused(#__VA_ARGS__, parse(DSN, &args, why, __VA_ARGS__, NULL))
+
+static void test_events_follow(void **state)
+{
+    (void)state;
+    assert_int_equal(
+        parse(DSN, &args, why, "events", "t", "--follow", "--consumer", "orders", NULL), 0);
+    assert_int_equal(args.cmd, CTL_CMD_EVENTS);
+    assert_true(args.follow);
+    assert_false(args.from_start);
+    assert_string_equal(args.consumer, "orders");
+    assert_int_equal(args.after, 0);
+    assert_int_equal(args.limit, CTL_LIST_ROWS_DEFAULT); /* the batch size */
+    assert_int_equal(parse(DSN, &args, why, "--json", "events", "t", "--follow", "--consumer=c",
+                           "--item", "i", "--from-start", "--limit", "10", NULL),
+                     0);
+    assert_true(args.follow && args.from_start && args.json);
+    assert_string_equal(args.item, "i");
+    assert_int_equal(args.limit, 10);
+    assert_int_equal(
+        parse(DSN, &args, why, "events", "t", "--follow", "--consumer", "c", "--after", "7", NULL),
+        0);
+    assert_int_equal(args.after, 7);
+    assert_false(args.from_start);
+    /* the listing stays as it was */
+    assert_int_equal(parse(DSN, &args, why, "events", "t", NULL), 0);
+    assert_false(args.follow);
+    assert_string_equal(args.consumer, "");
+    args.cmd = CTL_CMD_STATUS;
+    FREFUSE("events", "t", "--follow");
+    FREFUSE("events", "t", "--consumer", "c");
+    FREFUSE("events", "t", "--from-start");
+    FREFUSE("events", "t", "--follow", "--consumer", "c", "--from-start", "--after", "3");
+    FREFUSE("events", "t", "--follow", "--consumer", "c", "--after", "0");
+    FREFUSE("events", "t", "--follow", "--consumer", "");
+    FREFUSE("events", "t", "--follow", "--consumer", "a b");
+    FREFUSE("events", "t", "--follow", "--consumer", "c", "--follow");
+    FREFUSE("events", "t", "--follow=yes", "--consumer", "c");
+    FREFUSE("events", "--follow", "--consumer", "c");
+    FREFUSE("status", "t", "--follow");
+    FREFUSE("holds", "t", "--buyer", "b", "--consumer", "c");
+    char long_name[CTL_CONSUMER_LEN_MAX + 2];
+    memset(long_name, 'n', sizeof long_name - 1);
+    long_name[sizeof long_name - 1] = '\0';
+    FREFUSE("events", "t", "--follow", "--consumer", long_name);
+    long_name[CTL_CONSUMER_LEN_MAX] = '\0';
+    assert_int_equal(
+        parse(DSN, &args, why, "events", "t", "--follow", "--consumer", long_name, NULL), 0);
+    assert_int_equal(args.cmd, CTL_CMD_EVENTS);
+}
+
+static void test_consumers(void **state)
+{
+    (void)state;
+    assert_int_equal(parse(DSN, &args, why, "consumers", "t", NULL), 0);
+    assert_int_equal(args.cmd, CTL_CMD_CONSUMERS);
+    assert_string_equal(args.tenant, "t");
+    assert_false(ctl_cmd_is_admin(CTL_CMD_CONSUMERS));
+    args.cmd = CTL_CMD_STATUS;
+    FREFUSE("consumers");
+    FREFUSE("consumers", "t", "u");
+    FREFUSE("consumers", "t", "--follow");
+    FREFUSE("consumers", "t", "--consumer", "c");
+    expect_refused("no dsn", parse(NULL, &args, why, "consumers", "t", NULL));
+}
+
+#undef FREFUSE
+
+/* The feed order the cursor moves in: txid first, then event_id. */
+static void test_feed_cursor_order(void **state)
+{
+    (void)state;
+    feed_cursor zero = {0, 0}, a = {100, 7}, b = {100, 9}, c = {101, 3};
+    assert_int_equal(feed_cursor_cmp(zero, a), -1);
+    assert_int_equal(feed_cursor_cmp(a, b), -1);
+    assert_int_equal(feed_cursor_cmp(b, c), -1); /* a smaller event_id later in feed order */
+    assert_int_equal(feed_cursor_cmp(c, a), 1);
+    assert_int_equal(feed_cursor_cmp(b, b), 0);
+    feed_cursor big = {UINT64_MAX, INT64_MAX};
+    assert_int_equal(feed_cursor_cmp(big, c), 1);
+}
+
 static void test_ids_after_double_dash(void **state)
 {
     (void)state;
@@ -343,7 +426,8 @@ static void test_usage_mentions_every_command(void **state)
                            "item reduce", "item pause",    "item resume",    "item retire",
                            "item split",  "item collapse", "item rebalance", "drain",
                            "undrain",     "--coordinator", "--timeout-ms",   "ESCROW_COORDINATOR",
-                           "3 no answer"};
+                           "3 no answer", "--follow",      "--consumer",     "--from-start",
+                           "consumers"};
     for (size_t i = 0; i < sizeof words / sizeof words[0]; i++) {
         assert_non_null(strstr(buf, words[i]));
     }
@@ -727,6 +811,9 @@ int main(void)
         cmocka_unit_test(test_status_filters),
         cmocka_unit_test(test_holds),
         cmocka_unit_test(test_events),
+        cmocka_unit_test(test_events_follow),
+        cmocka_unit_test(test_consumers),
+        cmocka_unit_test(test_feed_cursor_order),
         cmocka_unit_test(test_ids_after_double_dash),
         cmocka_unit_test(test_exit_codes),
         cmocka_unit_test(test_usage_mentions_every_command),
