@@ -6,6 +6,9 @@
 #                demand); DEMO_MODE=single: one node in static mode
 #   make test    packages, build in build-test/ with sanitizers and tests,
 #                then every test (ctest, all labels)
+#   make bench   packages, the Release-ish build in build/ (as make demo),
+#                then the benchmark against the alternatives
+#                (tests/support/bench.sh; results in BENCH_DIR, build/bench)
 #   make clean   remove build/, build-test/ and _demo/
 #
 # Missing packages are installed with apt-get when running as root; otherwise
@@ -17,10 +20,11 @@ JOBS ?= $(shell nproc 2>/dev/null || echo 2)
 BUILD ?= build
 BUILD_TEST ?= build-test
 DEMO_DIR ?= _demo
+BENCH_DIR ?= $(BUILD)/bench
 # cluster (the default, tests/support/cluster.sh) or single (one node, static mode)
 DEMO_MODE ?= cluster
 
-.PHONY: all deps build demo test clean
+.PHONY: all deps build demo test clean bench
 
 all: build
 
@@ -49,6 +53,9 @@ build: deps
 demo: build
 	ESC_BIN=$(abspath $(BUILD))/bin ESC_DEMO_DIR=$(abspath $(DEMO_DIR)) ESC_DEMO_MODE=$(DEMO_MODE) \
 	  tests/support/demo.sh
+
+bench: build
+	ESC_BIN=$(abspath $(BUILD))/bin ESC_BENCH_DIR=$(abspath $(BENCH_DIR)) tests/support/bench.sh
 
 test: deps
 	cmake -S . -B $(BUILD_TEST) -DCMAKE_BUILD_TYPE=RelWithDebInfo -DESC_TESTS=ON -DESC_SANITIZE=ON

@@ -1,0 +1,246 @@
+#!/usr/bin/env bash
+# bench.sh - escrow against what a shop would pick instead, side by side, in
+# one run on this machine and ONE private PostgreSQL (fsync and
+# synchronous_commit on, as tests/support/pg.sh leaves them; checked below).
+# A benchmark, not a test: it prints figures and ratios and asserts nothing
+# about them.
+#
+#   make bench                       build (RelWithDebInfo, no sanitizers) and run this
+#   ESC_BIN=build/bin tests/support/bench.sh [--quick]
+#
+# What it measures (each for ESC_BENCH_SECONDS after a warm-up; escrow-bench
+# does the measuring, one invocation per line below, see client/bench/):
+#   A   one hot row: UPDATE bench.stock SET available = available - 1
+#       WHERE id = 1 AND available >= 1 RETURNING available, autocommit,
+#       from 1 and from 128 connections; and PostgreSQL's "no" (row at 0)
+#   B   the same item in 100 rows, each buyer on a random row, 128 connections
+#   C   a Redis Lua check-and-decrement gate (EVALSHA), 128 connections, on a
+#       private redis-server: no persistence, then appendonly yes +
+#       appendfsync always; and the gate's "no". SKIPPED (never counted as
+#       measured) when redis-server is not installed.
+#   escrow, through libescrow (routing mode: --coordinator/--routes), one hot
+#       item of ESC_BENCH_TOTAL units in 8 segments, ESC_BENCH_INFLIGHT
+#       requests in flight, every hold durable before it is answered:
+#       - 1 node and 2 nodes (the second node joins the same cluster):
+#         holds/s, p50/p99, node CPU per hold (utime+stime from /proc) and
+#         PostgreSQL CPU per hold (the postmaster and its backends);
+#       - node memory per live hold: RSS before and after ESC_BENCH_MEM_HOLDS
+#         holds that stay live (10 min TTL), divided by their number;
+#       - "no" once sold out: answered by the node (single-endpoint mode, every
+#         "no" crosses the wire; a managed node says SEGMENT_EMPTY for a dry
+#         item, counted as a "no") and from the client's cached sold-out flag;
+#       - p99 hold latency at 80% of the 1-node peak (open loop, rate-limited);
+#       - durable hold p99 while 99% of the requests are "no" (single-endpoint:
+#         a sold-out item flooded next to a live one).
+# Then `escrow-bench report` prints the table (what, figure, unit, the
+# DESIGN.md section 11 notes for comparison), the ratios and one line
+#   RESULT a1_tps=... a128_tps=... ... ratio_esc_a128=... redis_measured=1|0
+# and what the nodes' SEG-STOP lines say about the group commit (batches,
+# rows per batch, commit time). Finally the RESULT line is checked: every key
+# present and numeric (Redis keys may be "skipped" only without
+# redis-server); exit 1 otherwise. That check is all the smoke test
+# (ctest bench_smoke, ESC_BENCH_QUICK=1) asserts.
+#
+# --quick (or ESC_BENCH_QUICK=1): one second per measurement, 16 baseline
+# connections, small counts; for the smoke test, not for figures.
+# Knobs: ESC_BENCH_SECONDS (6) ESC_BENCH_WARMUP_MS (1000) ESC_BENCH_CONNS (128)
+# ESC_BENCH_INFLIGHT (512) ESC_BENCH_TOTAL (1000000) ESC_BENCH_MEM_HOLDS (100000)
+# ESC_BENCH_DIR (logs and results; default a fresh /tmp/escrow-bench.XXXXXX,
+# kept). The whole run takes about 3 minutes on 2 cores.
+set -euo pipefail
+# shellcheck source=tests/support/lib.sh
+source "$(dirname "$0")/lib.sh"
+
+quick=${ESC_BENCH_QUICK:-0}
+[[ ${1:-} == --quick ]] && quick=1
+if ((quick)); then
+    seconds=1 warmup_ms=300 conns=16 inflight=128 total=200000 mem_holds=2000
+else
+    seconds=${ESC_BENCH_SECONDS:-6}
+    warmup_ms=${ESC_BENCH_WARMUP_MS:-1000}
+    conns=${ESC_BENCH_CONNS:-128}
+    inflight=${ESC_BENCH_INFLIGHT:-512}
+    total=${ESC_BENCH_TOTAL:-1000000}
+    mem_holds=${ESC_BENCH_MEM_HOLDS:-100000}
+fi
+tenant=bench
+segments=8
+
+for b in escrow-bench escrow-segment escrow-coordinator escrowctl escrow-load; do
+    [[ -x ${ESC_BIN:-}/$b ]] || esc_fail "no $b in ESC_BIN='${ESC_BIN:-}' (build first: make bench)"
+done
+own_dir=0
+dir=${ESC_BENCH_DIR:-}
+if [[ -z $dir ]]; then
+    dir=$(mktemp -d /tmp/escrow-bench.XXXXXX)
+    own_dir=1
+fi
+mkdir -p "$dir"
+dir=$(cd "$dir" && pwd)
+results=$dir/results.txt
+: >"$results"
+echo "escrow-bench: ${seconds} s per measurement, logs and results in $dir"
+
+bench() {
+    local out
+    out=$("$ESC_BIN/escrow-bench" "$@" --seconds "$seconds" --warmup-ms "$warmup_ms") ||
+        esc_fail "escrow-bench $* failed"
+    echo "$out" | tee -a "$results"
+}
+
+# The value of KEY from the BENCH lines so far.
+figure() {
+    grep -o "[[:space:]]$1=[0-9.]*" "$results" | tail -n 1 | cut -d= -f2
+}
+
+segments_served() { # ITEM COUNT
+    [[ $(esc_psql "SELECT count(*) FROM segments s JOIN nodes n USING (node_id)
+                   WHERE s.tenant_id = '$tenant' AND s.item_id = '$1' AND n.state = 'up'
+                   AND s.epoch > 0") == "$2" ]]
+}
+
+create_item() { # ITEM TOTAL SEGMENTS
+    esc_ctl item create "$tenant" "$1" --total "$2" --segments "$3" --hold-ttl-ms 600000 >/dev/null
+    esc_wait_for 30 segments_served "$1" "$3" || esc_fail "item $1 was not placed within 30 s"
+}
+
+escrow_routed() {
+    bench escrow --coordinator "$ESCROW_COORDINATOR" --routes "$ESC_CLUSTER_PUBLISH" \
+        --tenant "$tenant" --ttl-ms 600000 "$@"
+}
+
+escrow_direct() {
+    bench escrow --endpoint "$n1_ep" --tenant "$tenant" --ttl-ms 600000 "$@"
+}
+
+# ---- the cluster: PostgreSQL, coordinator, node n1 ------------------------
+esc_step "a local cluster: private PostgreSQL, escrow-coordinator, 1 node"
+esc_cluster_start "$dir/cluster" --nodes 1
+for setting in fsync synchronous_commit; do
+    v=$(esc_psql "SHOW $setting")
+    [[ $v == on ]] || esc_fail "PostgreSQL has $setting=$v; the benchmark needs it on"
+done
+echo "PostgreSQL: fsync=on synchronous_commit=on ($(esc_psql 'SHOW wal_sync_method'))"
+pg_pid=$(head -n 1 "$ESC_PG_DIR/data/postmaster.pid")
+n1_pid=$(esc_cluster_node_pid n1)
+n1_ep=$(esc_cluster_node_ep n1)
+
+# ---- baselines A and B ------------------------------------------------------
+esc_step "baseline A: one hot row, 1 and $conns connections; PostgreSQL's \"no\""
+bench pg --dsn "$ESCROW_DSN" --rows 1 --conns 1 --label a1
+bench pg --dsn "$ESCROW_DSN" --rows 1 --conns "$conns" --label a128
+bench pg --dsn "$ESCROW_DSN" --rows 1 --conns "$conns" --sold-out --label ano
+esc_step "baseline B: 100 rows, random row, $conns connections"
+bench pg --dsn "$ESCROW_DSN" --rows 100 --conns "$conns" --label b100
+esc_psql "DROP SCHEMA bench CASCADE" >/dev/null
+
+# ---- baseline C ---------------------------------------------------------------
+redis_start() { # MODE (mem|aof): starts redis-server on a free port, sets redis_port/redis_pid
+    local mode=$1 rdir=$dir/redis-$1
+    rm -rf "$rdir" # an old appendonly file would be loaded
+    mkdir -p "$rdir"
+    redis_port=$(esc_free_port)
+    local persist=(--save "" --appendonly no)
+    [[ $mode == aof ]] && persist=(--save "" --appendonly yes --appendfsync always)
+    esc_spawn "$rdir/redis.log" redis-server --bind 127.0.0.1 --port "$redis_port" \
+        --dir "$rdir" --daemonize no --protected-mode yes --maxclients 1000 "${persist[@]}"
+    redis_pid=$ESC_SPAWN_PID
+    esc_wait_for 10 redis-cli -p "$redis_port" ping >/dev/null ||
+        esc_fail "redis-server ($mode) did not answer within 10 s"
+}
+
+redis_stop() {
+    kill "$redis_pid" 2>/dev/null || true
+    wait "$redis_pid" 2>/dev/null || true
+}
+
+if command -v redis-server >/dev/null && command -v redis-cli >/dev/null; then
+    esc_step "baseline C: Redis Lua gate, no persistence, then appendfsync always"
+    redis_start mem
+    bench redis --port "$redis_port" --conns "$conns" --label cmem
+    bench redis --port "$redis_port" --conns "$conns" --sold-out --label cno
+    redis_stop
+    redis_start aof
+    bench redis --port "$redis_port" --conns "$conns" --label caof
+    redis_stop
+else
+    esc_step "baseline C: SKIPPED (redis-server is not installed)"
+    echo "BENCH redis_skipped=1" | tee -a "$results"
+fi
+
+# ---- escrow, 1 node -------------------------------------------------------------
+esc_step "escrow, 1 node: $total units in $segments segments, $inflight in flight"
+create_item hot1 "$total" "$segments"
+escrow_routed --item hot1 --inflight "$inflight" --pids "$n1_pid" --pg-pid "$pg_pid" \
+    --key-prefix e1 --label e1
+
+esc_step "escrow: node memory per live hold ($mem_holds holds, not confirmed)"
+create_item mem "$total" "$segments"
+escrow_routed --item mem --inflight "$inflight" --count "$mem_holds" --pids "$n1_pid" \
+    --key-prefix mem --label mem
+
+esc_step "escrow: \"no\" once sold out (an item of 100 units, sold, confirmed)"
+create_item gone 100 1
+"$ESC_BIN/escrow-load" --coordinator "$ESCROW_COORDINATOR" --routes "$ESC_CLUSTER_PUBLISH" \
+    --tenant "$tenant" --item gone --buyers 200 --concurrency 50 --confirm 1 --release 0 \
+    --key-prefix gone --quiet >"$dir/sellout.out" 2>&1 || true
+esc_wait_for 20 grep -q "COORD-SOLD-OUT item=$tenant/gone sold_out=1" "$dir/cluster/coordinator.log" ||
+    esc_fail "the coordinator did not flag item gone sold out (see $dir/sellout.out)"
+escrow_direct --item gone --inflight "$inflight" --pids "$n1_pid" --key-prefix nonode \
+    --label nonode
+escrow_routed --item gone --inflight "$inflight" --key-prefix nocache --label nocache
+
+esc_step "escrow: rate-limited at 80% of the 1-node peak; then 99% \"no\" next to a live sale"
+peak=$(figure e1_ok_s)
+rate=$(awk -v p="${peak:-0}" 'BEGIN { r = int(p * 0.8); print (r < 1 ? 1 : r) }')
+escrow_routed --item hot1 --inflight 8192 --rate "$rate" --key-prefix r80 --label r80
+escrow_direct --item hot1 --mix-item gone --mix-pct 99 --inflight "$inflight" \
+    --key-prefix mix --label mix
+
+# ---- escrow, 2 nodes ------------------------------------------------------------
+esc_step "escrow, 2 nodes: a second node joins; a fresh item of $total units in $segments segments"
+n2_ep=tcp://127.0.0.1:$(esc_free_port)
+esc_node_start n2 "$n2_ep" "$dir/cluster/n2.log" --coordinator "$ESCROW_COORDINATOR"
+n2_pid=$ESC_NODE_PID
+# The coordinator moves segments of the earlier items to the new node; a new
+# item placed before that settles would land on n2 alone (least loaded).
+balanced() {
+    [[ $(esc_psql "SELECT count(*) = 2 AND max(c) - min(c) <= 1 FROM (SELECT count(*) AS c
+                   FROM segments s JOIN nodes n USING (node_id)
+                   WHERE n.state = 'up' AND s.epoch > 0 GROUP BY node_id) x") == t ]]
+}
+esc_wait_for 30 balanced || echo "note: the segments were not spread evenly within 30 s"
+create_item hot2 "$total" "$segments"
+esc_psql "SELECT '  ' || node_id || ': ' || count(*) || ' segments of hot2' FROM segments
+          WHERE tenant_id = '$tenant' AND item_id = 'hot2' GROUP BY node_id ORDER BY node_id"
+escrow_routed --item hot2 --inflight "$inflight" --pids "$n1_pid,$n2_pid" --pg-pid "$pg_pid" \
+    --key-prefix e2 --label e2
+
+# ---- report -----------------------------------------------------------------
+esc_step "stopping the nodes (their SEG-STOP lines carry the group-commit counters)"
+esc_node_stop "$n2_pid" || true
+esc_cluster_stop "$dir/cluster" || true
+for log in "$dir/cluster/n1.log" "$dir/cluster/n2.log"; do
+    line=$(grep 'SEG-STOP.*stopped' "$log" | tail -n 1) || continue
+    awk -v name="$(basename "$log" .log)" '{
+        for (i = 1; i <= NF; i++) { split($i, kv, "="); v[kv[1]] = kv[2] }
+        printf "group commit, %s: %s batches, %s rows, %.1f rows per batch, commit avg %s ms, max %s ms\n",
+            name, v["batches"], v["rows"], v["batches"] ? v["rows"] / v["batches"] : 0,
+            v["commit_avg_ms"], v["commit_max_ms"] }' <<<"$line"
+done
+
+esc_step "report"
+"$ESC_BIN/escrow-bench" report "$results" | tee "$dir/report.txt" || true
+result=$(grep '^RESULT ' "$dir/report.txt" || true)
+[[ -n $result ]] || esc_fail "no RESULT line"
+bad=$(tr ' ' '\n' <<<"${result#RESULT }" | awk -F= -v redis_ok="$(command -v redis-server || true)" '
+    $2 ~ /^-?[0-9]+(\.[0-9]+)?$/ { next }
+    $2 == "skipped" && $1 ~ /redis/ && redis_ok == "" { next }
+    { print }')
+[[ -z $bad ]] || esc_fail "RESULT keys without a measured figure: $(tr '\n' ' ' <<<"$bad")"
+if ((quick && own_dir)); then
+    rm -rf "$dir" # the smoke test keeps nothing after a pass
+    echo "bench: done"
+else
+    echo "bench: done; results in $dir"
+fi
