@@ -48,6 +48,17 @@ static void xfer_done(coord *c, coord_xfer *x, const char *how)
     coord_cat_drop_xfer(&c->cat, x);
 }
 
+/* The transfer a statement's answer is about (its id is the query's arg), no
+ * longer busy; NULL if it has left the catalog meanwhile. */
+static coord_xfer *xfer_answered(coord *c, void *arg)
+{
+    coord_xfer *x = coord_cat_xfer(&c->cat, (uint64_t)(uintptr_t)arg);
+    if (x != NULL) {
+        x->busy = false;
+    }
+    return x;
+}
+
 /* ---- re-reading one transfer ---------------------------------------------------- */
 
 static const char sql_reread[] =
@@ -55,12 +66,10 @@ static const char sql_reread[] =
 
 static void on_reread(coord *c, PGresult *res, const pgx_err *err, void *arg)
 {
-    uint64_t id = (uint64_t)(uintptr_t)arg;
-    coord_xfer *x = coord_cat_xfer(&c->cat, id);
+    coord_xfer *x = xfer_answered(c, arg);
     if (x == NULL) {
         return;
     }
-    x->busy = false;
     if (err->code != 0) {
         return; /* the next STALE or catalog read tries again */
     }
@@ -148,12 +157,10 @@ static const char sql_to_unallocated[] =
 
 static void on_received_here(coord *c, PGresult *res, const pgx_err *err, void *arg)
 {
-    uint64_t id = (uint64_t)(uintptr_t)arg;
-    coord_xfer *x = coord_cat_xfer(&c->cat, id);
+    coord_xfer *x = xfer_answered(c, arg);
     if (x == NULL) {
         return;
     }
-    x->busy = false;
     if (err->code != 0) {
         if (err->conn_lost && err->code != ESC_ECLOSED) {
             coord_db_unknown(c);
