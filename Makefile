@@ -5,11 +5,13 @@
 #                local cluster (coordinator + 2 nodes, 8 segments, skewed
 #                demand); DEMO_MODE=single: one node in static mode
 #   make test    packages, build in build-test/ with sanitizers and tests,
-#                then every test (ctest, all labels)
+#                then every test (ctest, all labels), then each libFuzzer
+#                target for FUZZ_SMOKE_SECONDS (tests/fuzz/run.sh)
+#   make fuzz    the libFuzzer targets for FUZZ_SECONDS each (long runs)
 #   make bench   packages, the Release-ish build in build/ (as make demo),
 #                then the benchmark against the alternatives
 #                (tests/support/bench.sh; results in BENCH_DIR, build/bench)
-#   make clean   remove build/, build-test/ and _demo/
+#   make clean   remove build/, build-test/, build-fuzz/ and _demo/
 #
 # Missing packages are installed with apt-get when running as root; otherwise
 # the exact `sudo apt-get install` line is printed and make stops. The list
@@ -23,8 +25,12 @@ DEMO_DIR ?= _demo
 BENCH_DIR ?= $(BUILD)/bench
 # cluster (the default, tests/support/cluster.sh) or single (one node, static mode)
 DEMO_MODE ?= cluster
+# libFuzzer targets (tests/fuzz/run.sh): seconds per target in make test
+# (skipped without clang) and in make fuzz.
+FUZZ_SMOKE_SECONDS ?= 15
+FUZZ_SECONDS ?= 600
 
-.PHONY: all deps build demo test clean bench
+.PHONY: all deps build demo test fuzz clean bench
 
 all: build
 
@@ -61,6 +67,10 @@ test: deps
 	cmake -S . -B $(BUILD_TEST) -DCMAKE_BUILD_TYPE=RelWithDebInfo -DESC_TESTS=ON -DESC_SANITIZE=ON
 	cmake --build $(BUILD_TEST) -j $(JOBS)
 	ctest --test-dir $(BUILD_TEST) --output-on-failure -j $(JOBS)
+	tests/fuzz/run.sh --if-clang $(FUZZ_SMOKE_SECONDS)
+
+fuzz: deps
+	tests/fuzz/run.sh $(FUZZ_SECONDS)
 
 clean:
-	rm -rf $(BUILD) $(BUILD_TEST) $(DEMO_DIR)
+	rm -rf $(BUILD) $(BUILD_TEST) $(DEMO_DIR) build-fuzz
