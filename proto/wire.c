@@ -504,6 +504,22 @@ int wire_encode_request(const wire_request *req, void *buf, size_t cap, size_t *
     return wire_encode_raw(&r, buf, cap < ESC_FRAME_BYTES_MAX ? cap : ESC_FRAME_BYTES_MAX, len);
 }
 
+/* One segment's figures as a SegmentStats (strings borrowed from w). */
+static void stats_to_pb(const wire_seg_stats *w, Escrow__SegmentStats *pb)
+{
+    escrow__segment_stats__init(pb);
+    pb->segment_id = w->segment_id;
+    pb->item_id = (char *)w->item_id;
+    pb->tenant_id = (char *)w->tenant_id;
+    pb->epoch = w->epoch;
+    pb->available = w->available;
+    pb->held = w->held;
+    pb->sold = w->sold;
+    pb->state = w->state;
+    pb->reserved = w->reserved;
+    pb->empties = w->empties;
+}
+
 int wire_encode_heartbeat(uint64_t corr_id, const wire_heartbeat *hb, void *buf, size_t cap,
                           size_t *len)
 {
@@ -533,18 +549,7 @@ int wire_encode_heartbeat(uint64_t corr_id, const wire_heartbeat *hb, void *buf,
         goto out;
     }
     for (size_t i = 0; i < hb->nsegs; i++) {
-        const wire_seg_stats *w = &hb->segs[i];
-        escrow__segment_stats__init(&st[i]);
-        st[i].segment_id = w->segment_id;
-        st[i].item_id = (char *)w->item_id;
-        st[i].tenant_id = (char *)w->tenant_id;
-        st[i].epoch = w->epoch;
-        st[i].available = w->available;
-        st[i].held = w->held;
-        st[i].sold = w->sold;
-        st[i].state = w->state;
-        st[i].reserved = w->reserved;
-        st[i].empties = w->empties;
+        stats_to_pb(&hb->segs[i], &st[i]);
         stp[i] = &st[i];
     }
     h.n_segments = hb->nsegs;
@@ -737,17 +742,7 @@ int wire_encode_reply(const wire_reply *rep, void *buf, size_t cap, size_t *len)
             return ESC_ENOMEM;
         }
         for (size_t i = 0; i < rep->nsegs; i++) {
-            escrow__segment_stats__init(&big[i]);
-            big[i].segment_id = rep->segs[i].segment_id;
-            big[i].item_id = (char *)rep->segs[i].item_id;
-            big[i].epoch = rep->segs[i].epoch;
-            big[i].available = rep->segs[i].available;
-            big[i].held = rep->segs[i].held;
-            big[i].sold = rep->segs[i].sold;
-            big[i].state = rep->segs[i].state;
-            big[i].tenant_id = (char *)rep->segs[i].tenant_id;
-            big[i].reserved = rep->segs[i].reserved;
-            big[i].empties = rep->segs[i].empties;
+            stats_to_pb(&rep->segs[i], &big[i]);
             bigp[i] = &big[i];
         }
         m.n_segments = rep->nsegs;

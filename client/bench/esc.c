@@ -51,9 +51,6 @@ struct esc_run {
     esc_slot *slots; /* owned, o->inflight */
     uint32_t *free_slots;
     uint32_t nfree;
-    uint32_t *again; /* closed loop: slots whose next request waits for the idle turn */
-    uint32_t nagain;
-    uv_idle_t resend; /* embedded: sends them, once per loop turn */
     bench_meter m;
     uv_timer_t open_timer; /* embedded: the window opens (proc sample) */
     uv_timer_t stop_timer; /* embedded: the window closes */
@@ -96,7 +93,6 @@ static void maybe_close(esc_run *r)
     uv_close((uv_handle_t *)&r->open_timer, noop_close);
     uv_close((uv_handle_t *)&r->stop_timer, noop_close);
     uv_close((uv_handle_t *)&r->rate_timer, noop_close);
-    uv_close((uv_handle_t *)&r->resend, noop_close);
 }
 
 static int classify(esc_run *r, int status)
@@ -144,26 +140,6 @@ static void counted_end(esc_run *r)
     }
 }
 
-static void resend_cb(uv_idle_t *h)
-{
-    esc_run *r = h->data;
-    uint32_t n = r->nagain;
-    r->nagain = 0;
-    for (uint32_t i = 0; i < n; i++) {
-        esc_slot *s = &r->slots[r->again[i]];
-        s->busy = false;
-        r->busy--;
-        if (!r->stopping && (r->o->count == 0 || r->next < r->o->count)) {
-            slot_send(s);
-        }
-    }
-    if (r->nagain == 0) {
-        (void)uv_idle_stop(&r->resend); /* always 0 for an initialised handle */
-    }
-    counted_end(r);
-    maybe_close(r);
-}
-
 static void reserve_cb(int status, const esc_hold *hold, void *arg)
 {
     (void)hold;
@@ -175,17 +151,7 @@ static void reserve_cb(int status, const esc_hold *hold, void *arg)
     if (r->o->rate > 0) {
         r->free_slots[r->nfree++] = (uint32_t)(s - r->slots);
     } else if (!r->stopping && (r->o->count == 0 || r->next < r->o->count)) {
-        /* Not from here: a "no" from the cached route completes on the next
-         * timer turn, and a new call made in this callback would make libuv
-         * (1.44) run the client's 0 ms timer forever, starving every other
-         * handle. The idle turn sends it after the loop has polled. */
-        if (uv_idle_start(&r->resend, resend_cb) == 0) {
-            r->again[r->nagain++] = (uint32_t)(s - r->slots);
-            s->busy = true; /* reserved for its next request */
-            r->busy++;
-        } else {
-            slot_send(s); /* cannot happen for an initialised handle */
-        }
+        slot_send(s); /* closed loop: libescrow never calls back from inside a call */
     }
     counted_end(r);
     maybe_close(r);
@@ -259,8 +225,6 @@ static int run_start(esc_run *r)
     int rc = uv_timer_init(&r->loop, &r->open_timer);
     rc = rc ? rc : uv_timer_init(&r->loop, &r->stop_timer);
     rc = rc ? rc : uv_timer_init(&r->loop, &r->rate_timer);
-    rc = rc ? rc : uv_idle_init(&r->loop, &r->resend);
-    r->resend.data = r;
     if (rc != 0) {
         return ESC_EIO; /* nothing to close: handles that exist are not active */
     }
@@ -349,8 +313,7 @@ int bench_esc_run(const bench_opts *o)
 {
     esc_run *r = calloc(1, sizeof *r);
     if (r == NULL || (r->slots = calloc(o->inflight, sizeof *r->slots)) == NULL ||
-        (r->free_slots = calloc(o->inflight, sizeof *r->free_slots)) == NULL ||
-        (r->again = calloc(o->inflight, sizeof *r->again)) == NULL) {
+        (r->free_slots = calloc(o->inflight, sizeof *r->free_slots)) == NULL) {
         if (r != NULL) {
             free(r->free_slots);
             free(r->slots);
@@ -368,7 +331,6 @@ int bench_esc_run(const bench_opts *o)
     int rc = uv_loop_init(&r->loop);
     if (rc != 0) {
         fprintf(stderr, "escrow-bench: uv_loop_init: %s\n", uv_strerror(rc));
-        free(r->again);
         free(r->free_slots);
         free(r->slots);
         free(r);
@@ -389,7 +351,6 @@ int bench_esc_run(const bench_opts *o)
         print_result(r);
     }
     print_errors(r);
-    free(r->again);
     free(r->free_slots);
     free(r->slots);
     free(r);
