@@ -498,11 +498,12 @@ static bool backoff(esc_async *a, call *c, int status)
 
 /* Encodes req (borrowed) as c's frame under c's corr_id. Returns 0,
  * ESC_EINVAL (unencodable) or ESC_ENOMEM; c keeps its old frame on error. */
-static int call_encode(call *c, wire_request *req)
+static int call_encode(const esc_async *a, call *c, wire_request *req)
 {
     uint8_t buf[CLI_FRAME_BYTES_MAX];
     size_t len = 0;
     req->corr_id = c->corr_id;
+    req->credential = a->opts.credential; /* "" = none, never the process's */
     if (wire_encode_request(req, buf, sizeof buf, &len) < 0) {
         return ESC_EINVAL;
     }
@@ -678,7 +679,7 @@ static int fetch_start(esc_async *a, const char *item, uint64_t seg, int64_t now
     call *f = NULL;
     int rc = call_new(a, CALL_FETCH, &req, a->opts.deadline_ms, now, &f);
     if (rc == 0) {
-        rc = call_encode(f, f->req);
+        rc = call_encode(a, f, f->req);
         if (rc < 0) {
             call_free(a, f);
         }
@@ -775,7 +776,7 @@ static void send_to(esc_async *a, call *c, const cli_rseg *s, int64_t now)
     uint32_t slot = (uint32_t)(c->corr_id & CLI_SLOT_MASK);
     c->corr_id = (a->seq++ << CLI_SLOT_BITS) | slot;
     c->req->segment_id = c->op == WIRE_OP_RESERVE ? s->segment_id : 0;
-    rc = call_encode(c, c->req);
+    rc = call_encode(a, c, c->req);
     if (rc < 0) {
         complete(a, c, rc);
         return;
@@ -1411,7 +1412,7 @@ static int submit(esc_async *a, wire_request *req, uint32_t deadline_ms, esc_hol
         }
         route_step(a, c, now);
     } else {
-        rc = call_encode(c, req);
+        rc = call_encode(a, c, req);
         if (rc < 0) {
             call_free(a, c);
             a->in_api = false;

@@ -34,6 +34,9 @@ int cli_opts_init(cli_opts *out, const esc_options *in)
     if (in->deadline_ms > ESC_DEADLINE_MS_MAX || in->resend_ms > ESC_DEADLINE_MS_MAX) {
         return ESC_EINVAL;
     }
+    if (in->credential != NULL && strlen(in->credential) > ESC_CREDENTIAL_LEN_MAX) {
+        return ESC_EINVAL;
+    }
     memset(out, 0, sizeof *out);
     out->routing = in->coordinator != NULL;
     const char *ep = out->routing ? in->coordinator : in->endpoint;
@@ -46,6 +49,9 @@ int cli_opts_init(cli_opts *out, const esc_options *in)
     out->resend_ms = in->resend_ms != 0 ? in->resend_ms : CLI_RESEND_MS_DEFAULT;
     out->log_fn = in->log_fn;
     out->log_arg = in->log_arg;
+    if (in->credential != NULL) {
+        memcpy(out->credential, in->credential, strlen(in->credential) + 1);
+    }
     return 0;
 }
 

@@ -49,6 +49,8 @@ typedef struct cli_opts {
     uint32_t resend_ms;   /* never 0 after cli_opts_init */
     esc_log_fn log_fn;    /* may be NULL */
     void *log_arg;        /* borrowed */
+    /* "" = none; sent with every request */
+    char credential[ESC_CREDENTIAL_LEN_MAX + 1];
 } cli_opts;
 
 /* Copies and validates in (borrowed). Returns 0 and fills *out, or

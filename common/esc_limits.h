@@ -67,6 +67,10 @@
 #define ESC_ENDPOINT_LEN_MAX 255
 #define ESC_HB_SEGMENTS_MAX 1024
 #define ESC_HB_TRANSFERS_MAX 256
+/* Regions: names as regions.region, and the global items one quota status
+ * message carries (~240 bytes each: well under ESC_FRAME_BYTES_MAX). */
+#define ESC_REGION_LEN_MAX 64
+#define ESC_QUOTA_ITEMS_MAX 128
 /* Segments of one item in a routing table. */
 #define ESC_ROUTE_SEGMENTS_MAX ESC_SEGMENTS_PER_ITEM_MAX
 

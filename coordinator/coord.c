@@ -16,8 +16,10 @@
 #include <string.h>
 
 #include "clock.h"
+#include "coord_auth.h"
 #include "coord_metrics.h"
 #include "coord_mon.h"
+#include "coord_region.h"
 #include "escrow_errors.h"
 #include "log.h"
 
@@ -26,7 +28,7 @@
 
 /* ---- replies -------------------------------------------------------------- */
 
-static void send_reply(coord *c, const nnx_hdr *hdr, const wire_reply *rep)
+void coord_send_reply(coord *c, const nnx_hdr *hdr, const wire_reply *rep)
 {
     size_t len;
     int rc = wire_encode_reply(rep, c->frame, sizeof c->frame, &len);
@@ -51,7 +53,7 @@ void coord_reply(coord *c, const nnx_hdr *hdr, uint64_t corr_id, int status, con
     size_t n = strnlen(m, sizeof rep.message - 1); /* a long sentence is cut, not refused */
     memcpy(rep.message, m, n);
     rep.message[n] = '\0';
-    send_reply(c, hdr, &rep);
+    coord_send_reply(c, hdr, &rep);
 }
 
 /* ---- routes --------------------------------------------------------------- */
@@ -149,7 +151,7 @@ static void handle_route(coord *c, const nnx_hdr *hdr, const wire_request *q)
     memset(&rep, 0, sizeof rep);
     rep.corr_id = q->corr_id;
     rep.route = &c->route_scratch;
-    send_reply(c, hdr, &rep);
+    coord_send_reply(c, hdr, &rep);
 }
 
 /* ---- heartbeats ------------------------------------------------------------ */
@@ -187,7 +189,7 @@ static void handle_heartbeat(coord *c, const nnx_hdr *hdr, const wire_request *q
     memset(&rep, 0, sizeof rep);
     rep.corr_id = q->corr_id;
     rep.hb = h;
-    send_reply(c, hdr, &rep);
+    coord_send_reply(c, hdr, &rep);
 }
 
 /* ---- dispatch --------------------------------------------------------------- */
@@ -216,9 +218,12 @@ static void dispatch(coord *c, const nnx_hdr *hdr, const wire_request *q)
         coord_admin_handle(c, r);
         return;
     }
+    case WIRE_OP_QUOTA:
+        coord_region_handle(c, hdr, q);
+        return;
     default:
         coord_reply(c, hdr, q->corr_id, ESC_EINVAL,
-                    "the coordinator answers heartbeat, route and admin requests only");
+                    "the coordinator answers heartbeat, route, admin and quota requests only");
         return;
     }
 }
@@ -240,7 +245,7 @@ static void on_readable(nnx_watch *w, void *arg)
         }
         wire_request q;
         char why[WIRE_WHY_MAX] = "";
-        rc = wire_decode_request(msg, len, &q, why);
+        rc = wire_decode_request_checked(msg, len, &q, why, coord_auth_check, c);
         nnx_free(msg);
         if (rc != 0) {
             coord_reply(c, &hdr, q.corr_id, rc, why);
@@ -262,6 +267,7 @@ static void on_tick(uv_timer_t *t)
     coord_place_tick(c);
     coord_xfer_tick(c);
     coord_admin_tick(c);
+    coord_region_tick(c);
 }
 
 static void on_rebalance(uv_timer_t *t)
@@ -418,7 +424,7 @@ int coord_start(coord *c, uv_loop_t *loop, const coord_config *cfg)
     c->started_us = esc_mono_us();
     c->version_floor = (uint64_t)esc_wall_ms() * 1000u;
     int rc = coord_cat_init(&c->cat);
-    if (rc != 0) {
+    if (rc != 0 || (rc = coord_auth_start(c)) != 0) {
         return rc;
     }
     if ((rc = coord_metrics_open(c)) != 0 || (rc = open_sockets(c)) != 0 ||
@@ -426,7 +432,7 @@ int coord_start(coord *c, uv_loop_t *loop, const coord_config *cfg)
         return rc;
     }
     coord_db_open(c);
-    if ((rc = coord_mon_start(c)) != 0) {
+    if ((rc = coord_region_start(c)) != 0 || (rc = coord_mon_start(c)) != 0) {
         return rc;
     }
     coord_reload(c);
@@ -473,6 +479,8 @@ void coord_stop(coord *c)
     close_handle(c, (uv_handle_t *)&c->sig_term);
     c->watch.poll.data = c;
     nnx_watch_close(&c->watch, on_handle_closed);
+    coord_region_close(c);
+    coord_auth_close(c);
     coord_db_close(c);
     coord_mon_close(c);
     ESC_LOG(ESC_LOG_INFO, "COORD-STOP",
@@ -490,5 +498,7 @@ void coord_fini(coord *c)
     c->sock = c->pub = -1;
     coord_mon_free(c);
     coord_metrics_free(c);
+    coord_region_free(c);
+    coord_auth_free(c);
     coord_cat_fini(&c->cat);
 }

@@ -57,6 +57,11 @@ typedef struct coord_config {
     bool failpoint_exit_after_sent; /* ESC_FAILPOINT_COORD_EXIT_AFTER_SENT=1 */
     const char *metrics;            /* borrowed: --metrics address; NULL = off (coord_metrics.h) */
     uint32_t check_ms;              /* invariant monitor period (coord_mon.h) */
+    const struct region_cfg *region; /* borrowed: --config; NULL = no regions (coord_region.h) */
+    /* --auth on: every request needs a valid key (coord_auth.h); cluster_key
+     * (borrowed) is the cluster key's text, or NULL */
+    bool auth;
+    const char *cluster_key;
 } coord_config;
 
 typedef struct coord_job coord_job;
@@ -119,6 +124,8 @@ struct coord {
     uint64_t n_heartbeats, n_routes, n_admin, n_grants, n_xfers_planned, n_xfers_done;
     struct coord_metrics *metrics; /* owned (coord_metrics.c); NULL when --metrics is off */
     struct coord_mon *mon;         /* owned: the invariant monitor (coord_mon.c) */
+    struct coord_region *region;   /* owned: peers and quota (coord_region.c); NULL = none */
+    struct auth_guard *auth;       /* owned: credentials (coord_auth.c) */
     int exit_code;
 };
 
@@ -182,6 +189,7 @@ void coord_admin_handle(coord *c, coord_admin_req *r);
 void coord_admin_tick(coord *c);
 
 /* coord.c */
+void coord_send_reply(coord *c, const nnx_hdr *hdr, const wire_reply *rep);
 void coord_reply(coord *c, const nnx_hdr *hdr, uint64_t corr_id, int status, const char *msg);
 void coord_route_changed(coord *c, coord_item *it);
 void coord_bump_version(coord *c, coord_item *it);

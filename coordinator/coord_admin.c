@@ -411,6 +411,13 @@ static void item_op(coord *c, coord_admin_req *r)
         coord_xfer_collapse_now(c, it, r);
         return;
     }
+    if (it->global && (q->admin_op == WIRE_ADMIN_RESTOCK || q->admin_op == WIRE_ADMIN_REDUCE)) {
+        answer(c, r, ESC_ECONFLICT,
+               "%s/%s is a global item: its total here is this region's quota, which changes "
+               "only by quota moves between regions (escrowctl quota move)",
+               it->tenant_id, it->item_id);
+        return;
+    }
     admin_job *j = esc_xcalloc(1, sizeof *j);
     j->r = r;
     j->it = it;

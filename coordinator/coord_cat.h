@@ -103,6 +103,8 @@ typedef struct coord_item {
     bool sold_out;
     uint64_t route_version;
     uint64_t route_hash;
+    bool global;          /* a global_items row exists: its total is this region's quota */
+    struct coord_gitem *g; /* owned by coord_region.c (NULL until it first looks) */
 } coord_item;
 
 typedef struct coord_xfer {

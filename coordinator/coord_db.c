@@ -253,7 +253,8 @@ void coord_db_close(coord *c)
 
 static const char sql_items[] =
     TAG "SELECT tenant_id, item_id, total, unallocated, reduce_pending, state, segments_wanted, "
-        "COALESCE(tail_segment, 0) FROM items";
+        "COALESCE(tail_segment, 0), EXISTS (SELECT 1 FROM global_items g "
+        "WHERE g.tenant_id = items.tenant_id AND g.item_id = items.item_id) FROM items";
 static const char sql_nodes[] = TAG "SELECT node_id, endpoint, incarnation, state FROM nodes";
 static const char sql_segments[] =
     TAG "SELECT segment_id, tenant_id, item_id, seg_no, COALESCE(node_id, ''), epoch, "
@@ -326,6 +327,7 @@ static void merge_items(coord *c, PGresult *res, const pgx_err *err, void *arg)
         it->state = item_state(PQgetvalue(res, i, 5));
         it->segments_wanted = (uint32_t)i64(res, i, 6);
         it->tail_segment = (uint64_t)i64(res, i, 7);
+        it->global = PQgetvalue(res, i, 8)[0] == 't';
     }
 }
 

@@ -12,9 +12,11 @@
 
 #include "coord.h"
 #include "coord_mon.h"
+#include "auth_guard.h"
 #include "escrow_errors.h"
 #include "log.h"
 #include "metrics_http.h"
+#include "region_cfg.h"
 
 static void usage(FILE *f)
 {
@@ -25,10 +27,17 @@ static void usage(FILE *f)
         "                          [--collapse-pct 5] [--low-water-pct 25]\n"
         "                          [--catalog-poll-ms 1000] [--log-level error|warn|info|debug]\n"
         "                          [--metrics [HOST:]PORT] [--check-ms 5000]\n"
+        "                          [--auth on|off] [--cluster-key FILE]\n"
+        "       escrow-coordinator --config FILE [the options above but --dsn, --listen and\n"
+        "                          --publish]\n"
         "\n"
         "Places escrow segments on the segment nodes that heartbeat to it (leases and\n"
         "epochs), moves tail stock between segments, collapses items near sellout,\n"
         "publishes routing tables and answers escrowctl's operations.\n"
+        "  --config           the region's INI file (examples/regions/eu.ini): dsn, listen\n"
+        "                     (its coordinator), publish, metrics and the [coordinator]\n"
+        "                     keys; excludes --dsn, --listen and --publish; the other\n"
+        "                     flags override the file\n"
         "  --dsn              PostgreSQL connection string (default: $ESCROW_DSN)\n"
         "  --listen           nanomsg endpoint for heartbeats, routes and admin requests\n"
         "  --publish          nanomsg endpoint of the routing updates (PUB)\n"
@@ -48,6 +57,11 @@ static void usage(FILE *f)
         "                     (50..3600000, default 5000); the result is exported as\n"
         "                     escrow_conservation_* metrics, logged (COORD-INVARIANT) and\n"
         "                     written for escrowctl status\n"
+        "  --auth             on: every request needs a valid key: routes the tenant's key,\n"
+        "                     escrowctl's operations an admin key, heartbeats and peer\n"
+        "                     coordinators' quota messages the cluster key; off (default)\n"
+        "  --cluster-key      file with the cluster key (default: $ESCROW_CLUSTER_KEY);\n"
+        "                     required with --auth on; sent with quota messages to peers\n"
         "Environment: ESC_FAILPOINT_COORD_EXIT_AFTER_SENT=1 exits with status 99 the first\n"
         "time a segment-to-segment transfer is known to be sent (crash tests).\n");
 }
@@ -78,7 +92,15 @@ static int parse_metrics(const char *v)
     return 0;
 }
 
-static int parse_args(int argc, char **argv, coord_config *cfg)
+/* What the command line gave besides the values: --config, and which
+ * flags it set (by their getopt character: they override the file). */
+typedef struct cli_given {
+    const char *config;      /* borrowed from argv; NULL = none */
+    const char *cluster_key; /* --cluster-key FILE, borrowed; NULL = none */
+    bool flag[128];
+} cli_given;
+
+static int parse_args(int argc, char **argv, coord_config *cfg, cli_given *given)
 {
     static const struct option opts[] = {{"dsn", required_argument, NULL, 'd'},
                                          {"listen", required_argument, NULL, 'l'},
@@ -92,10 +114,16 @@ static int parse_args(int argc, char **argv, coord_config *cfg)
                                          {"log-level", required_argument, NULL, 'v'},
                                          {"metrics", required_argument, NULL, 'm'},
                                          {"check-ms", required_argument, NULL, 'K'},
+                                         {"config", required_argument, NULL, 'F'},
+                                         {"auth", required_argument, NULL, 'a'},
+                                         {"cluster-key", required_argument, NULL, 'k'},
                                          {"help", no_argument, NULL, 'h'},
                                          {NULL, 0, NULL, 0}};
     int ch, rc = 0;
     while (rc == 0 && (ch = getopt_long(argc, argv, "", opts, NULL)) != -1) {
+        if (ch > 0 && ch < 128) {
+            given->flag[ch] = true;
+        }
         switch (ch) {
         case 'd':
             cfg->dsn = optarg;
@@ -144,6 +172,18 @@ static int parse_args(int argc, char **argv, coord_config *cfg)
             }
             esc_log_set_level(esc_log_level_parse(optarg));
             break;
+        case 'F':
+            given->config = optarg;
+            break;
+        case 'a':
+            if (auth_parse_onoff(optarg, &cfg->auth) != 0) {
+                fprintf(stderr, "escrow-coordinator: --auth takes on or off\n");
+                return -1;
+            }
+            break;
+        case 'k':
+            given->cluster_key = optarg;
+            break;
         case 'h':
             usage(stdout);
             exit(0);
@@ -176,6 +216,47 @@ static int check_args(int argc, const coord_config *cfg)
     return 0;
 }
 
+/* The region file (region_cfg.h) fills what the command line left out:
+ * dsn, listen, publish from [region] (never combined with their flags),
+ * metrics and the [coordinator] keys unless their flags were given.
+ * Returns 0, or -1 after a message on stderr (nothing was opened). */
+static int apply_config(const cli_given *g, coord_config *cfg)
+{
+    static region_cfg region; /* large, and cfg->region borrows it until exit */
+    char err[REGION_ERR_LEN];
+    if (region_cfg_load(g->config, &region, err, sizeof err) != 0) {
+        fprintf(stderr, "escrow-coordinator: %s\n", err);
+        return -1;
+    }
+    cfg->dsn = region.dsn;
+    cfg->listen[0] = region.coordinator;
+    cfg->nlisten = 1;
+    cfg->publish = region.publish;
+    if (!g->flag['m'] && region.metrics[0] != '\0') {
+        cfg->metrics = region.metrics;
+    }
+    const struct {
+        int ch;   /* the flag that overrides the file */
+        bool set; /* in the file */
+        uint32_t v;
+        uint32_t *field;
+    } tuning[] = {
+        {'L', region.lease_ms != 0, region.lease_ms, &cfg->lease_ms},
+        {'H', region.heartbeat_ms != 0, region.heartbeat_ms, &cfg->heartbeat_ms},
+        {'R', region.rebalance_ms != 0, region.rebalance_ms, &cfg->rebalance_ms},
+        {'P', region.catalog_poll_ms != 0, region.catalog_poll_ms, &cfg->catalog_poll_ms},
+        {'K', region.check_ms != 0, region.check_ms, &cfg->check_ms},
+        {'C', region.collapse_pct >= 0, (uint32_t)region.collapse_pct, &cfg->collapse_pct},
+        {'W', region.low_water_pct >= 0, (uint32_t)region.low_water_pct, &cfg->low_water_pct}};
+    for (size_t i = 0; i < sizeof tuning / sizeof tuning[0]; i++) {
+        if (tuning[i].set && !g->flag[tuning[i].ch]) {
+            *tuning[i].field = tuning[i].v;
+        }
+    }
+    cfg->region = &region;
+    return 0;
+}
+
 int main(int argc, char **argv)
 {
     coord_config cfg;
@@ -190,9 +271,40 @@ int main(int argc, char **argv)
     cfg.check_ms = COORD_MON_CHECK_MS_DEFAULT;
     const char *fp = getenv("ESC_FAILPOINT_COORD_EXIT_AFTER_SENT");
     cfg.failpoint_exit_after_sent = fp != NULL && strcmp(fp, "1") == 0;
-    if (parse_args(argc, argv, &cfg) != 0 || check_args(argc, &cfg) != 0) {
+    cli_given given;
+    memset(&given, 0, sizeof given);
+    if (parse_args(argc, argv, &cfg, &given) != 0) {
         usage(stderr);
         return 2;
+    }
+    if (given.config != NULL && (given.flag['d'] || given.flag['l'] || given.flag['p'])) {
+        fprintf(stderr, "escrow-coordinator: --config excludes --dsn, --listen and --publish "
+                        "(the file names them)\n");
+        usage(stderr);
+        return 2;
+    }
+    if (given.config != NULL && apply_config(&given, &cfg) != 0) {
+        return 2;
+    }
+    if (check_args(argc, &cfg) != 0) {
+        usage(stderr);
+        return 2;
+    }
+    static char cluster_key[ESC_CREDENTIAL_LEN_MAX + 1];
+    bool have_key = false;
+    char why[256];
+    if (auth_cluster_key_load(given.cluster_key, cluster_key, &have_key, why, sizeof why) != 0) {
+        fprintf(stderr, "escrow-coordinator: %s\n", why);
+        return 2;
+    }
+    if (cfg.auth && !have_key) {
+        fprintf(stderr, "escrow-coordinator: --auth on needs the cluster key (--cluster-key FILE "
+                        "or $ESCROW_CLUSTER_KEY): nodes could not heartbeat\n");
+        return 2;
+    }
+    if (have_key) {
+        cfg.cluster_key = cluster_key;
+        (void)wire_set_credential(cluster_key); /* quota messages to peers carry it */
     }
     static uv_loop_t loop; /* static: reachable until exit, even on a failed start */
     if (uv_loop_init(&loop) != 0) {

@@ -99,7 +99,8 @@ bool coord_policy_sold_out(const coord_pitem *in)
  * segments with the most available. */
 static void plan_reduce(pass *p)
 {
-    int64_t left = p->in->reduce_pending - p->in->reclaiming - p->in->unallocated;
+    int64_t left =
+        p->in->reduce_pending + p->in->export_want - p->in->reclaiming - p->in->unallocated;
     while (left > 0) {
         long best = -1;
         for (size_t i = 0; i < p->in->nsegs; i++) {
@@ -136,7 +137,7 @@ static void plan_collapsed(pass *p)
     if (t < 0 || !usable(p, (size_t)t)) {
         return;
     }
-    if (p->in->unallocated > 0 && p->in->reduce_pending == 0) {
+    if (p->in->unallocated > 0 && p->in->reduce_pending == 0 && p->in->export_want == 0) {
         add(p, -1, t, p->in->unallocated, COORD_R_RESTOCK);
         return;
     }
@@ -189,7 +190,7 @@ static void plan_split_surplus(pass *p)
  * equal shares, the busiest first (they get the remainder). */
 static void plan_restock(pass *p)
 {
-    if (p->in->unallocated <= 0 || p->in->reduce_pending > 0) {
+    if (p->in->unallocated <= 0 || p->in->reduce_pending > 0 || p->in->export_want > 0) {
         return;
     }
     long order[ESC_SEGMENTS_PER_ITEM_MAX];
@@ -360,7 +361,7 @@ void coord_policy_plan(const coord_pitem *in, bool force_collapse, coord_plan *o
             return;
         }
     }
-    if (in->reduce_pending > 0) {
+    if (in->reduce_pending > 0 || in->export_want > 0) {
         plan_reduce(&p);
     }
     if (in->tail_segment != 0) {
@@ -386,4 +387,45 @@ double coord_policy_demand(double prev, uint64_t d_reserved, uint64_t d_empties,
         alpha = 1.0;
     }
     return prev + alpha * (rate - prev);
+}
+
+/* Units wanted over horizon_ms at demand_milli (rounded up). */
+static int64_t over_horizon(int64_t demand_milli, uint32_t horizon_ms)
+{
+    if (demand_milli <= 0) {
+        return 0;
+    }
+    /* demand_milli / 1000 units/s * horizon_ms / 1000 s */
+    double u = (double)demand_milli * (double)horizon_ms / 1e6;
+    return u > 1e12 ? (int64_t)1e12 : (int64_t)ceil(u);
+}
+
+int coord_quota_plan(const coord_qin *in, int64_t *qty)
+{
+    int64_t keep = over_horizon(in->demand_milli, in->horizon_ms);
+    if (keep < in->floor) {
+        keep = in->floor;
+    }
+    int64_t spare = in->unused - keep;
+    if (spare <= 0) {
+        return -1;
+    }
+    long best = -1;
+    int64_t best_need = 0;
+    for (size_t i = 0; i < in->npeers; i++) {
+        const coord_qpeer *p = &in->peers[i];
+        if (!p->fresh) {
+            continue;
+        }
+        int64_t need = over_horizon(p->demand_milli, in->horizon_ms) - p->unused - p->in_flight_to;
+        if (need > best_need) {
+            best_need = need;
+            best = (long)i;
+        }
+    }
+    if (best < 0) {
+        return -1;
+    }
+    *qty = spare < best_need ? spare : best_need;
+    return (int)best;
 }

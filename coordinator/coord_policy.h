@@ -55,6 +55,8 @@ typedef struct coord_pitem {
     int64_t reduce_pending;
     int64_t in_flight;     /* sum of 'sent' transfers */
     int64_t reclaiming;    /* sum of open transfers to unallocated */
+    int64_t export_want;   /* quota to send to another region: reclaimed like a reduce,
+                              kept in unallocated (coord_region.c sends it) */
     bool paused;           /* paused items do not rebalance (restock and reduce go on) */
     bool retired;          /* retired items plan nothing */
     uint64_t tail_segment; /* 0 = not collapsed */
@@ -93,5 +95,32 @@ int64_t coord_policy_remaining(const coord_pitem *in);
 /* Demand EWMA: the new estimate after a report with d_reserved units reserved
  * and d_empties SEGMENT_EMPTY answers over dt_us microseconds. */
 double coord_policy_demand(double prev, uint64_t d_reserved, uint64_t d_empties, int64_t dt_us);
+
+/* ---- regions: the automatic quota policy ----------------------------------- */
+
+/* One peer region's view of a global item, as its last status said. */
+typedef struct coord_qpeer {
+    bool fresh;           /* heard within the staleness bound, and it has the item */
+    int64_t unused;       /* available + unallocated there */
+    int64_t demand_milli; /* units per 1000 s wanted there */
+    int64_t in_flight_to; /* our quota on its way there, not yet confirmed */
+} coord_qpeer;
+
+typedef struct coord_qin {
+    int64_t unused;       /* here: available + in flight between segments + unallocated */
+    int64_t demand_milli; /* here */
+    int64_t floor;        /* never given away */
+    uint32_t horizon_ms;  /* a region should hold this long of its demand */
+    size_t npeers;
+    const coord_qpeer *peers;
+} coord_qin;
+
+/* Which peer gets quota from here and how much: this region keeps
+ * max(floor, its demand over the horizon); a peer needs its demand over the
+ * horizon minus what it has and what is on its way; the neediest peer gets
+ * min(spare, need). Returns the peer's index and *qty >= 1, or -1. Two
+ * regions never send to each other in the same round: a region that needs
+ * has no spare. */
+int coord_quota_plan(const coord_qin *in, int64_t *qty);
 
 #endif

@@ -21,6 +21,7 @@
 #include "clock.h"
 #include "coord.h"
 #include "coord_metrics.h"
+#include "coord_region.h"
 #include "escrow_errors.h"
 #include "log.h"
 
@@ -430,7 +431,11 @@ static int pass(coord *c, coord_item *it, bool force_collapse, coord_admin_req *
     static coord_plan plan;
     coord_pitem in;
     coord_cat_snapshot(&c->cat, it, c->cfg.collapse_pct, c->cfg.low_water_pct, segs, &in);
+    in.export_want = coord_region_export_want(c, it);
     coord_policy_plan(&in, force_collapse, &plan);
+    if (plan.sold_out && !coord_region_may_sell_out(c, it)) {
+        plan.sold_out = false; /* another region may still sell or send it */
+    }
     if (plan.sold_out != it->sold_out) {
         it->sold_out = plan.sold_out;
         ESC_LOG(ESC_LOG_INFO, "COORD-SOLD-OUT", "item=%s/%s sold_out=%d", it->tenant_id,

@@ -15,6 +15,7 @@
 #include "ctl_list.h"
 #include "ctl_migrate.h"
 #include "ctl_nodes.h"
+#include "ctl_region.h"
 #include "ctl_release.h"
 #include "ctl_status.h"
 #include "escrow_errors.h"
@@ -60,7 +61,9 @@ int ctl_run(const ctl_args *a, FILE *out)
 {
     outcome o = {false, false};
     int rc = 0;
-    if (ctl_cmd_is_admin(a->cmd)) {
+    if (ctl_region_cmd(a)) {
+        rc = ctl_region_run(a, out, &o.violated, &o.refused); /* one database per region */
+    } else if (ctl_cmd_is_admin(a->cmd)) {
         rc = ctl_admin(a, out, &o.refused);
     } else if (a->follow) {
         rc = ctl_follow(a, out); /* the feed opens its own connection */

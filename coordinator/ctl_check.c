@@ -62,16 +62,14 @@ static int violations(const PGresult *res, int col, int64_t *out)
     return PQntuples(res) > 0 ? ctl_db_i64(res, 0, col, out) : 0;
 }
 
-static int run_queries(PGconn *conn, check_result *r)
+/* The queries, in the caller's open transaction (its snapshot). */
+static int run_queries_tx(PGconn *conn, check_result *r)
 {
     PGresult *counts = NULL;
-    int rc = ctl_db_begin(conn, "ISOLATION LEVEL REPEATABLE READ READ ONLY");
-    rc = rc != 0 ? rc : ctl_db_query(conn, sql_items, 0, NULL, &r->items);
+    int rc = ctl_db_query(conn, sql_items, 0, NULL, &r->items);
     rc = rc != 0 ? rc : ctl_db_query(conn, sql_segments, 0, NULL, &r->segments);
     rc = rc != 0 ? rc : ctl_db_query(conn, sql_counts, 0, NULL, &counts);
-    rc = rc != 0 ? rc : ctl_db_commit(conn);
     if (rc != 0) {
-        ctl_db_rollback(conn);
         PQclear(counts);
         return rc;
     }
@@ -174,6 +172,33 @@ static void print_json(FILE *out, const check_result *r)
     ctl_json_end_arr(&j);
     ctl_json_end_obj(&j);
     ctl_json_finish(&j);
+}
+
+static int run_queries(PGconn *conn, check_result *r)
+{
+    int rc = ctl_db_begin(conn, "ISOLATION LEVEL REPEATABLE READ READ ONLY");
+    rc = rc != 0 ? rc : run_queries_tx(conn, r);
+    rc = rc != 0 ? rc : ctl_db_commit(conn);
+    if (rc != 0) {
+        ctl_db_rollback(conn);
+    }
+    return rc;
+}
+
+int ctl_check_tx(PGconn *conn, FILE *out, int64_t *items_violated, int64_t *segments_violated)
+{
+    check_result r = {0};
+    int rc = run_queries_tx(conn, &r);
+    if (rc == 0) {
+        if (out != NULL) {
+            print_human(out, &r);
+        }
+        *items_violated = r.items_violated;
+        *segments_violated = r.segments_violated;
+    }
+    PQclear(r.items);
+    PQclear(r.segments);
+    return rc;
 }
 
 int ctl_check(PGconn *conn, const ctl_args *a, FILE *out, bool *violated)

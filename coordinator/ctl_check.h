@@ -13,6 +13,7 @@
 #define CTL_CHECK_H
 
 #include <stdbool.h>
+#include <stdint.h>
 #include <stdio.h>
 
 #include <libpq-fe.h>
@@ -22,5 +23,11 @@
 /* conn and out are borrowed. Returns 0 and *violated (the verdict), or
  * ESC_EDB / ESC_EUNAVAILABLE when the check could not run. */
 int ctl_check(PGconn *conn, const ctl_args *a, FILE *out, bool *violated);
+
+/* The same checks in the caller's open transaction (check --global: one
+ * REPEATABLE READ snapshot per region for its local and global reads).
+ * Prints the human report to out (NULL: nothing). Returns 0 and the two
+ * violation counts, or ESC_EDB / ESC_EUNAVAILABLE. */
+int ctl_check_tx(PGconn *conn, FILE *out, int64_t *items_violated, int64_t *segments_violated);
 
 #endif

@@ -132,9 +132,8 @@ static void print_created(const ctl_args *a, const PGresult *segs, FILE *out)
     ctl_json_finish(&j);
 }
 
-int ctl_item_create(PGconn *conn, const ctl_args *a, FILE *out)
+int ctl_item_insert(PGconn *conn, const ctl_item_spec *s, PGresult **out)
 {
-    const ctl_item_spec *s = &a->spec;
     char split[SPLIT_TEXT_MAX];
     int rc = split_text(s, split);
     if (rc != 0) {
@@ -143,14 +142,26 @@ int ctl_item_create(PGconn *conn, const ctl_args *a, FILE *out)
     const char *p_segs[] = {s->tenant, s->item, s->region, s->node[0] != '\0' ? s->node : NULL,
                             split};
     PGresult *segs = NULL;
-    rc = ctl_db_begin(conn, "ISOLATION LEVEL READ COMMITTED");
-    rc = rc != 0 ? rc : insert_catalog(conn, s);
+    rc = insert_catalog(conn, s);
     rc = rc != 0 ? rc : ctl_db_query(conn, sql_segments, 5, p_segs, &segs);
     if (rc == 0 && PQntuples(segs) != s->segments) {
         fprintf(stderr, "escrowctl: %d segments written instead of %d; rolled back\n",
                 PQntuples(segs), s->segments);
         rc = ESC_EINTERNAL;
     }
+    if (rc != 0) {
+        PQclear(segs);
+        return rc;
+    }
+    *out = segs;
+    return 0;
+}
+
+int ctl_item_create(PGconn *conn, const ctl_args *a, FILE *out)
+{
+    PGresult *segs = NULL;
+    int rc = ctl_db_begin(conn, "ISOLATION LEVEL READ COMMITTED");
+    rc = rc != 0 ? rc : ctl_item_insert(conn, &a->spec, &segs);
     rc = rc != 0 ? rc : ctl_db_commit(conn);
     if (rc != 0) {
         ctl_db_rollback(conn);

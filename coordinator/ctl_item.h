@@ -20,4 +20,11 @@
  * ESC_EDB or ESC_EUNAVAILABLE; on any error nothing was changed. */
 int ctl_item_create(PGconn *conn, const ctl_args *a, FILE *out);
 
+/* The same rows (tenant, node, item, segments) inside the caller's open
+ * transaction, printing nothing but errors (item create --global: one
+ * transaction per region with its global_items row). conn borrowed.
+ * Returns 0 and *segs (owned by the caller: PQclear; segment_id, seg_no,
+ * available per row), or the errors above; the caller rolls back. */
+int ctl_item_insert(PGconn *conn, const ctl_item_spec *s, PGresult **segs);
+
 #endif

@@ -39,13 +39,18 @@ enum opt_id {
     OPT_FOLLOW,
     OPT_CONSUMER,
     OPT_FROM_START,
+    OPT_CONFIG,
+    OPT_GLOBAL,
+    OPT_QUOTA,
+    OPT_FROM,
+    OPT_TO,
     OPT_COUNT_
 };
 
 #define OPT_BIT(id) (1u << (id))
 #define OPTS_GLOBAL                                                                                \
     (OPT_BIT(OPT_DSN) | OPT_BIT(OPT_JSON) | OPT_BIT(OPT_HELP) | OPT_BIT(OPT_COORDINATOR) |         \
-     OPT_BIT(OPT_TIMEOUT_MS))
+     OPT_BIT(OPT_TIMEOUT_MS) | OPT_BIT(OPT_CONFIG))
 
 static const struct opt_def {
     const char *name; /* without the leading "--" */
@@ -72,6 +77,11 @@ static const struct opt_def {
     [OPT_FOLLOW] = {"follow", false},
     [OPT_CONSUMER] = {"consumer", true},
     [OPT_FROM_START] = {"from-start", false},
+    [OPT_CONFIG] = {"config", true},
+    [OPT_GLOBAL] = {"global", false},
+    [OPT_QUOTA] = {"quota", true},
+    [OPT_FROM] = {"from", true},
+    [OPT_TO] = {"to", true},
 };
 
 /* What the positional words after the command words mean. */
@@ -99,7 +109,8 @@ static const struct cmd_def {
     {"migrate", NULL, CTL_CMD_MIGRATE, 0, 0, 0, POS_NONE, 0},
     {"item", "create", CTL_CMD_ITEM_CREATE, 2, 2,
      OPT_BIT(OPT_TOTAL) | OPT_BIT(OPT_SEGMENTS) | OPT_BIT(OPT_NODE) | OPT_BIT(OPT_REGION) |
-         OPT_BIT(OPT_MAX_PER_ORDER) | OPT_BIT(OPT_MAX_PER_BUYER) | OPT_BIT(OPT_HOLD_TTL_MS),
+         OPT_BIT(OPT_MAX_PER_ORDER) | OPT_BIT(OPT_MAX_PER_BUYER) | OPT_BIT(OPT_HOLD_TTL_MS) |
+         OPT_BIT(OPT_GLOBAL) | OPT_BIT(OPT_QUOTA),
      POS_ITEM_SPEC, 0},
     {"item", "restock", CTL_CMD_ITEM_RESTOCK, 3, 3, 0, POS_ITEM_QTY, WIRE_ADMIN_RESTOCK},
     {"item", "reduce", CTL_CMD_ITEM_REDUCE, 3, 3, 0, POS_ITEM_QTY, WIRE_ADMIN_REDUCE},
@@ -111,7 +122,7 @@ static const struct cmd_def {
     {"item", "rebalance", CTL_CMD_ITEM_REBALANCE, 2, 2, 0, POS_ITEM, WIRE_ADMIN_REBALANCE},
     {"drain", NULL, CTL_CMD_DRAIN, 1, 1, 0, POS_NODE, WIRE_ADMIN_DRAIN},
     {"undrain", NULL, CTL_CMD_UNDRAIN, 1, 1, 0, POS_NODE, WIRE_ADMIN_UNDRAIN},
-    {"status", NULL, CTL_CMD_STATUS, 0, 2, 0, POS_FILTERS, 0},
+    {"status", NULL, CTL_CMD_STATUS, 0, 2, OPT_BIT(OPT_GLOBAL), POS_FILTERS, 0},
     {"nodes", NULL, CTL_CMD_NODES, 0, 0, 0, POS_NONE, 0},
     {"transfers", NULL, CTL_CMD_TRANSFERS, 0, 2, OPT_BIT(OPT_ALL) | OPT_BIT(OPT_LIMIT), POS_FILTERS,
      0},
@@ -119,12 +130,16 @@ static const struct cmd_def {
     {"holds", NULL, CTL_CMD_HOLDS, 1, 1,
      OPT_BIT(OPT_BUYER) | OPT_BIT(OPT_ITEM) | OPT_BIT(OPT_HOLD) | OPT_BIT(OPT_LIMIT), POS_FILTERS,
      0},
-    {"check", NULL, CTL_CMD_CHECK, 0, 0, 0, POS_NONE, 0},
+    {"check", NULL, CTL_CMD_CHECK, 0, 0, OPT_BIT(OPT_GLOBAL), POS_NONE, 0},
     {"events", NULL, CTL_CMD_EVENTS, 1, 1,
      OPT_BIT(OPT_ITEM) | OPT_BIT(OPT_AFTER) | OPT_BIT(OPT_LIMIT) | OPT_BIT(OPT_FOLLOW) |
          OPT_BIT(OPT_CONSUMER) | OPT_BIT(OPT_FROM_START),
      POS_FILTERS, 0},
     {"consumers", NULL, CTL_CMD_CONSUMERS, 1, 1, OPT_BIT(OPT_LIMIT), POS_FILTERS, 0},
+    {"quota", "show", CTL_CMD_QUOTA_SHOW, 0, 2, 0, POS_FILTERS, 0},
+    {"quota", "move", CTL_CMD_QUOTA_MOVE, 3, 3, OPT_BIT(OPT_FROM) | OPT_BIT(OPT_TO), POS_ITEM_QTY,
+     0},
+    {"regions", NULL, CTL_CMD_REGIONS, 0, 0, 0, POS_NONE, 0},
 };
 
 #define CMD_DEFS_COUNT (sizeof cmd_defs / sizeof cmd_defs[0])
@@ -134,6 +149,8 @@ typedef struct raw_args {
     unsigned seen;               /* OPT_BIT()s */
     const char *pos[CTL_POSITIONAL_MAX];
     int npos;
+    const char *config[CTL_CONFIG_MAX]; /* --config may be repeated */
+    int nconfig;
 } raw_args;
 
 static int fail(char why[CTL_WHY_MAX], const char *fmt, ...) __attribute__((format(printf, 2, 3)));
@@ -197,7 +214,7 @@ static int raw_take_opt(int argc, char *const argv[], int *i, raw_args *raw, cha
     if (id < 0) {
         return fail(why, "unknown option --%.*s", (int)strcspn(arg, "="), arg);
     }
-    if ((raw->seen & OPT_BIT(id)) != 0) {
+    if ((raw->seen & OPT_BIT(id)) != 0 && id != OPT_CONFIG) {
         return fail(why, "option --%s given twice", opt_defs[id].name);
     }
     const char *value = "";
@@ -212,6 +229,15 @@ static int raw_take_opt(int argc, char *const argv[], int *i, raw_args *raw, cha
         }
         *i += 1;
         value = argv[*i];
+    }
+    if (id == OPT_CONFIG) {
+        if (raw->nconfig == CTL_CONFIG_MAX) {
+            return fail(why, "at most %d --config files", CTL_CONFIG_MAX);
+        }
+        if (value[0] == '\0' || strlen(value) > CTL_CONFIG_PATH_LEN_MAX) {
+            return fail(why, "--config takes a file path of 1..%d bytes", CTL_CONFIG_PATH_LEN_MAX);
+        }
+        raw->config[raw->nconfig++] = value;
     }
     raw->seen |= OPT_BIT(id);
     raw->val[id] = value;
@@ -445,6 +471,24 @@ bool ctl_url_valid(const char *url)
     return false;
 }
 
+int ctl_args_apply_region(ctl_args *a, const region_cfg *region, char why[CTL_WHY_MAX])
+{
+    if (!a->dsn_given && !ctl_cmd_is_admin(a->cmd)) {
+        if (strlen(region->dsn) > CTL_DSN_LEN_MAX) {
+            return fail(why, "%s: the dsn is longer than %d bytes", region->path, CTL_DSN_LEN_MAX);
+        }
+        memcpy(a->dsn, region->dsn, strlen(region->dsn) + 1);
+    }
+    if (!a->coordinator_given) {
+        if (!ctl_url_valid(region->coordinator)) {
+            return fail(why, "%s: the coordinator '%s' is not an endpoint escrowctl can use",
+                        region->path, region->coordinator);
+        }
+        memcpy(a->coordinator, region->coordinator, strlen(region->coordinator) + 1);
+    }
+    return 0;
+}
+
 bool ctl_cmd_is_admin(ctl_cmd cmd)
 {
     return cmd >= CTL_CMD_ITEM_RESTOCK && cmd <= CTL_CMD_UNDRAIN;
@@ -455,8 +499,19 @@ bool ctl_cmd_is_admin(ctl_cmd cmd)
 static int build_targets(const raw_args *raw, const ctl_env *env, const struct cmd_def *c,
                          ctl_args *a, char why[CTL_WHY_MAX])
 {
-    const char *coord =
-        (raw->seen & OPT_BIT(OPT_COORDINATOR)) != 0 ? raw->val[OPT_COORDINATOR] : env->coordinator;
+    /* --config: the file names the database and the coordinator; the
+     * environment is not consulted (ctl_args_apply_region fills them) */
+    for (int i = 0; i < raw->nconfig; i++) {
+        memcpy(a->config[i], raw->config[i], strlen(raw->config[i]) + 1);
+    }
+    a->nconfig = raw->nconfig;
+    a->dsn_given = (raw->seen & OPT_BIT(OPT_DSN)) != 0;
+    a->coordinator_given = (raw->seen & OPT_BIT(OPT_COORDINATOR)) != 0;
+    const ctl_env env_none = {NULL, NULL};
+    if (raw->nconfig > 0) {
+        env = &env_none;
+    }
+    const char *coord = a->coordinator_given ? raw->val[OPT_COORDINATOR] : env->coordinator;
     bool admin = ctl_cmd_is_admin(c->cmd);
     if (coord != NULL && coord[0] != '\0') {
         if (!ctl_url_valid(coord)) {
@@ -466,7 +521,7 @@ static int build_targets(const raw_args *raw, const ctl_env *env, const struct c
                         ESC_ENDPOINT_LEN_MAX);
         }
         memcpy(a->coordinator, coord, strlen(coord) + 1);
-    } else if (admin) {
+    } else if (admin && raw->nconfig == 0) {
         return fail(why,
                     "'%s%s%s' is carried out by the coordinator: pass --coordinator URL or "
                     "set ESCROW_COORDINATOR",
@@ -482,9 +537,12 @@ static int build_targets(const raw_args *raw, const ctl_env *env, const struct c
     if (admin) {
         return 0; /* the coordinator owns the catalog; escrowctl needs no database */
     }
-    const char *dsn = (raw->seen & OPT_BIT(OPT_DSN)) != 0 ? raw->val[OPT_DSN] : env->dsn;
+    const char *dsn = a->dsn_given ? raw->val[OPT_DSN] : env->dsn;
+    if (!a->dsn_given && raw->nconfig > 0) {
+        return 0; /* the file's dsn */
+    }
     if (dsn == NULL || dsn[0] == '\0') {
-        return fail(why, "no database given: pass --dsn DSN or set ESCROW_DSN");
+        return fail(why, "no database given: pass --dsn DSN, --config FILE or set ESCROW_DSN");
     }
     if (strlen(dsn) > CTL_DSN_LEN_MAX) {
         return fail(why, "the DSN is longer than %d bytes", CTL_DSN_LEN_MAX);
@@ -532,6 +590,68 @@ static int build_admin_pos(const struct cmd_def *c, const char *const *pos, ctl_
     return rc;
 }
 
+/* The commands over several regions (ctl_region.h): their regions come
+ * from --config files, never from --dsn or ESCROW_DSN. */
+static bool region_cmd(const struct cmd_def *c, const raw_args *raw)
+{
+    return (raw->seen & OPT_BIT(OPT_GLOBAL)) != 0 || c->cmd == CTL_CMD_QUOTA_SHOW ||
+           c->cmd == CTL_CMD_QUOTA_MOVE || c->cmd == CTL_CMD_REGIONS;
+}
+
+static int check_region_shape(const struct cmd_def *c, const raw_args *raw, char why[CTL_WHY_MAX])
+{
+    const char *sp = c->word2 != NULL ? " " : "";
+    const char *w2 = c->word2 != NULL ? c->word2 : "";
+    if (!region_cmd(c, raw)) {
+        return (raw->seen & OPT_BIT(OPT_QUOTA)) != 0 ? fail(why, "--quota goes with --global") : 0;
+    }
+    if (raw->nconfig == 0) {
+        return fail(why, "'%s%s%s%s' needs --config FILE, one per region", c->word, sp, w2,
+                    (raw->seen & OPT_BIT(OPT_GLOBAL)) != 0 ? " --global" : "");
+    }
+    if ((raw->seen & OPT_BIT(OPT_DSN)) != 0) {
+        return fail(why, "--dsn does not apply to '%s%s%s': each --config names its database",
+                    c->word, sp, w2);
+    }
+    if ((raw->seen & OPT_BIT(OPT_NODE)) != 0) {
+        return fail(why, "--node does not apply to --global: each region places its segments");
+    }
+    return 0;
+}
+
+/* --global, --quota (adding up to --total), quota move's --from and --to. */
+static int build_region(const struct cmd_def *c, const raw_args *raw, ctl_args *a,
+                        char why[CTL_WHY_MAX])
+{
+    a->global = (raw->seen & OPT_BIT(OPT_GLOBAL)) != 0;
+    if ((raw->seen & OPT_BIT(OPT_QUOTA)) != 0) {
+        int rc = ctl_quota_parse(raw->val[OPT_QUOTA], a->quota, &a->nquota, why, CTL_WHY_MAX);
+        if (rc != 0) {
+            return rc;
+        }
+        int64_t sum = 0;
+        for (size_t i = 0; i < a->nquota; i++) {
+            sum += a->quota[i].units;
+        }
+        if (sum != a->spec.total) {
+            return fail(why, "--quota adds up to %" PRId64 ", not --total %" PRId64, sum,
+                        a->spec.total);
+        }
+    }
+    if (c->cmd != CTL_CMD_QUOTA_MOVE) {
+        return 0;
+    }
+    if ((raw->seen & OPT_BIT(OPT_FROM)) == 0 || (raw->seen & OPT_BIT(OPT_TO)) == 0) {
+        return fail(why, "quota move needs --from REGION and --to REGION");
+    }
+    int rc = copy_id(a->from_region, raw->val[OPT_FROM], CTL_REGION_LEN_MAX, "--from", why);
+    rc = rc != 0 ? rc : copy_id(a->to_region, raw->val[OPT_TO], CTL_REGION_LEN_MAX, "--to", why);
+    if (rc == 0 && strcmp(a->from_region, a->to_region) == 0) {
+        return fail(why, "--from and --to name the same region");
+    }
+    return rc;
+}
+
 static int build_command(const struct cmd_def *c, const raw_args *raw, ctl_args *a,
                          char why[CTL_WHY_MAX])
 {
@@ -540,7 +660,8 @@ static int build_command(const struct cmd_def *c, const raw_args *raw, ctl_args 
     int rc = 0;
     switch (c->pos) {
     case POS_ITEM_SPEC:
-        return build_item_spec(raw, pos, &a->spec, why);
+        rc = build_item_spec(raw, pos, &a->spec, why);
+        break;
     case POS_NONE:
     case POS_FILTERS:
         rc = build_filters(raw, pos, raw->npos - words, a, why);
@@ -554,6 +675,9 @@ static int build_command(const struct cmd_def *c, const raw_args *raw, ctl_args 
     }
     if (rc == 0 && c->cmd == CTL_CMD_EVENTS) {
         rc = build_follow(raw, a, why);
+    }
+    if (rc == 0) {
+        rc = build_region(c, raw, a, why);
     }
     a->all = (raw->seen & OPT_BIT(OPT_ALL)) != 0;
     a->admin_op = c->admin_op;
@@ -582,6 +706,7 @@ int ctl_args_parse(int argc, char *const argv[], const ctl_env *env, ctl_args *o
         return ESC_EINVAL;
     }
     rc = check_cmd_shape(c, &raw, why);
+    rc = rc != 0 ? rc : check_region_shape(c, &raw, why);
     rc = rc != 0 ? rc : build_targets(&raw, env, c, &a, why);
     rc = rc != 0 ? rc : build_command(c, &raw, &a, why);
     if (rc != 0) {
@@ -621,8 +746,9 @@ void ctl_format_ms(int ms, char *buf, size_t cap)
 
 void ctl_usage(FILE *f)
 {
-    fputs("usage: escrowctl [--dsn DSN] [--coordinator URL] [--timeout-ms MS] [--json] COMMAND "
-          "[ARGS]\n"
+    fputs("usage: escrowctl [--config FILE] [--dsn DSN] [--coordinator URL] [--timeout-ms MS] "
+          "[--json]\n"
+          "                 COMMAND [ARGS]\n"
           "\n"
           "from the database (--dsn):\n"
           "  migrate                      apply the embedded schema migrations (idempotent)\n"
@@ -665,6 +791,26 @@ void ctl_usage(FILE *f)
           "  drain NODE                     hand NODE's segments to other nodes\n"
           "  undrain NODE                   let NODE take segments again\n"
           "\n"
+          "over several regions (--config FILE once per region; no --dsn):\n"
+          "  item create TENANT ITEM --global --total N [--quota R=N,R=N...] [create options]\n"
+          "                               the item in every region's database, N split into\n"
+          "                               quotas by each file's [quota] share (or --quota);\n"
+          "                               re-running completes an interrupted create\n"
+          "  quota show [TENANT [ITEM]]   per global item and region: quota, available, held,\n"
+          "                               sold, unallocated, in flight out, floor; the sums\n"
+          "  quota move TENANT ITEM QTY --from R --to R\n"
+          "                               ask region R's coordinator to send QTY units of quota\n"
+          "  regions                      each region: database, region_self, coordinator\n"
+          "                               (answers?), peers, quota transfers and receipts\n"
+          "  status --global [TENANT [ITEM]]  each region's status, then the global items\n"
+          "  check --global               each region's check, then per global item: quotas +\n"
+          "                               units in flight = global_total (exit 1 if violated,\n"
+          "                               2 if a region it needs has no --config)\n"
+          "\n"
+          "  --config FILE      the region's INI file (examples/regions/eu.ini): the dsn\n"
+          "                     and the coordinator from its [region] section, unless\n"
+          "                     --dsn / --coordinator are given (the environment is then\n"
+          "                     not consulted)\n"
           "  --dsn DSN          PostgreSQL connection string (default: $ESCROW_DSN)\n"
           "  --coordinator URL  the coordinator's request endpoint, e.g. tcp://127.0.0.1:7000\n"
           "                     (default: $ESCROW_COORDINATOR)\n"

@@ -21,6 +21,8 @@
 #include <stdio.h>
 
 #include "esc_limits.h"
+#include "ctl_quota.h"
+#include "region_cfg.h"
 
 /* Nodes and regions: the schema allows 1..64 printable ASCII bytes. */
 #define CTL_NODE_LEN_MAX 64
@@ -38,6 +40,11 @@
 #define CTL_STATUS_ITEMS_MAX 1000
 /* Violations printed per kind by check (all are counted). */
 #define CTL_CHECK_PRINT_MAX 1000
+/* --config FILE: region files (region_cfg.h), in command-line order; the
+ * first is this region (its dsn and coordinator are the defaults), the
+ * others its peers (for the commands over several regions). */
+#define CTL_CONFIG_MAX (REGION_PEERS_MAX + 1)
+#define CTL_CONFIG_PATH_LEN_MAX 1023
 /* Room for one error sentence. */
 #define CTL_WHY_MAX 256
 /* How long a command waits for the coordinator's (or, for release, the
@@ -69,6 +76,10 @@ typedef enum ctl_cmd {
     CTL_CMD_TRANSFERS,
     CTL_CMD_RELEASE,
     CTL_CMD_CONSUMERS,
+    /* over several regions, one --config each (ctl_region.h) */
+    CTL_CMD_QUOTA_SHOW,
+    CTL_CMD_QUOTA_MOVE,
+    CTL_CMD_REGIONS,
     /* through the coordinator (ctl_cmd_is_admin) */
     CTL_CMD_ITEM_RESTOCK,
     CTL_CMD_ITEM_REDUCE,
@@ -102,7 +113,14 @@ typedef struct ctl_args {
     /* from --coordinator, else ESCROW_COORDINATOR; "" = none (required by the
      * admin commands; item create then asks it to reload, best effort) */
     char coordinator[ESC_ENDPOINT_LEN_MAX + 1];
-    int timeout_ms; /* CTL_TIMEOUT_MS_MIN..CTL_TIMEOUT_MS_MAX */
+    /* --config FILE, repeatable: the paths in order. With one, dsn and
+     * coordinator come from config[0] (ctl_args_apply_region) unless --dsn /
+     * --coordinator were given; the environment is not consulted. */
+    char config[CTL_CONFIG_MAX][CTL_CONFIG_PATH_LEN_MAX + 1];
+    int nconfig;
+    bool dsn_given;         /* --dsn was on the command line */
+    bool coordinator_given; /* --coordinator was on the command line */
+    int timeout_ms;         /* CTL_TIMEOUT_MS_MIN..CTL_TIMEOUT_MS_MAX */
     /* status, holds, events: filters; "" means "all" */
     char tenant[ESC_TENANT_LEN_MAX + 1];
     char item[ESC_ITEM_LEN_MAX + 1];
@@ -123,6 +141,12 @@ typedef struct ctl_args {
     int64_t qty;                     /* item restock / reduce: 1..ESC_TOTAL_MAX */
     int nsegments;                   /* item split: 1..ESC_SEGMENTS_PER_ITEM_MAX */
     char node[CTL_NODE_LEN_MAX + 1]; /* drain, undrain */
+    /* regions (ctl_region.h): item create / status / check --global */
+    bool global;
+    size_t nquota;                            /* item create --global --quota; 0 = by shares */
+    ctl_quota_part quota[CTL_REGIONS_MAX];    /* adding up to spec.total */
+    char from_region[CTL_REGION_LEN_MAX + 1]; /* quota move --from */
+    char to_region[CTL_REGION_LEN_MAX + 1];   /* quota move --to */
 } ctl_args;
 
 /* Where the defaults of --dsn and --coordinator come from (borrowed; NULL =
@@ -138,6 +162,11 @@ typedef struct ctl_env {
  * sentence in why and leaves *out untouched. */
 int ctl_args_parse(int argc, char *const argv[], const ctl_env *env, ctl_args *out,
                    char why[CTL_WHY_MAX]);
+
+/* Fills a->dsn and a->coordinator from region (the loaded a->config[0],
+ * borrowed) where the command line gave neither. Returns 0, or ESC_EINVAL
+ * with a sentence in why (a value too long for ctl_args). */
+int ctl_args_apply_region(ctl_args *a, const region_cfg *region, char why[CTL_WHY_MAX]);
 
 /* True for the commands the coordinator carries out (no database). */
 bool ctl_cmd_is_admin(ctl_cmd cmd);

@@ -169,6 +169,7 @@ enum { ARENA_BYTES = 4 * ESC_FRAME_BYTES_MAX };
 typedef struct decode_mem {
     _Alignas(16) unsigned char arena[ARENA_BYTES];
     wire_heartbeat hb;
+    wire_quota quota;
 } decode_mem;
 
 static pthread_key_t mem_key;
@@ -314,6 +315,83 @@ static int decode_admin(const Escrow__AdminReq *a, wire_request *out, char *why)
     return 0;
 }
 
+static bool region_valid(const char *s)
+{
+    return s != NULL && wire_id_valid(s, ESC_REGION_LEN_MAX);
+}
+
+static int decode_quota_item(const Escrow__QuotaItem *e, wire_quota_item *q, char *why)
+{
+    int rc;
+    memset(q, 0, sizeof *q);
+    if ((rc = copy_id(q->tenant_id, ESC_TENANT_LEN_MAX, e->tenant_id, why, "tenant_id")) < 0 ||
+        (rc = copy_id(q->item_id, ESC_ITEM_LEN_MAX, e->item_id, why, "item_id")) < 0) {
+        return rc;
+    }
+    if (e->quota < 0 || e->quota > ESC_TOTAL_MAX || e->unused < 0 || e->unused > ESC_TOTAL_MAX ||
+        e->floor < 0 || e->floor > ESC_TOTAL_MAX || e->in_flight < 0 ||
+        e->in_flight > ESC_TOTAL_MAX || e->demand_milli < 0) {
+        return why_set(why, ESC_EINVAL, "quota: item figures out of range");
+    }
+    q->quota = e->quota;
+    q->unused = e->unused;
+    q->demand_milli = e->demand_milli;
+    q->floor = e->floor;
+    q->in_flight = e->in_flight;
+    q->known = e->known;
+    return 0;
+}
+
+static int decode_quota(const Escrow__QuotaReq *r, wire_request *out, char *why)
+{
+    int rc;
+    wire_quota *q = &tl_mem->quota; /* wire_decode_request allocated it */
+    memset(q, 0, offsetof(wire_quota, items));
+    if (r->kind < WIRE_QUOTA_STATUS || r->kind > WIRE_QUOTA_MOVE) {
+        return why_set(why, ESC_EINVAL, "quota: unknown kind");
+    }
+    q->kind = r->kind;
+    if (r->kind != WIRE_QUOTA_MOVE) {
+        if (!region_valid(r->from_region)) {
+            return why_set(why, ESC_EINVAL, "quota: from_region must be 1..64 printable bytes");
+        }
+        snprintf(q->from_region, sizeof q->from_region, "%s", r->from_region);
+    }
+    if (r->kind != WIRE_QUOTA_STATUS) {
+        if (!region_valid(r->to_region)) {
+            return why_set(why, ESC_EINVAL, "quota: to_region must be 1..64 printable bytes");
+        }
+        snprintf(q->to_region, sizeof q->to_region, "%s", r->to_region);
+        if ((rc = copy_id(out->item_id, ESC_ITEM_LEN_MAX, r->item_id, why, "item_id")) < 0) {
+            return rc;
+        }
+        if (r->qty < 1 || r->qty > ESC_TOTAL_MAX) {
+            return why_set(why, ESC_EINVAL, "qty must be between 1 and 1000000000");
+        }
+        out->qty = r->qty;
+    }
+    if (r->kind == WIRE_QUOTA_OFFER) {
+        if (r->transfer_id == 0 || r->transfer_id > INT64_MAX) {
+            return why_set(why, ESC_EINVAL, "quota: transfer_id out of range");
+        }
+        q->transfer_id = r->transfer_id;
+    }
+    if (r->n_items > ESC_QUOTA_ITEMS_MAX) {
+        return why_set(why, ESC_ETOOBIG, "quota: too many items");
+    }
+    if (r->kind != WIRE_QUOTA_STATUS && r->n_items > 0) {
+        return why_set(why, ESC_EINVAL, "quota: only a status carries items");
+    }
+    for (size_t i = 0; i < r->n_items; i++) {
+        if ((rc = decode_quota_item(r->items[i], &q->items[i], why)) < 0) {
+            return rc;
+        }
+    }
+    q->nitems = r->n_items;
+    out->quota = q;
+    return 0;
+}
+
 static int decode_op(const Escrow__Request *m, wire_request *out, char *why)
 {
     int rc;
@@ -361,6 +439,9 @@ static int decode_op(const Escrow__Request *m, wire_request *out, char *why)
     case ESCROW__REQUEST__OP_ADMIN:
         out->op = WIRE_OP_ADMIN;
         return decode_admin(m->admin, out, why);
+    case ESCROW__REQUEST__OP_QUOTA:
+        out->op = WIRE_OP_QUOTA;
+        return decode_quota(m->quota, out, why);
     default:
         return why_set(why, ESC_EPROTO, "request names no operation");
     }
@@ -376,10 +457,64 @@ static bool tenant_optional(const Escrow__Request *m)
         uint32_t op = m->admin->op;
         return op == WIRE_ADMIN_DRAIN || op == WIRE_ADMIN_UNDRAIN || op == WIRE_ADMIN_RELOAD;
     }
+    if (m->op_case == ESCROW__REQUEST__OP_QUOTA) {
+        return m->quota->kind == WIRE_QUOTA_STATUS; /* its items name their tenants */
+    }
     return false;
 }
 
+/* The operation and access class of a parsed frame, before decode_op. */
+static wire_op op_of(const Escrow__Request *m)
+{
+    switch (m->op_case) {
+    case ESCROW__REQUEST__OP_RESERVE:
+        return WIRE_OP_RESERVE;
+    case ESCROW__REQUEST__OP_CONFIRM:
+        return WIRE_OP_CONFIRM;
+    case ESCROW__REQUEST__OP_RELEASE:
+        return WIRE_OP_RELEASE;
+    case ESCROW__REQUEST__OP_EXTEND:
+        return WIRE_OP_EXTEND;
+    case ESCROW__REQUEST__OP_GET:
+        return WIRE_OP_GET;
+    case ESCROW__REQUEST__OP_STATS:
+        return WIRE_OP_STATS;
+    case ESCROW__REQUEST__OP_ROUTE:
+        return WIRE_OP_ROUTE;
+    case ESCROW__REQUEST__OP_HEARTBEAT:
+        return WIRE_OP_HEARTBEAT;
+    case ESCROW__REQUEST__OP_ADMIN:
+        return WIRE_OP_ADMIN;
+    case ESCROW__REQUEST__OP_QUOTA:
+        return WIRE_OP_QUOTA;
+    default:
+        return WIRE_OP_NONE;
+    }
+}
+
+static wire_access access_of(const Escrow__Request *m)
+{
+    switch (m->op_case) {
+    case ESCROW__REQUEST__OP_HEARTBEAT:
+        return WIRE_ACCESS_INTERNAL;
+    case ESCROW__REQUEST__OP_ADMIN:
+        return WIRE_ACCESS_ADMIN;
+    case ESCROW__REQUEST__OP_QUOTA:
+        return m->quota->kind == WIRE_QUOTA_MOVE ? WIRE_ACCESS_ADMIN : WIRE_ACCESS_INTERNAL;
+    case ESCROW__REQUEST__OP_RELEASE:
+        return m->release->by_operator ? WIRE_ACCESS_ADMIN : WIRE_ACCESS_TENANT;
+    default:
+        return WIRE_ACCESS_TENANT;
+    }
+}
+
 int wire_decode_request(const void *buf, size_t len, wire_request *out, char why[WIRE_WHY_MAX])
+{
+    return wire_decode_request_checked(buf, len, out, why, NULL, NULL);
+}
+
+int wire_decode_request_checked(const void *buf, size_t len, wire_request *out,
+                                char why[WIRE_WHY_MAX], wire_check_fn check, void *arg)
 {
     memset(out, 0, sizeof *out);
     if (len > ESC_FRAME_BYTES_MAX) {
@@ -408,7 +543,43 @@ int wire_decode_request(const void *buf, size_t len, wire_request *out, char why
             return rc;
         }
     }
+    if (check != NULL) {
+        wire_head head = {
+            .corr_id = out->corr_id,
+            .tenant_id = out->tenant_id,
+            .credential = m->credential.data,
+            .credential_len = m->credential.len,
+            .op = op_of(m),
+            .access = access_of(m),
+        };
+        int rc = check(&head, why, arg);
+        if (rc < 0) {
+            return rc;
+        }
+    }
     return decode_op(m, out, why);
+}
+
+/* ---- the process's credential ------------------------------------------- */
+
+static char g_credential[ESC_CREDENTIAL_LEN_MAX + 1];
+
+int wire_set_credential(const char *credential)
+{
+    size_t n = credential != NULL ? strlen(credential) : 0;
+    if (n > ESC_CREDENTIAL_LEN_MAX) {
+        return ESC_ETOOBIG;
+    }
+    memcpy(g_credential, credential != NULL ? credential : "", n);
+    g_credential[n] = '\0';
+    return 0;
+}
+
+/* Attaches the process's credential to an outgoing frame. */
+static void set_credential(Escrow__Request *m)
+{
+    m->credential.data = (uint8_t *)g_credential;
+    m->credential.len = strnlen(g_credential, ESC_CREDENTIAL_LEN_MAX);
 }
 
 int wire_encode_raw(const wire_raw_request *r, void *buf, size_t cap, size_t *len)
@@ -501,6 +672,9 @@ int wire_encode_request(const wire_request *req, void *buf, size_t cap, size_t *
         .hold_id = req->hold_id,
         .by_operator = req->by_operator,
     };
+    const char *cred = req->credential != NULL ? req->credential : g_credential;
+    r.credential = cred;
+    r.credential_len = strnlen(cred, ESC_CREDENTIAL_LEN_MAX);
     return wire_encode_raw(&r, buf, cap < ESC_FRAME_BYTES_MAX ? cap : ESC_FRAME_BYTES_MAX, len);
 }
 
@@ -533,6 +707,7 @@ int wire_encode_heartbeat(uint64_t corr_id, const wire_heartbeat *hb, void *buf,
     m.corr_id = corr_id;
     m.op_case = ESCROW__REQUEST__OP_HEARTBEAT;
     m.heartbeat = &h;
+    set_credential(&m);
     h.node_id = (char *)hb->node_id;
     h.incarnation = hb->incarnation;
     h.endpoint = (char *)hb->endpoint;
@@ -591,6 +766,7 @@ int wire_encode_admin(uint64_t corr_id, const char *tenant_id, uint32_t admin_op
     m.tenant_id = (char *)(tenant_id != NULL ? tenant_id : "");
     m.op_case = ESCROW__REQUEST__OP_ADMIN;
     m.admin = &a;
+    set_credential(&m);
     a.op = admin_op;
     a.item_id = (char *)(item_id != NULL ? item_id : "");
     a.node_id = (char *)(node_id != NULL ? node_id : "");
@@ -602,6 +778,74 @@ int wire_encode_admin(uint64_t corr_id, const char *tenant_id, uint32_t admin_op
     }
     *len = escrow__request__pack(&m, buf);
     return 0;
+}
+
+/* One region's view of a global item as a QuotaItem (strings borrowed). */
+static void quota_item_to_pb(const wire_quota_item *w, Escrow__QuotaItem *pb)
+{
+    escrow__quota_item__init(pb);
+    pb->tenant_id = (char *)w->tenant_id;
+    pb->item_id = (char *)w->item_id;
+    pb->quota = w->quota;
+    pb->unused = w->unused;
+    pb->demand_milli = w->demand_milli;
+    pb->floor = w->floor;
+    pb->known = w->known;
+    pb->in_flight = w->in_flight;
+}
+
+/* n QuotaItems from items: *arr and *ptrs are allocated (free both). */
+static int quota_items_to_pb(const wire_quota_item *items, size_t n, Escrow__QuotaItem **arr,
+                             Escrow__QuotaItem ***ptrs)
+{
+    *arr = calloc(n + 1, sizeof **arr);
+    *ptrs = calloc(n + 1, sizeof **ptrs);
+    if (*arr == NULL || *ptrs == NULL) {
+        return ESC_ENOMEM;
+    }
+    for (size_t i = 0; i < n; i++) {
+        quota_item_to_pb(&items[i], &(*arr)[i]);
+        (*ptrs)[i] = &(*arr)[i];
+    }
+    return 0;
+}
+
+int wire_encode_quota(uint64_t corr_id, const char *tenant_id, const wire_quota *q,
+                      const char *item_id, int64_t qty, void *buf, size_t cap, size_t *len)
+{
+    if (q->kind < WIRE_QUOTA_STATUS || q->kind > WIRE_QUOTA_MOVE ||
+        q->nitems > ESC_QUOTA_ITEMS_MAX) {
+        return ESC_EINVAL;
+    }
+    Escrow__Request m = ESCROW__REQUEST__INIT;
+    Escrow__QuotaReq r = ESCROW__QUOTA_REQ__INIT;
+    m.version = WIRE_VERSION;
+    m.corr_id = corr_id;
+    m.tenant_id = (char *)(tenant_id != NULL ? tenant_id : "");
+    m.op_case = ESCROW__REQUEST__OP_QUOTA;
+    m.quota = &r;
+    set_credential(&m);
+    r.kind = q->kind;
+    r.from_region = (char *)q->from_region;
+    r.to_region = (char *)q->to_region;
+    r.transfer_id = q->transfer_id;
+    r.item_id = (char *)(item_id != NULL ? item_id : "");
+    r.qty = qty;
+    Escrow__QuotaItem *arr = NULL, **ptrs = NULL;
+    int rc = quota_items_to_pb(q->items, q->nitems, &arr, &ptrs);
+    if (rc == 0) {
+        r.n_items = q->nitems;
+        r.items = ptrs;
+        size_t n = escrow__request__get_packed_size(&m);
+        if (n > cap || n > ESC_FRAME_BYTES_MAX) {
+            rc = ESC_ETOOBIG;
+        } else {
+            *len = escrow__request__pack(&m, buf);
+        }
+    }
+    free(arr);
+    free(ptrs);
+    return rc;
 }
 
 /* ---- routes ---- */
@@ -754,6 +998,19 @@ int wire_encode_reply(const wire_reply *rep, void *buf, size_t cap, size_t *len)
     Escrow__HeartbeatReply hbr = ESCROW__HEARTBEAT_REPLY__INIT;
     Escrow__Assignment *as = NULL, **asp = NULL;
     Escrow__TransferCmd *xc = NULL, **xcp = NULL;
+    Escrow__QuotaItem *qa = NULL, **qp = NULL;
+    m.region = (char *)rep->region;
+    if (rep->nquota > 0) {
+        if (rep->nquota > ESC_QUOTA_ITEMS_MAX) {
+            rc = ESC_ETOOBIG;
+            goto out;
+        }
+        if ((rc = quota_items_to_pb(rep->quota, rep->nquota, &qa, &qp)) != 0) {
+            goto out;
+        }
+        m.n_quota = rep->nquota;
+        m.quota = qp;
+    }
     if (rep->route != NULL) {
         if (rep->route->nsegs > ESC_ROUTE_SEGMENTS_MAX) {
             rc = ESC_ETOOBIG;
@@ -821,6 +1078,8 @@ out:
     free(asp);
     free(xc);
     free(xcp);
+    free(qa);
+    free(qp);
     return rc;
 }
 
@@ -870,11 +1129,15 @@ int wire_decode_reply(const void *buf, size_t len, wire_reply *out)
     size_t segs_cap = out->segs_cap;
     wire_route *route = out->route;
     wire_hb_reply *hb = out->hb;
+    wire_quota_item *quota = out->quota;
+    size_t quota_cap = out->quota_cap;
     memset(out, 0, sizeof *out);
     out->segs = segs;
     out->segs_cap = segs_cap;
     out->route = route;
     out->hb = hb;
+    out->quota = quota;
+    out->quota_cap = quota_cap;
     if (len > ESC_FRAME_BYTES_MAX) {
         return ESC_ETOOBIG;
     }
@@ -918,6 +1181,18 @@ int wire_decode_reply(const void *buf, size_t len, wire_reply *out)
     if (rc == 0 && m->heartbeat != NULL && hb != NULL) {
         rc = hb_reply_from_pb(m->heartbeat, hb);
         out->has_hb = rc == 0;
+    }
+    copy_str(out->region, ESC_REGION_LEN_MAX, m->region);
+    if (m->n_quota > ESC_QUOTA_ITEMS_MAX) {
+        rc = ESC_EPROTO;
+    }
+    for (size_t i = 0; rc == 0 && quota != NULL && i < m->n_quota && out->nquota < quota_cap; i++) {
+        char why[WIRE_WHY_MAX];
+        if (decode_quota_item(m->quota[i], &quota[out->nquota], why) != 0) {
+            rc = ESC_EPROTO;
+        } else {
+            out->nquota++;
+        }
     }
     escrow__reply__free_unpacked(m, NULL);
     return rc;

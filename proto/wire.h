@@ -30,6 +30,7 @@ typedef enum wire_op {
     WIRE_OP_ROUTE,     /* libescrow -> coordinator: an item's routing table */
     WIRE_OP_HEARTBEAT, /* node -> coordinator: lease, stats, transfer results */
     WIRE_OP_ADMIN,     /* escrowctl -> coordinator: item and node operations */
+    WIRE_OP_QUOTA,     /* coordinator <-> coordinator, escrowctl quota move */
 } wire_op;
 
 /* Administrative operations (AdminReq.op). */
@@ -55,6 +56,32 @@ enum { WIRE_SEG_ACTIVE = 0, WIRE_SEG_DRAINING = 1, WIRE_SEG_RETIRED = 2 };
 enum { WIRE_XFER_GIVE = 1, WIRE_XFER_RECEIVE = 2 };
 enum { WIRE_XFER_SENT = 1, WIRE_XFER_RECEIVED, WIRE_XFER_CANCELLED, WIRE_XFER_STALE };
 
+/* QuotaReq.kind. STATUS: the sender's global items, answered with the
+ * receiver's view of the same items. OFFER: the donor's transfer, applied
+ * by the receiver once per (from_region, transfer_id). MOVE: an operator
+ * asks the donor (the receiver of the request) to send qty to to_region. */
+enum { WIRE_QUOTA_STATUS = 1, WIRE_QUOTA_OFFER, WIRE_QUOTA_MOVE };
+
+typedef struct wire_quota_item {
+    char tenant_id[ESC_TENANT_LEN_MAX + 1];
+    char item_id[ESC_ITEM_LEN_MAX + 1];
+    int64_t quota;        /* items.total in that region */
+    int64_t unused;       /* available + unallocated */
+    int64_t demand_milli; /* units per 1000 s */
+    int64_t floor;
+    int64_t in_flight; /* sent, not yet confirmed by the receiver */
+    bool known;
+} wire_quota_item;
+
+typedef struct wire_quota {
+    uint32_t kind; /* WIRE_QUOTA_* */
+    char from_region[ESC_REGION_LEN_MAX + 1];
+    char to_region[ESC_REGION_LEN_MAX + 1];
+    uint64_t transfer_id;
+    size_t nitems;
+    wire_quota_item items[ESC_QUOTA_ITEMS_MAX];
+} wire_quota;
+
 /* Hold states, numbered as in escrow.proto and esc_hold_state. */
 enum { WIRE_HOLD_HELD = 1, WIRE_HOLD_CONVERTED, WIRE_HOLD_CANCELLED, WIRE_HOLD_EXPIRED };
 
@@ -77,6 +104,12 @@ typedef struct wire_request {
     /* heartbeat: decoded into storage owned by wire.c, one per thread, valid
      * until the next wire_decode_request on the same thread */
     const struct wire_heartbeat *hb;
+    /* quota: the same (item_id and qty above carry offer/move's) */
+    const wire_quota *quota;
+    /* Encode only (borrowed, NUL-terminated): the credential to send; NULL =
+     * the process's (wire_set_credential). Decoding leaves it NULL: the
+     * credential is checked during decoding (wire_decode_request_checked). */
+    const char *credential;
 } wire_request;
 
 typedef struct wire_hold {
@@ -180,6 +213,11 @@ typedef struct wire_reply {
     bool has_route;
     wire_hb_reply *hb;
     bool has_hb;
+    /* QuotaReq's answer: encode sends nquota entries of quota; decode
+     * writes up to quota_cap of them (NULL: ignored). */
+    wire_quota_item *quota;
+    size_t nquota, quota_cap;
+    char region[ESC_REGION_LEN_MAX + 1];
 } wire_reply;
 
 /* The field rules, shared by the decoder and by libescrow (which checks
@@ -195,6 +233,47 @@ bool wire_hold_id_valid(uint64_t hold_id);
  * ESC_ETOOBIG with *why set; out->corr_id is set whenever the frame parsed,
  * so the error reply can be correlated. */
 int wire_decode_request(const void *buf, size_t len, wire_request *out, char why[WIRE_WHY_MAX]);
+
+/* Who may send an operation: values as auth.h's AUTH_ACCESS_*. TENANT:
+ * reserve, confirm, release, extend, get, stats, route. ADMIN: AdminReq,
+ * quota MOVE, release by_operator. INTERNAL: heartbeat, quota STATUS and
+ * OFFER. */
+typedef enum wire_access {
+    WIRE_ACCESS_TENANT = 1,
+    WIRE_ACCESS_ADMIN = 2,
+    WIRE_ACCESS_INTERNAL = 3
+} wire_access;
+
+/* The outer frame of a request, as an access check sees it: parsed and
+ * bounded, the operation not yet decoded. Pointers are valid during the
+ * check only. */
+typedef struct wire_head {
+    uint64_t corr_id;
+    const char *tenant_id; /* validated; "" when the operation names none */
+    const uint8_t *credential;
+    size_t credential_len; /* 0..ESC_CREDENTIAL_LEN_MAX */
+    wire_op op;
+    wire_access access;
+} wire_head;
+
+/* Returns 0 to let the request be decoded, or an ESC_E* code with a sentence
+ * in why: the decode then fails with that code and out holds nothing but
+ * corr_id and tenant_id. */
+typedef int (*wire_check_fn)(const wire_head *head, char why[WIRE_WHY_MAX], void *arg);
+
+/* wire_decode_request with check (NULL: none) called right after the outer
+ * frame (version, credential length, tenant) parsed and before the
+ * operation is decoded into out. */
+int wire_decode_request_checked(const void *buf, size_t len, wire_request *out,
+                                char why[WIRE_WHY_MAX], wire_check_fn check, void *arg);
+
+/* The process's own credential (NUL-terminated, copied; NULL or "" = none),
+ * sent by wire_encode_heartbeat, wire_encode_admin, wire_encode_quota and
+ * by wire_encode_request when req->credential is NULL. Set once at start,
+ * before any thread encodes: the daemons' cluster key, escrowctl's admin
+ * key. libescrow never sets it (each handle sends its own). Returns 0 or
+ * ESC_ETOOBIG. */
+int wire_set_credential(const char *credential);
 /* Encodes req into buf. It does not validate the fields (libescrow does,
  * before it sends; the server validates again on decode). Returns 0 and
  * *len, ESC_EINVAL for an unknown op, ESC_ETOOBIG if cap is too small. */
@@ -228,6 +307,11 @@ int wire_encode_heartbeat(uint64_t corr_id, const wire_heartbeat *hb, void *buf,
 int wire_encode_admin(uint64_t corr_id, const char *tenant_id, uint32_t admin_op,
                       const char *item_id, const char *node_id, int64_t qty, uint32_t nsegments,
                       void *buf, size_t cap, size_t *len);
+
+/* A QuotaReq (tenant_id: the item's for offer and move, may be NULL for
+ * status). Returns 0 and *len, ESC_EINVAL (bounds), ESC_ETOOBIG. */
+int wire_encode_quota(uint64_t corr_id, const char *tenant_id, const wire_quota *q,
+                      const char *item_id, int64_t qty, void *buf, size_t cap, size_t *len);
 
 /* A routing update on the PUB socket: tenant_id, NUL, encoded Route. */
 int wire_encode_route_pub(const wire_route *r, void *buf, size_t cap, size_t *len);

@@ -10,11 +10,13 @@
 
 #include <uv.h>
 
+#include "auth_guard.h"
 #include "clock.h"
 #include "escrow_errors.h"
 #include "log.h"
 #include "metrics_http.h"
 #include "node.h"
+#include "region_cfg.h"
 #include "wire.h"
 
 static void usage(FILE *f)
@@ -24,10 +26,18 @@ static void usage(FILE *f)
             "                      [--coordinator URL [--advertise URL]]\n"
             "                      [--log-level error|warn|info|debug] [--sweep-ms MS]\n"
             "                      [--metrics [HOST:]PORT]\n"
+            "                      [--auth on|off] [--cluster-key FILE]\n"
+            "                      [--rate-tenant N[:BURST]] [--rate-buyer N[:BURST]]\n"
+            "       escrow-segment --config FILE --node-id ID [--advertise URL]\n"
+            "                      [--log-level error|warn|info|debug] [--sweep-ms MS]\n"
+            "                      [--metrics [HOST:]PORT]\n"
             "\n"
             "Static mode (no --coordinator): serves the escrow segments assigned to node ID\n"
             "in PostgreSQL; taking them raises their epoch, which fences any previous owner.\n"
             "Managed mode: heartbeats the coordinator and serves the segments it assigns.\n"
+            "  --config       the region's INI file (examples/regions/eu.ini): the dsn and\n"
+            "                 the coordinator from [region], listen = advertise = the node's\n"
+            "                 endpoint in [nodes]; excludes --dsn, --listen, --coordinator\n"
             "  --dsn          PostgreSQL connection string (default: $ESCROW_DSN)\n"
             "  --listen       nanomsg endpoint, e.g. tcp://127.0.0.1:7101 or ipc:///tmp/esc.sock\n"
             "  --coordinator  the coordinator's heartbeat endpoint (its --listen URL)\n"
@@ -36,7 +46,15 @@ static void usage(FILE *f)
             "  --sweep-ms     expiry sweeper period (default 50)\n"
             "  --metrics      serve Prometheus metrics over HTTP at http://HOST:PORT/metrics\n"
             "                 (e.g. 127.0.0.1:9101; a bare PORT listens on every interface;\n"
-            "                 off when not given)\n");
+            "                 off when not given)\n"
+            "  --auth         on: every request needs a valid key (tenant key for its own\n"
+            "                 tenant, admin key for operator release); off (default): none\n"
+            "  --cluster-key  file with the cluster key the heartbeats carry (default:\n"
+            "                 $ESCROW_CLUSTER_KEY); needed in managed mode when the\n"
+            "                 coordinator runs with --auth on\n"
+            "  --rate-tenant  requests per second per tenant (token bucket, burst BURST,\n"
+            "                 default one second's worth); over it: BUSY. 0 = off (default)\n"
+            "  --rate-buyer   reserves per second per buyer of a tenant; 0 = off (default)\n");
 }
 
 /* A random number per process start: a restarted node is a new incarnation
@@ -57,6 +75,38 @@ static uint64_t new_incarnation(void)
     return v ? v : 1;
 }
 
+/* --config FILE --node-id ID: the dsn, the coordinator (managed mode) and
+ * the node's endpoint (listen, and advertise unless --advertise) from the
+ * region file. Returns 0, or -1 after a message on stderr (nothing was
+ * opened but the file). */
+static int apply_config(const char *path, node_config *cfg)
+{
+    static region_cfg region; /* large; cfg borrows its strings until exit */
+    char err[REGION_ERR_LEN];
+    if (region_cfg_load(path, &region, err, sizeof err) != 0) {
+        fprintf(stderr, "escrow-segment: %s\n", err);
+        return -1;
+    }
+    if (cfg->node_id == NULL) {
+        fprintf(stderr, "escrow-segment: --config needs --node-id ID (a key of [nodes] in %s)\n",
+                path);
+        return -1;
+    }
+    const region_node *n = region_cfg_node(&region, cfg->node_id);
+    if (n == NULL) {
+        fprintf(stderr, "escrow-segment: %s: no node '%s' in [nodes]\n", path, cfg->node_id);
+        return -1;
+    }
+    cfg->dsn = region.dsn;
+    cfg->coordinator = region.coordinator;
+    cfg->listen[0] = n->endpoint;
+    cfg->nlisten = 1;
+    if (cfg->advertise == NULL) {
+        cfg->advertise = n->endpoint;
+    }
+    return 0;
+}
+
 int main(int argc, char **argv)
 {
     static const struct option opts[] = {{"node-id", required_argument, NULL, 'n'},
@@ -67,6 +117,11 @@ int main(int argc, char **argv)
                                          {"coordinator", required_argument, NULL, 'c'},
                                          {"advertise", required_argument, NULL, 'a'},
                                          {"metrics", required_argument, NULL, 'm'},
+                                         {"config", required_argument, NULL, 'F'},
+                                         {"auth", required_argument, NULL, 'A'},
+                                         {"cluster-key", required_argument, NULL, 'K'},
+                                         {"rate-tenant", required_argument, NULL, 'T'},
+                                         {"rate-buyer", required_argument, NULL, 'B'},
                                          {"help", no_argument, NULL, 'h'},
                                          {NULL, 0, NULL, 0}};
     node_config cfg;
@@ -76,8 +131,12 @@ int main(int argc, char **argv)
     if (fp != NULL) {
         cfg.failpoint_commit_lost_pct = (uint32_t)strtoul(fp, NULL, 10) % 101;
     }
+    const char *config = NULL;
+    const char *cluster_key_file = NULL;
+    bool targets_given = false; /* --dsn, --listen or --coordinator: not with --config */
     int c;
     while ((c = getopt_long(argc, argv, "", opts, NULL)) != -1) {
+        targets_given = targets_given || c == 'd' || c == 'l' || c == 'c';
         switch (c) {
         case 'n':
             cfg.node_id = optarg;
@@ -97,6 +156,27 @@ int main(int argc, char **argv)
             break;
         case 'a':
             cfg.advertise = optarg;
+            break;
+        case 'F':
+            config = optarg;
+            break;
+        case 'A':
+            if (auth_parse_onoff(optarg, &cfg.auth) != 0) {
+                fprintf(stderr, "escrow-segment: --auth takes on or off\n");
+                return 2;
+            }
+            break;
+        case 'K':
+            cluster_key_file = optarg;
+            break;
+        case 'T':
+        case 'B':
+            if (ratelim_parse(optarg, c == 'T' ? &cfg.rate_tenant : &cfg.rate_buyer,
+                              c == 'T' ? &cfg.rate_tenant_burst : &cfg.rate_buyer_burst) != 0) {
+                fprintf(stderr, "escrow-segment: --rate-%s takes N or N:BURST (0..1000000)\n",
+                        c == 'T' ? "tenant" : "buyer");
+                return 2;
+            }
             break;
         case 'm': {
             char host[METRICS_HTTP_ADDR_LEN_MAX + 1];
@@ -136,6 +216,15 @@ int main(int argc, char **argv)
             return 2;
         }
     }
+    if (config != NULL && targets_given) {
+        fprintf(stderr, "escrow-segment: --config excludes --dsn, --listen and --coordinator "
+                        "(the file names them)\n");
+        usage(stderr);
+        return 2;
+    }
+    if (config != NULL && apply_config(config, &cfg) != 0) {
+        return 2;
+    }
     if (cfg.node_id == NULL || !wire_id_valid(cfg.node_id, ESC_TENANT_LEN_MAX) ||
         cfg.nlisten == 0 || cfg.dsn == NULL || optind != argc) {
         fprintf(stderr, "escrow-segment: --node-id (printable, <= 64 bytes), --listen and a DSN "
@@ -154,6 +243,18 @@ int main(int argc, char **argv)
                 "bytes\n",
                 ESC_ENDPOINT_LEN_MAX);
         return 2;
+    }
+    static char cluster_key[ESC_CREDENTIAL_LEN_MAX + 1];
+    bool have_cluster_key = false;
+    char why[256];
+    if (auth_cluster_key_load(cluster_key_file, cluster_key, &have_cluster_key, why, sizeof why) !=
+        0) {
+        fprintf(stderr, "escrow-segment: %s\n", why);
+        return 2;
+    }
+    if (have_cluster_key) {
+        cfg.cluster_key = cluster_key;
+        (void)wire_set_credential(cluster_key); /* the heartbeats carry it */
     }
     cfg.incarnation = new_incarnation();
     static uv_loop_t loop; /* static: reachable until exit, even on a failed start */

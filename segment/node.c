@@ -11,6 +11,7 @@
 
 #include "clock.h"
 #include "escrow_errors.h"
+#include "hmap.h"
 #include "log.h"
 #include "node_internal.h"
 #include "node_metrics.h"
@@ -150,6 +151,74 @@ static void answer_stats(node *n, const nnx_hdr *hdr, const wire_request *req)
     free(buf);
 }
 
+/* ---- credentials and rate limits ----------------------------------------- */
+
+/* Slots of the bucket tables (24 bytes each): tenants are few; buyers are
+ * many, and a table full of busy buyers bends (ratelim.h), never grows. */
+#define NODE_RL_TENANT_SLOTS 4096
+#define NODE_RL_BUYER_SLOTS 65536
+
+/* The outer frame's check (wire_check_fn), before the operation is decoded:
+ * the credential (auth_guard.h), then the tenant's bucket. */
+static int node_check(const wire_head *h, char why[WIRE_WHY_MAX], void *arg)
+{
+    node *n = arg;
+    int rc = auth_guard_check(&n->auth, (int)h->access, h->tenant_id, h->credential,
+                              h->credential_len, why, WIRE_WHY_MAX);
+    if (rc != 0) {
+        return rc;
+    }
+    if (n->rl_tenant.slots != NULL && h->access == WIRE_ACCESS_TENANT &&
+        !ratelim_take(&n->rl_tenant,
+                      hmap_hash_bytes(h->tenant_id, strlen(h->tenant_id), n->rl_seed),
+                      esc_mono_us())) {
+        n->rate_limited++;
+        snprintf(why, WIRE_WHY_MAX,
+                 "rate limited: this tenant is over %u requests/s on this node; retry later",
+                 n->cfg.rate_tenant);
+        return ESC_EBUSY;
+    }
+    return 0;
+}
+
+/* The buyer's bucket, for a decoded reserve. True: go on. */
+static bool buyer_allowed(node *n, const wire_request *q)
+{
+    if (n->rl_buyer.slots == NULL || q->op != WIRE_OP_RESERVE) {
+        return true;
+    }
+    uint64_t h = hmap_hash_bytes(q->tenant_id, strlen(q->tenant_id), n->rl_seed);
+    h = hmap_hash_bytes(q->buyer_id, strlen(q->buyer_id), h);
+    if (ratelim_take(&n->rl_buyer, h, esc_mono_us())) {
+        return true;
+    }
+    n->rate_limited++;
+    return false;
+}
+
+static int guard_start(node *n, uv_loop_t *loop, const node_config *cfg)
+{
+    auth_guard_config ac = {
+        .on = cfg->auth, .dsn = cfg->dsn, .cluster_key = cfg->cluster_key, .name = "segment"};
+    int rc = auth_guard_start(&n->auth, loop, &ac);
+    if (rc == 0) {
+        rc = ratelim_init(&n->rl_tenant, NODE_RL_TENANT_SLOTS, cfg->rate_tenant,
+                          cfg->rate_tenant_burst);
+    }
+    if (rc == 0) {
+        rc =
+            ratelim_init(&n->rl_buyer, NODE_RL_BUYER_SLOTS, cfg->rate_buyer, cfg->rate_buyer_burst);
+    }
+    n->rl_seed = auth_random_u64();
+    return rc;
+}
+
+static void on_auth_closed(void *arg)
+{
+    node *n = arg;
+    n->handles_open--;
+}
+
 /* ---- dispatch ----------------------------------------------------------- */
 
 static void decide(node *n, const wire_request *q, seg_result *res)
@@ -271,9 +340,14 @@ static void on_readable(nnx_watch *w, void *arg)
         }
         wire_request q;
         char why[WIRE_WHY_MAX] = "";
-        rc = wire_decode_request(msg, len, &q, why);
+        rc = wire_decode_request_checked(msg, len, &q, why, node_check, n);
         nnx_free(msg);
         n->stats.requests++;
+        if (rc == 0 && !buyer_allowed(n, &q)) {
+            rc = ESC_EBUSY;
+            snprintf(why, sizeof why, "rate limited: this buyer is over %u reserves/s; retry later",
+                     n->cfg.rate_buyer);
+        }
         if (rc != 0) {
             n->stats.rejected_other++;
             node_metrics_answer(n, 0, rc);
@@ -409,7 +483,7 @@ int node_start(node *n, uv_loop_t *loop, const node_config *cfg)
         n->cfg.sweep_ms = 50;
     }
     int rc = seg_core_init(&n->core, ESC_NODE_SEGMENTS_MAX);
-    if (rc != 0) {
+    if (rc != 0 || (rc = guard_start(n, loop, cfg)) != 0) {
         return rc;
     }
     n->managed = cfg->coordinator != NULL;
@@ -452,6 +526,9 @@ void node_maybe_finish_stop(node *n)
         return; /* the coordinator hears "stopping" first: it hands our segments over at once */
     }
     node_hb_close(n);
+    if (auth_guard_close(&n->auth, on_auth_closed, n)) {
+        n->handles_open++;
+    }
     uv_close((uv_handle_t *)&n->sweep_timer, on_handle_closed);
     uv_close((uv_handle_t *)&n->reconnect_timer, on_handle_closed);
     uv_close((uv_handle_t *)&n->sig_term, on_handle_closed);
@@ -466,14 +543,14 @@ void node_maybe_finish_stop(node *n)
             " segment_empty=%" PRIu64 " batches=%" PRIu64 " rows=%" PRIu64
             " rows_avg=%.1f rows_max=%" PRIu64 " failed_batches=%" PRIu64 " heartbeats=%" PRIu64
             " loaded=%" PRIu64 " dropped=%" PRIu64 " fenced=%" PRIu64 " transfers=%" PRIu64
-            " commit_avg_ms=%.2f commit_max_ms=%.2f",
+            " commit_avg_ms=%.2f commit_max_ms=%.2f auth_refused=%" PRIu64 " rate_limited=%" PRIu64,
             n->cfg.node_id, st->requests, st->reserves_ok, st->confirms, st->releases, st->expiries,
             st->rejected_sold_out, st->rejected_try_later, st->rejected_segment_empty, st->batches,
             st->batch_rows, st->batches ? (double)st->batch_rows / (double)st->batches : 0.0,
             st->batch_rows_max, st->batch_failures, st->heartbeats, st->segments_loaded,
             st->segments_dropped, st->fenced_segments, st->transfers_done,
             st->batches ? (double)st->commit_us_total / (double)st->batches / 1000.0 : 0.0,
-            (double)st->commit_us_max / 1000.0);
+            (double)st->commit_us_max / 1000.0, n->auth.refused, n->rate_limited);
 }
 
 void node_stop(node *n)
@@ -497,4 +574,7 @@ void node_fini(node *n)
     node_metrics_free(n);
     node_batch_fini(n);
     seg_core_fini(&n->core);
+    auth_guard_fini(&n->auth);
+    ratelim_fini(&n->rl_tenant);
+    ratelim_fini(&n->rl_buyer);
 }

@@ -29,8 +29,10 @@
 
 #include <uv.h>
 
+#include "auth_guard.h"
 #include "nnx.h"
 #include "pgx.h"
+#include "ratelim.h"
 #include "sbuf.h"
 #include "seg_core.h"
 #include "seg_store.h"
@@ -61,6 +63,15 @@ typedef struct node_config {
      * thrown away with the connection, as if the network lost the reply
      * after COMMIT ($ESC_FAILPOINT_COMMIT_LOST_PCT). 0 in production. */
     uint32_t failpoint_commit_lost_pct;
+    /* Credentials (auth_guard.h): auth on = every request needs a valid key;
+     * cluster_key (borrowed, the key's text or NULL) is what internal
+     * requests must carry. */
+    bool auth;
+    const char *cluster_key;
+    /* Token buckets (ratelim.h), 0 = off: requests per second per tenant,
+     * reserves per second per (tenant, buyer); bursts 0 = one second's worth. */
+    uint32_t rate_tenant, rate_tenant_burst;
+    uint32_t rate_buyer, rate_buyer_burst;
 } node_config;
 
 /* A transfer this node executes: in a batch, or done and reported in every
@@ -150,6 +161,11 @@ typedef struct node {
     int exit_code;
     bool managed;
     node_hb hb;
+    auth_guard auth;       /* checks every request before it is decoded */
+    ratelim rl_tenant;     /* per tenant, every request (after auth) */
+    ratelim rl_buyer;      /* per (tenant, buyer), reserves */
+    uint64_t rl_seed;      /* random per process: bucket sets cannot be aimed at */
+    uint64_t rate_limited; /* requests refused by a bucket */
 } node;
 
 /* Loads ownership synchronously, then opens sockets and connections on

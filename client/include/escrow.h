@@ -108,6 +108,11 @@ typedef struct esc_options {
     uint32_t resend_ms;      /* resend an unanswered request after this long; 0 = 500 */
     esc_log_fn log_fn;       /* optional; the library is silent without it */
     void *log_arg;
+    /* optional: the tenant's key ("esk_<key id>_<secret>", from escrowctl key
+     * create), sent with every request; needed when the daemons run with
+     * --auth on (else every request is answered ESC_EAUTH). Copied; NULL or
+     * "" = none. */
+    const char *credential;
 } esc_options;
 
 typedef struct esc_reserve_req {

@@ -298,6 +298,7 @@ static int run_open(uv_loop_t *loop, run *r)
         .routes = r->cfg->routes,
         .tenant_id = r->cfg->tenant_id,
         .deadline_ms = r->cfg->deadline_ms,
+        .credential = r->cfg->credential,
     };
     r->buyers = calloc(r->cfg->concurrency, sizeof *r->buyers);
     if (r->buyers == NULL) {

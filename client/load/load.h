@@ -45,6 +45,7 @@ typedef struct load_config {
     const char *coordinator; /* borrowed; routing mode (instead of endpoint) */
     const char *routes;      /* borrowed; routing mode, optional */
     const char *tenant_id;   /* borrowed */
+    const char *credential;  /* borrowed: the tenant's key, or NULL */
     const char *item_id;     /* borrowed */
     const char *key_prefix;  /* borrowed; keys are "<prefix>-<index>" */
     uint64_t buyers;

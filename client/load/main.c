@@ -34,6 +34,7 @@ static void usage(FILE *f)
             "         [--concurrency C] [--qty Q] [--think-ms MS] [--confirm P] [--release P]\n"
             "         [--ttl-ms MS] [--deadline-ms MS] [--seed N] [--dsn DSN]\n"
             "         [--key-prefix S] [--buyer-pool N] [--try-later-retries N] [--quiet]\n"
+            "         [--credential FILE]\n"
             "defaults: tenant t1, item item-1, buyers 100000, concurrency 1000, qty 1,\n"
             "  think-ms 0, confirm 0.7, release 0.2 (the rest abandons its hold), ttl-ms 0\n"
             "  (the item's), deadline-ms 0 (5000), seed 1, key-prefix load-<seed>-<item>,\n"
@@ -42,7 +43,9 @@ static void usage(FILE *f)
             "--coordinator: routing mode (the coordinator's request endpoint; --routes its\n"
             "  route PUB endpoint); --dsn defaults to $ESCROW_DSN there.\n"
             "--skew 80:20 --segments 16: 80%% of the buyers get ids that hash onto the first\n"
-            "  20%% of the 16 segment slots (esc_route_slot), the rest onto the others.\n");
+            "  20%% of the 16 segment slots (esc_route_slot), the rest onto the others.\n"
+            "--credential FILE: the tenant's key (escrowctl key create; default: $ESCROW_KEY),\n"
+            "  needed when the daemons run with --auth on.\n");
 }
 
 static int parse_u64(const char *s, uint64_t lo, uint64_t hi, uint64_t *out)
@@ -100,6 +103,7 @@ static const struct option long_opts[] = {
     {"try-later-retries", required_argument, NULL, 'r'},
     {"buyer-pool", required_argument, NULL, 'P'},
     {"quiet", no_argument, NULL, 'Q'},
+    {"credential", required_argument, NULL, 'K'},
     {"help", no_argument, NULL, 'h'},
     {NULL, 0, NULL, 0},
 };
@@ -180,6 +184,24 @@ static int parse_number(load_config *cfg, int ch, const char *v)
 }
 
 /* One option; returns 0, or -1 with a message on stderr. */
+/* --credential FILE: the first line, surrounding whitespace removed. */
+static int read_credential(cli_args *a, const char *path)
+{
+    static char key[ESC_CREDENTIAL_LEN_MAX + 2];
+    FILE *f = fopen(path, "r");
+    if (f == NULL || fgets(key, sizeof key, f) == NULL) {
+        fprintf(stderr, "escrow-load: cannot read a key from %s\n", path);
+        if (f != NULL) {
+            fclose(f);
+        }
+        return -1;
+    }
+    fclose(f);
+    key[strcspn(key, "\r\n \t")] = '\0';
+    a->cfg.credential = key;
+    return 0;
+}
+
 static int parse_opt(cli_args *a, int ch, const char *v)
 {
     switch (ch) {
@@ -214,6 +236,8 @@ static int parse_opt(cli_args *a, int ch, const char *v)
     case 'Q':
         a->cfg.quiet = true;
         return 0;
+    case 'K':
+        return read_credential(a, v);
     default:
         break;
     }
@@ -236,6 +260,7 @@ static void defaults(cli_args *a)
     a->cfg.release = 0.2;
     a->cfg.seed = 1;
     a->cfg.try_later_retries = 50;
+    a->cfg.credential = getenv("ESCROW_KEY");
 }
 
 /* 1..ESC_ID_MAX bytes of printable ASCII, as every escrow id. */

@@ -41,6 +41,7 @@
 #include "escrow.pb-c.h"
 #include "nnx.h"
 #include "probe_coord.h"
+#include "probe_frame.h"
 #include "wire.h"
 
 #define PROBE_EXIT_FAIL 1
@@ -67,6 +68,9 @@ typedef struct probe_args {
     const char *out_path;    /* borrowed */
     const char *in_path;     /* borrowed */
     const char *stop_file;   /* borrowed */
+    const char *credential;  /* borrowed: the key text sent with every request, or NULL */
+    const char *op;          /* borrowed: frame's operation */
+    const char *node;        /* borrowed: frame's node (drain) or region (quota) */
     int64_t qty;
     bool qty_set; /* --qty given; otherwise reserve 1, confirm 0 (the whole hold) */
     uint64_t hold_id;
@@ -157,7 +161,8 @@ static void probe_async_open(probe_async *p, const probe_args *args, bool two)
                      .routes = args->routes,
                      .tenant_id = args->tenant,
                      .deadline_ms = args->deadline_ms,
-                     .log_fn = probe_log};
+                     .log_fn = probe_log,
+                     .credential = args->credential};
     int rc = esc_async_new(&p->loop, &o, &p->a);
     p->a2 = p->a;
     if (rc == 0 && (two || getenv("ESC_PROBE_TWO_CLIENTS") != NULL)) {
@@ -273,7 +278,8 @@ static esc_client *client_open(const probe_args *args)
                      .routes = args->routes,
                      .tenant_id = args->tenant,
                      .deadline_ms = args->deadline_ms,
-                     .log_fn = probe_log};
+                     .log_fn = probe_log,
+                     .credential = args->credential};
     esc_client *c = NULL;
     int rc = esc_client_new(&o, &c);
     if (rc != 0) {
@@ -1467,7 +1473,10 @@ static void usage(FILE *f)
                "             a coordinator answering heartbeats (see probe_coord.c)\n"
                "  hint-reserve --item I --key K [--segment S] [--qty Q]   raw reserve, hint\n"
                "  op-release --hold ID                        release by an operator\n"
-               "common: --tenant (t1) --deadline-ms (5000) --qty (1)\n");
+               "  frame --op OP [--item I --key K --hold ID --qty Q --node N]\n"
+               "      one request of any kind (probe_frame.h), answer as one line\n"
+               "common: --tenant (t1) --deadline-ms (5000) --qty (1)\n"
+               "        --credential KEY  sent with every request (libescrow and raw)\n");
 }
 
 static int parse_u64_arg(const char *s, uint64_t max, uint64_t *out)
@@ -1506,6 +1515,9 @@ static const struct option probe_opts[] = {{"endpoint", required_argument, NULL,
                                            {"per-hold", required_argument, NULL, 'K'},
                                            {"seconds", required_argument, NULL, 's'},
                                            {"every", required_argument, NULL, 'E'},
+                                           {"credential", required_argument, NULL, 'X'},
+                                           {"op", required_argument, NULL, 'O'},
+                                           {"node", required_argument, NULL, 'N'},
                                            {"help", no_argument, NULL, 'h'},
                                            {NULL, 0, NULL, 0}};
 
@@ -1577,6 +1589,9 @@ static int parse_args(int argc, char **argv, probe_args *a)
                          : ch == 'o' ? &a->out_path
                          : ch == 'I' ? &a->in_path
                          : ch == 'S' ? &a->stop_file
+                         : ch == 'X' ? &a->credential
+                         : ch == 'O' ? &a->op
+                         : ch == 'N' ? &a->node
                                      : NULL;
         if (s != NULL) {
             *s = optarg;
@@ -1642,6 +1657,25 @@ static int cmd_hint_reserve(const probe_args *a)
                               a->deadline_ms);
 }
 
+static int cmd_frame(const probe_args *a)
+{
+    if (a->op == NULL || a->endpoint == NULL) {
+        die("frame needs --op and --endpoint (a node's or the coordinator's)");
+    }
+    probe_frame_args f = {.endpoint = a->endpoint,
+                          .op = a->op,
+                          .tenant = a->tenant,
+                          .item = a->item,
+                          .key = a->key,
+                          .node = a->node,
+                          .hold_id = a->hold_id,
+                          .segment_id = a->segment_id,
+                          .qty = a->qty,
+                          .deadline_ms = a->deadline_ms,
+                          .n = a->n};
+    return probe_frame(&f);
+}
+
 static int cmd_op_release(const probe_args *a)
 {
     return probe_op_release(a->endpoint, a->tenant, a->hold_id, a->deadline_ms);
@@ -1670,6 +1704,7 @@ static const probe_cmd probe_cmds[] = {
     {"fake-coord", cmd_fake_coord, false, false, false, false},
     {"hint-reserve", cmd_hint_reserve, true, true, false, false},
     {"op-release", cmd_op_release, false, false, false, true},
+    {"frame", cmd_frame, false, false, false, false},
 };
 
 static void on_alarm(int sig)
@@ -1696,6 +1731,11 @@ int main(int argc, char **argv)
 {
     probe_args args;
     if (parse_args(argc, argv, &args) < 0) {
+        return PROBE_EXIT_USAGE;
+    }
+    if (args.credential != NULL && wire_set_credential(args.credential) != 0) {
+        fprintf(stderr, "esc_probe: --credential is longer than %d bytes\n",
+                ESC_CREDENTIAL_LEN_MAX);
         return PROBE_EXIT_USAGE;
     }
     for (size_t i = 0; i < sizeof probe_cmds / sizeof probe_cmds[0]; i++) {

@@ -410,6 +410,107 @@ static void test_reason_names(void **state)
     assert_string_equal(coord_reason_name(99), "rebalance");
 }
 
+
+/* ---- regions: coord_quota_plan ---- */
+
+static void test_quota_plan_sends_spare_to_needy_peer(void **state)
+{
+    (void)state;
+    /* here: 500 unused, 1 unit/s demand; horizon 5 s keeps 5; peer: 10 unused,
+     * 80 units/s wanted -> needs 400 - 10 = 390 */
+    coord_qpeer peers[2] = {{.fresh = true, .unused = 10, .demand_milli = 80000},
+                            {.fresh = true, .unused = 100, .demand_milli = 0}};
+    coord_qin in = {.unused = 500, .demand_milli = 1000, .floor = 0, .horizon_ms = 5000,
+                    .npeers = 2, .peers = peers};
+    int64_t qty = 0;
+    assert_int_equal(coord_quota_plan(&in, &qty), 0);
+    assert_int_equal(qty, 390);
+    /* what is already on its way counts */
+    peers[0].in_flight_to = 300;
+    assert_int_equal(coord_quota_plan(&in, &qty), 0);
+    assert_int_equal(qty, 90);
+    /* the floor is kept: 500 - 450 = 50 spare */
+    in.floor = 450;
+    assert_int_equal(coord_quota_plan(&in, &qty), 0);
+    assert_int_equal(qty, 50);
+}
+
+static void test_quota_plan_keeps_own_demand_and_ignores_stale(void **state)
+{
+    (void)state;
+    coord_qpeer peer = {.fresh = true, .unused = 0, .demand_milli = 50000};
+    /* here: 100 unused, 20 units/s over 5 s = 100 kept: nothing spare */
+    coord_qin in = {.unused = 100, .demand_milli = 20000, .horizon_ms = 5000, .npeers = 1,
+                    .peers = &peer};
+    int64_t qty = -7;
+    assert_int_equal(coord_quota_plan(&in, &qty), -1);
+    assert_int_equal(qty, -7);
+    /* no demand here: everything above the floor may go, but a peer not heard
+     * from recently gets nothing (it may be partitioned) */
+    in.demand_milli = 0;
+    peer.fresh = false;
+    assert_int_equal(coord_quota_plan(&in, &qty), -1);
+    peer.fresh = true;
+    assert_int_equal(coord_quota_plan(&in, &qty), 0);
+    assert_int_equal(qty, 100);
+    /* a peer with enough for its horizon needs nothing */
+    peer.unused = 250;
+    assert_int_equal(coord_quota_plan(&in, &qty), -1);
+}
+
+static void test_quota_plan_never_both_ways(void **state)
+{
+    (void)state;
+    /* two regions evaluated with each other's figures: at most one sends */
+    for (int64_t ua = 0; ua <= 200; ua += 20) {
+        for (int64_t da = 0; da <= 40000; da += 5000) {
+            for (int64_t ub = 0; ub <= 200; ub += 25) {
+                for (int64_t db = 0; db <= 40000; db += 7000) {
+                    coord_qpeer pb = {.fresh = true, .unused = ub, .demand_milli = db};
+                    coord_qpeer pa = {.fresh = true, .unused = ua, .demand_milli = da};
+                    coord_qin a = {.unused = ua, .demand_milli = da, .horizon_ms = 5000,
+                                   .npeers = 1, .peers = &pb};
+                    coord_qin b = {.unused = ub, .demand_milli = db, .horizon_ms = 5000,
+                                   .npeers = 1, .peers = &pa};
+                    int64_t qa = 0, qb = 0;
+                    int sa = coord_quota_plan(&a, &qa), sb = coord_quota_plan(&b, &qb);
+                    assert_false(sa == 0 && sb == 0);
+                    if (sa == 0) {
+                        assert_true(qa >= 1 && qa <= ua);
+                    }
+                }
+            }
+        }
+    }
+}
+
+static void test_export_want_reclaims_and_holds_unallocated(void **state)
+{
+    (void)state;
+    coord_pseg segs[2] = {
+        {.segment_id = 1, .state = WIRE_SEG_ACTIVE, .available = 30, .reported = true,
+         .owner_live = true},
+        {.segment_id = 2, .state = WIRE_SEG_ACTIVE, .available = 50, .reported = true,
+         .owner_live = true},
+    };
+    coord_pitem in = {.total = 90, .unallocated = 10, .export_want = 40, .nsegs = 2,
+                      .segs = segs, .low_water_pct = 0};
+    static coord_plan plan;
+    coord_policy_plan(&in, false, &plan);
+    /* 40 wanted, 10 already unallocated: 30 reclaimed from the fullest
+     * segment, and the unallocated 10 are not handed out again */
+    int64_t reclaimed = 0;
+    for (size_t i = 0; i < plan.nxfers; i++) {
+        assert_int_not_equal(plan.xfers[i].from, 0);
+        if (plan.xfers[i].to == 0) {
+            assert_int_equal(plan.xfers[i].reason, COORD_R_REDUCE);
+            reclaimed += plan.xfers[i].qty;
+        }
+    }
+    assert_int_equal(reclaimed, 30);
+    assert_false(coord_policy_sold_out(&in));
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -432,6 +533,10 @@ int main(void)
         cmocka_unit_test(test_sold_out_rules),
         cmocka_unit_test(test_demand_ewma),
         cmocka_unit_test(test_reason_names),
+        cmocka_unit_test(test_quota_plan_sends_spare_to_needy_peer),
+        cmocka_unit_test(test_quota_plan_keeps_own_demand_and_ignores_stale),
+        cmocka_unit_test(test_quota_plan_never_both_ways),
+        cmocka_unit_test(test_export_want_reclaims_and_holds_unallocated),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -22,6 +22,7 @@
 
 #include "ctl_json.h"
 #include "ctl_opts.h"
+#include "ctl_quota.h"
 #include "ctl_rpc.h"
 #include "escrow_errors.h"
 #include "feed.h"
@@ -522,6 +523,94 @@ static void test_coordinator_sources(void **state)
     env_coordinator = NULL;
 }
 
+/* A region file as region_cfg_load leaves it (only what escrowctl reads). */
+static void fake_region(region_cfg *r)
+{
+    memset(r, 0, sizeof *r);
+    snprintf(r->path, sizeof r->path, "eu.ini");
+    snprintf(r->name, sizeof r->name, "eu");
+    snprintf(r->dsn, sizeof r->dsn, "dbname=escrow_eu");
+    snprintf(r->coordinator, sizeof r->coordinator, "tcp://127.0.0.1:7100");
+    snprintf(r->publish, sizeof r->publish, "tcp://127.0.0.1:7101");
+}
+
+static void test_config_sources(void **state)
+{
+    (void)state;
+    static region_cfg region;
+    fake_region(&region);
+    env_coordinator = "tcp://127.0.0.1:9";
+    /* the file names the database and the coordinator; the environment is
+     * not consulted */
+    assert_int_equal(parse("dbname=env", &args, why, "--config", "eu.ini", "check", NULL), 0);
+    assert_int_equal(args.nconfig, 1);
+    assert_string_equal(args.config[0], "eu.ini");
+    assert_string_equal(args.dsn, "");
+    assert_string_equal(args.coordinator, "");
+    assert_false(args.dsn_given);
+    assert_false(args.coordinator_given);
+    assert_int_equal(ctl_args_apply_region(&args, &region, why), 0);
+    assert_string_equal(args.dsn, "dbname=escrow_eu");
+    assert_string_equal(args.coordinator, "tcp://127.0.0.1:7100");
+    /* explicit flags win over the file */
+    assert_int_equal(parse(NULL, &args, why, "--config=eu.ini", "--dsn", "dbname=flag",
+                           "--coordinator", COORD, "status", NULL),
+                     0);
+    assert_true(args.dsn_given);
+    assert_true(args.coordinator_given);
+    assert_int_equal(ctl_args_apply_region(&args, &region, why), 0);
+    assert_string_equal(args.dsn, "dbname=flag");
+    assert_string_equal(args.coordinator, COORD);
+    /* a coordinator command needs no --coordinator with a file, and no dsn */
+    env_coordinator = NULL;
+    assert_int_equal(parse(NULL, &args, why, "item", "pause", "t", "i", "--config", "eu.ini", NULL),
+                     0);
+    assert_int_equal(ctl_args_apply_region(&args, &region, why), 0);
+    assert_string_equal(args.coordinator, "tcp://127.0.0.1:7100");
+    assert_string_equal(args.dsn, "");
+    /* the file's coordinator must be one escrowctl can reach */
+    snprintf(region.coordinator, sizeof region.coordinator, "bogus");
+    assert_int_equal(parse(NULL, &args, why, "--config", "eu.ini", "nodes", NULL), 0);
+    assert_int_equal(ctl_args_apply_region(&args, &region, why), ESC_EINVAL);
+    assert_non_null(strstr(why, "eu.ini"));
+}
+
+static void test_config_repeated(void **state)
+{
+    (void)state;
+    char *argv[2 * CTL_CONFIG_MAX + 4];
+    char paths[CTL_CONFIG_MAX + 1][16];
+    for (int i = 0; i < CTL_CONFIG_MAX + 1; i++) {
+        snprintf(paths[i], sizeof paths[i], "r%d.ini", i);
+        argv[2 * i] = "--config";
+        argv[2 * i + 1] = paths[i];
+    }
+    const ctl_env e = {NULL, NULL};
+    /* up to CTL_CONFIG_MAX, kept in order: the first is this region */
+    argv[2 * CTL_CONFIG_MAX] = "check";
+    assert_int_equal(ctl_args_parse(2 * CTL_CONFIG_MAX + 1, argv, &e, &args, why), 0);
+    assert_int_equal(args.nconfig, CTL_CONFIG_MAX);
+    for (int i = 0; i < CTL_CONFIG_MAX; i++) {
+        assert_string_equal(args.config[i], paths[i]);
+    }
+    /* one more is refused */
+    argv[2 * CTL_CONFIG_MAX] = "--config";
+    argv[2 * CTL_CONFIG_MAX + 1] = paths[CTL_CONFIG_MAX];
+    argv[2 * CTL_CONFIG_MAX + 2] = "check";
+    args.cmd = CTL_CMD_STATUS;
+    expect_refused("too many", ctl_args_parse(2 * CTL_CONFIG_MAX + 3, argv, &e, &args, why));
+    assert_non_null(strstr(why, "--config"));
+    expect_refused("empty path", parse(NULL, &args, why, "--config=", "check", NULL));
+    char long_path[CTL_CONFIG_PATH_LEN_MAX + 2];
+    memset(long_path, 'p', sizeof long_path - 1);
+    long_path[sizeof long_path - 1] = '\0';
+    expect_refused("long path", parse(NULL, &args, why, "--config", long_path, "check", NULL));
+    expect_refused("no value", parse(NULL, &args, why, "check", "--config", NULL));
+    /* without --config nothing changes: no database is still an error */
+    expect_refused("no dsn", parse(NULL, &args, why, "check", NULL));
+    assert_non_null(strstr(why, "--config"));
+}
+
 static void test_admin_refusals(void **state)
 {
     (void)state;
@@ -796,6 +885,121 @@ static void test_json_writer(void **state)
     free(buf);
 }
 
+/* ---- regions (ctl_quota.h, the commands over several --config files) ---- */
+
+static void test_quota_split(void **state)
+{
+    (void)state;
+    const char *names[] = {"us", "eu", "ap"};
+    const uint32_t even[] = {1, 1, 1};
+    int64_t q[3] = {-1, -1, -1};
+    /* 1000 over three equal shares: 333 each, the leftover unit to the
+     * smallest name (ties of remainder) */
+    assert_int_equal(ctl_quota_split(1000, 3, names, even, q), 0);
+    assert_int_equal(q[0], 333);
+    assert_int_equal(q[1], 333);
+    assert_int_equal(q[2], 334); /* "ap" */
+    const uint32_t w[] = {3, 1, 0};
+    assert_int_equal(ctl_quota_split(1001, 2, names, w, q), 0);
+    assert_int_equal(q[0], 751); /* remainder 3 of 4 beats 1 of 4 */
+    assert_int_equal(q[1], 250);
+    const uint32_t w2[] = {1, 2, 2};
+    assert_int_equal(ctl_quota_split(7, 3, names, w2, q), 0);
+    assert_int_equal(q[0] + q[1] + q[2], 7);
+    assert_int_equal(q[0], 1); /* 1.4 */
+    assert_int_equal(q[1], 3); /* 2.8, ties with ap by remainder: "ap" < "eu" */
+    assert_int_equal(q[2], 3);
+    assert_int_equal(ctl_quota_split(0, 3, names, even, q), 0);
+    assert_int_equal(q[0] + q[1] + q[2], 0);
+    /* refusals leave out alone */
+    q[0] = 42;
+    assert_int_equal(ctl_quota_split(10, 0, names, even, q), ESC_EINVAL);
+    assert_int_equal(ctl_quota_split(10, 3, names, w, q), ESC_EINVAL); /* share 0 */
+    assert_int_equal(ctl_quota_split(-1, 3, names, even, q), ESC_EINVAL);
+    assert_int_equal(ctl_quota_split(ESC_TOTAL_MAX + 1, 3, names, even, q), ESC_EINVAL);
+    assert_int_equal(q[0], 42);
+    /* always adds up, and is proportional within one unit */
+    const uint32_t big[] = {1000, 7, 999};
+    for (int64_t t = 0; t < 3000; t += 37) {
+        assert_int_equal(ctl_quota_split(t, 3, names, big, q), 0);
+        assert_int_equal(q[0] + q[1] + q[2], t);
+        for (int i = 0; i < 3; i++) {
+            int64_t exact_floor = t * big[i] / 2006;
+            assert_true(q[i] == exact_floor || q[i] == exact_floor + 1);
+        }
+    }
+}
+
+static void test_quota_parse(void **state)
+{
+    (void)state;
+    ctl_quota_part parts[CTL_REGIONS_MAX];
+    size_t n = 99;
+    assert_int_equal(ctl_quota_parse("eu=600,us=400", parts, &n, why, sizeof why), 0);
+    assert_int_equal(n, 2);
+    assert_string_equal(parts[0].region, "eu");
+    assert_int_equal(parts[0].units, 600);
+    assert_string_equal(parts[1].region, "us");
+    assert_int_equal(parts[1].units, 400);
+    const char *bad[] = {"",      "eu",        "eu=",   "=5",    "eu=-1",
+                         "eu=1x", "eu=5,eu=6", "eu=5,", "e u=5", "eu=1000000001"};
+    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+        n = 99;
+        assert_int_equal(ctl_quota_parse(bad[i], parts, &n, why, sizeof why), ESC_EINVAL);
+        assert_int_equal(n, 99);
+        assert_true(strlen(why) > 0);
+    }
+}
+
+static void test_region_commands(void **state)
+{
+    (void)state;
+    assert_int_equal(parse(NULL, &args, why, "item", "create", "t", "i", "--global", "--total",
+                           "10", "--quota", "eu=4,us=6", "--config", "eu.ini", "--config", "us.ini",
+                           NULL),
+                     0);
+    assert_int_equal(args.cmd, CTL_CMD_ITEM_CREATE);
+    assert_true(args.global);
+    assert_int_equal(args.nconfig, 2);
+    assert_int_equal(args.nquota, 2);
+    assert_string_equal(args.quota[1].region, "us");
+    assert_int_equal(parse(NULL, &args, why, "quota", "show", "t", "--config", "a.ini", NULL), 0);
+    assert_int_equal(args.cmd, CTL_CMD_QUOTA_SHOW);
+    assert_string_equal(args.tenant, "t");
+    assert_int_equal(parse(NULL, &args, why, "quota", "move", "t", "i", "25", "--from", "eu",
+                           "--to", "us", "--config", "a.ini", NULL),
+                     0);
+    assert_int_equal(args.cmd, CTL_CMD_QUOTA_MOVE);
+    assert_int_equal(args.qty, 25);
+    assert_string_equal(args.from_region, "eu");
+    assert_string_equal(args.to_region, "us");
+    assert_int_equal(parse(NULL, &args, why, "regions", "--config", "a.ini", NULL), 0);
+    assert_int_equal(args.cmd, CTL_CMD_REGIONS);
+    assert_int_equal(parse(NULL, &args, why, "check", "--global", "--config", "a.ini", NULL), 0);
+    assert_true(args.global);
+    assert_int_equal(parse(NULL, &args, why, "status", "--global", "--config", "a.ini", NULL), 0);
+    assert_true(args.global);
+    assert_int_equal(parse(DSN, &args, why, "status", NULL), 0);
+    assert_false(args.global);
+    args.cmd = CTL_CMD_STATUS;
+#define REFUSE(...) expect_refused(#__VA_ARGS__, parse(DSN, &args, why, __VA_ARGS__, NULL))
+    REFUSE("regions");                                       /* no --config */
+    REFUSE("check", "--global");                             /* no --config */
+    REFUSE("quota", "show", "--dsn", "x", "--config", "a");  /* --dsn */
+    REFUSE("quota", "move", "t", "i", "5", "--config", "a"); /* no --from/--to */
+    REFUSE("quota", "move", "t", "i", "5", "--from", "eu", "--to", "eu", "--config", "a");
+    REFUSE("quota", "move", "t", "i", "0", "--from", "eu", "--to", "us", "--config", "a");
+    REFUSE("quota", "move", "t", "i", "--from", "eu", "--to", "us", "--config", "a");
+    REFUSE("item", "create", "t", "i", "--total", "10", "--quota", "eu=10"); /* no --global */
+    REFUSE("item", "create", "t", "i", "--global", "--total", "10", "--quota", "eu=4,us=5",
+           "--config", "a"); /* sum */
+    REFUSE("item", "create", "t", "i", "--global", "--total", "10", "--node", "n1", "--config",
+           "a");
+    REFUSE("holds", "t", "--buyer", "b", "--global", "--config", "a"); /* not a --global command */
+    REFUSE("quota");
+#undef REFUSE
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -822,10 +1026,15 @@ int main(void)
         cmocka_unit_test(test_admin_node_commands),
         cmocka_unit_test(test_coordinator_sources),
         cmocka_unit_test(test_admin_refusals),
+        cmocka_unit_test(test_config_sources),
+        cmocka_unit_test(test_config_repeated),
         cmocka_unit_test(test_release_nodes_transfers),
         cmocka_unit_test(test_format_ms),
         cmocka_unit_test(test_rpc_round_trip),
         cmocka_unit_test(test_rpc_timeouts),
+        cmocka_unit_test(test_quota_split),
+        cmocka_unit_test(test_quota_parse),
+        cmocka_unit_test(test_region_commands),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

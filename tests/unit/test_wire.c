@@ -504,6 +504,109 @@ static void test_request_hash(void **state)
     assert_int_not_equal(wire_reserve_hash("ab", "c", 1), wire_reserve_hash("a", "bc", 1));
 }
 
+
+static void test_quota_requests_and_replies(void **state)
+{
+    (void)state;
+    static unsigned char buf[ESC_FRAME_BYTES_MAX];
+    static wire_quota q;
+    size_t len;
+    wire_request out;
+    char why[WIRE_WHY_MAX];
+    /* a status from eu with two items, no tenant of its own */
+    memset(&q, 0, sizeof q);
+    q.kind = WIRE_QUOTA_STATUS;
+    strcpy(q.from_region, "eu");
+    q.nitems = 2;
+    strcpy(q.items[0].tenant_id, "t1");
+    strcpy(q.items[0].item_id, "ticket");
+    q.items[0].quota = 500;
+    q.items[0].unused = 120;
+    q.items[0].demand_milli = 80000;
+    q.items[0].floor = 10;
+    q.items[0].in_flight = 7;
+    q.items[0].known = true;
+    strcpy(q.items[1].tenant_id, "t2");
+    strcpy(q.items[1].item_id, "seat");
+    assert_int_equal(wire_encode_quota(9, NULL, &q, NULL, 0, buf, sizeof buf, &len), 0);
+    assert_int_equal(wire_decode_request(buf, len, &out, why), 0);
+    assert_int_equal(out.op, WIRE_OP_QUOTA);
+    assert_non_null(out.quota);
+    assert_int_equal(out.quota->kind, WIRE_QUOTA_STATUS);
+    assert_string_equal(out.quota->from_region, "eu");
+    assert_int_equal(out.quota->nitems, 2);
+    assert_int_equal(out.quota->items[0].unused, 120);
+    assert_int_equal(out.quota->items[0].in_flight, 7);
+    assert_true(out.quota->items[0].known);
+    assert_string_equal(out.quota->items[1].item_id, "seat");
+    /* an offer needs a tenant, an item, a qty, a transfer id and both regions */
+    memset(&q, 0, sizeof q);
+    q.kind = WIRE_QUOTA_OFFER;
+    strcpy(q.from_region, "eu");
+    strcpy(q.to_region, "us");
+    q.transfer_id = 77;
+    assert_int_equal(wire_encode_quota(10, "t1", &q, "ticket", 300, buf, sizeof buf, &len), 0);
+    assert_int_equal(wire_decode_request(buf, len, &out, why), 0);
+    assert_int_equal(out.quota->transfer_id, 77);
+    assert_int_equal(out.qty, 300);
+    assert_string_equal(out.item_id, "ticket");
+    assert_string_equal(out.tenant_id, "t1");
+    assert_int_equal(wire_encode_quota(10, NULL, &q, "ticket", 300, buf, sizeof buf, &len), 0);
+    assert_int_equal(wire_decode_request(buf, len, &out, why), ESC_EINVAL); /* no tenant */
+    assert_int_equal(wire_encode_quota(10, "t1", &q, "ticket", 0, buf, sizeof buf, &len), 0);
+    assert_int_equal(wire_decode_request(buf, len, &out, why), ESC_EINVAL); /* qty 0 */
+    q.transfer_id = 0;
+    assert_int_equal(wire_encode_quota(10, "t1", &q, "ticket", 3, buf, sizeof buf, &len), 0);
+    assert_int_equal(wire_decode_request(buf, len, &out, why), ESC_EINVAL);
+    q.transfer_id = 5;
+    q.to_region[0] = '\0';
+    assert_int_equal(wire_encode_quota(10, "t1", &q, "ticket", 3, buf, sizeof buf, &len), 0);
+    assert_int_equal(wire_decode_request(buf, len, &out, why), ESC_EINVAL);
+    /* a move names no sender region; an unknown kind is refused */
+    memset(&q, 0, sizeof q);
+    q.kind = WIRE_QUOTA_MOVE;
+    strcpy(q.to_region, "us");
+    assert_int_equal(wire_encode_quota(11, "t1", &q, "ticket", 5, buf, sizeof buf, &len), 0);
+    assert_int_equal(wire_decode_request(buf, len, &out, why), 0);
+    assert_int_equal(out.quota->kind, WIRE_QUOTA_MOVE);
+    q.kind = 9;
+    assert_int_equal(wire_encode_quota(11, "t1", &q, "ticket", 5, buf, sizeof buf, &len),
+                     ESC_EINVAL);
+    /* negative figures in a status are refused */
+    memset(&q, 0, sizeof q);
+    q.kind = WIRE_QUOTA_STATUS;
+    strcpy(q.from_region, "eu");
+    q.nitems = 1;
+    strcpy(q.items[0].tenant_id, "t1");
+    strcpy(q.items[0].item_id, "ticket");
+    q.items[0].unused = -1;
+    assert_int_equal(wire_encode_quota(12, NULL, &q, NULL, 0, buf, sizeof buf, &len), 0);
+    assert_int_equal(wire_decode_request(buf, len, &out, why), ESC_EINVAL);
+    /* a reply with the region and its view of the items */
+    static wire_quota_item items[2], back[2];
+    memset(items, 0, sizeof items);
+    strcpy(items[0].tenant_id, "t1");
+    strcpy(items[0].item_id, "ticket");
+    items[0].quota = 400;
+    items[0].known = true;
+    wire_reply rep;
+    memset(&rep, 0, sizeof rep);
+    rep.corr_id = 12;
+    strcpy(rep.region, "us");
+    rep.quota = items;
+    rep.nquota = 1;
+    assert_int_equal(wire_encode_reply(&rep, buf, sizeof buf, &len), 0);
+    wire_reply r2;
+    memset(&r2, 0, sizeof r2);
+    r2.quota = back;
+    r2.quota_cap = 2;
+    assert_int_equal(wire_decode_reply(buf, len, &r2), 0);
+    assert_string_equal(r2.region, "us");
+    assert_int_equal(r2.nquota, 1);
+    assert_int_equal(back[0].quota, 400);
+    assert_true(back[0].known);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -519,6 +622,7 @@ int main(void)
         cmocka_unit_test(test_heartbeat_roundtrip_and_bounds),
         cmocka_unit_test(test_admin_requests),
         cmocka_unit_test(test_route_pub_and_reply),
+        cmocka_unit_test(test_quota_requests_and_replies),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

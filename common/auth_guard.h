@@ -1,0 +1,103 @@
+/*
+ * auth_guard.h - a daemon's credential check: the key table of auth.h,
+ * kept fresh from PostgreSQL on the daemon's loop, and the one function
+ * every request goes through before it is decoded (the node and the
+ * coordinator call auth_guard_check from their wire_check_fn).
+ *
+ * Off (the default, `--auth off`): every request passes, nothing is opened.
+ * On: a request needs a credential that auth_verify accepts for its access
+ * class and tenant. The table (`credentials`, migration 0009: only live,
+ * unrevoked keys) is read on its own connection every reload_ms and, at
+ * most every AUTH_GUARD_RELOAD_GAP_MS, when a request names a key id the
+ * table does not have (a key created a moment ago). So a new key works
+ * within about reload_ms, a revoked key stops working within reload_ms
+ * (while PostgreSQL is reachable: a daemon that cannot read the table
+ * keeps the last one it read and says so in its log). Until the first
+ * read completed, tenant and admin requests are answered ESC_EUNAVAILABLE
+ * (retry), internal ones are checked against the cluster key as usual.
+ */
+#ifndef ESC_AUTH_GUARD_H
+#define ESC_AUTH_GUARD_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include <uv.h>
+
+#include "auth.h"
+#include "pgx.h"
+
+#define AUTH_GUARD_RELOAD_MS_DEFAULT 1000u
+/* A key id the table does not know re-reads it at most this often. */
+#define AUTH_GUARD_RELOAD_GAP_MS 100
+/* Failed checks logged per second (the rest are only counted). */
+#define AUTH_GUARD_LOG_PER_S 5
+
+typedef struct auth_guard_config {
+    bool on;
+    const char *dsn;         /* borrowed: where the credentials table is */
+    const char *cluster_key; /* borrowed: the cluster key's text; NULL = none */
+    uint32_t reload_ms;      /* 0 = AUTH_GUARD_RELOAD_MS_DEFAULT */
+    const char *name;        /* borrowed, for logs: "segment", "coordinator" */
+} auth_guard_config;
+
+typedef struct auth_guard {
+    bool on;
+    uv_loop_t *loop; /* borrowed */
+    const char *name;
+    uint32_t reload_ms;
+    auth_keys keys; /* owned: the table in use */
+    auth_key cluster;
+    bool has_cluster;
+    pgx_conn conn;    /* embedded; opened when on */
+    uv_timer_t timer; /* embedded: periodic reload */
+    bool loaded;      /* the first read completed */
+    bool loading;
+    bool conn_open, timer_open;
+    int64_t last_load_us;
+    int closing; /* handles still closing */
+    void (*close_done)(void *arg);
+    void *close_arg;
+    int64_t log_second;
+    int log_count;
+    uint64_t accepted, refused, reloads, reload_failures;
+} auth_guard;
+
+/* Zeroes g (a guard that is off until auth_guard_start turns it on). */
+void auth_guard_init(auth_guard *g);
+
+/* Starts g on loop per cfg (borrowed during the call). With cfg->on it
+ * parses the cluster key, opens the connection and the reload timer.
+ * Returns 0, ESC_ECONFIG (a cluster key that is not a well-formed key) or
+ * ESC_ENOMEM / ESC_EINTERNAL. */
+int auth_guard_start(auth_guard *g, uv_loop_t *loop, const auth_guard_config *cfg);
+
+/* The check (access: AUTH_ACCESS_*, tenant_id "" when none, cred len bytes,
+ * borrowed). Returns 0, ESC_EAUTH or ESC_EUNAVAILABLE (keys not read yet),
+ * with a sentence in why (why_len bytes). Never allocates. */
+int auth_guard_check(auth_guard *g, int access, const char *tenant_id, const void *cred, size_t len,
+                     char *why, size_t why_len);
+
+/* Closes g's handles. Returns true if done(arg) will run once they closed,
+ * false if there was nothing to close (done is never called then). */
+bool auth_guard_close(auth_guard *g, void (*done)(void *arg), void *arg);
+
+/* Frees the table; after the loop ended. */
+void auth_guard_fini(auth_guard *g);
+
+/* Reads a key from a file (first line, surrounding whitespace removed) into
+ * out (cap bytes). Returns 0, or ESC_EIO / ESC_ETOOBIG / ESC_EAUTH (not a
+ * well-formed key) with a sentence in why. For --credential and
+ * --cluster-key options. */
+int auth_read_key_file(const char *path, char *out, size_t cap, char *why, size_t why_len);
+
+/* "on" / "off" for --auth. Returns 0 or ESC_EINVAL. */
+int auth_parse_onoff(const char *s, bool *on);
+
+/* The daemons' cluster key: read from path (--cluster-key FILE) when given,
+ * else the text of $ESCROW_CLUSTER_KEY, else none (*have = false). Returns
+ * 0, or an error with a sentence in why. */
+int auth_cluster_key_load(const char *path, char out[ESC_CREDENTIAL_LEN_MAX + 1], bool *have,
+                          char *why, size_t why_len);
+
+#endif
