@@ -4,6 +4,9 @@
 #                flash-sale demo (tests/support/demo.sh; logs in _demo/): on a
 #                local cluster (coordinator + 2 nodes, 8 segments, skewed
 #                demand); DEMO_MODE=single: one node in static mode
+#   make regions packages, the build in build/, then two regions (eu, us) from
+#                examples/regions on this machine and a sale across them
+#                (tests/integration/regions_sale.sh, 10,000 units)
 #   make test    packages, build in build-test/ with sanitizers and tests,
 #                then every test (ctest, all labels), then each libFuzzer
 #                target for FUZZ_SMOKE_SECONDS (tests/fuzz/run.sh)
@@ -27,10 +30,10 @@ BENCH_DIR ?= $(BUILD)/bench
 DEMO_MODE ?= cluster
 # libFuzzer targets (tests/fuzz/run.sh): seconds per target in make test
 # (skipped without clang) and in make fuzz.
-FUZZ_SMOKE_SECONDS ?= 15
+FUZZ_SMOKE_SECONDS ?= 60
 FUZZ_SECONDS ?= 600
 
-.PHONY: all deps build demo test fuzz clean bench
+.PHONY: all deps build demo regions test fuzz clean bench
 
 all: build
 
@@ -59,6 +62,10 @@ build: deps
 demo: build
 	ESC_BIN=$(abspath $(BUILD))/bin ESC_DEMO_DIR=$(abspath $(DEMO_DIR)) ESC_DEMO_MODE=$(DEMO_MODE) \
 	  tests/support/demo.sh
+
+regions: build
+	ESC_BIN=$(abspath $(BUILD))/bin ESC_SRC=$(abspath .) ESC_REGIONS_TOTAL=10000 \
+	  bash tests/integration/regions_sale.sh
 
 bench: build
 	ESC_BIN=$(abspath $(BUILD))/bin ESC_BENCH_DIR=$(abspath $(BENCH_DIR)) tests/support/bench.sh

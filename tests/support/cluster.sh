@@ -11,6 +11,20 @@
 #       stops the whole cluster when PID ends (tests pass their own $$, so a
 #       test killed by a timeout leaves nothing behind). If any step fails,
 #       whatever was started is stopped again and the exit code is 1.
+#   cluster.sh start DIR --regions CONFDIR [--proxy] [--watch PID] [--log-level L]
+#       Several regions on this machine from a directory of region INI files
+#       (examples/regions: one file per region, see common/region_cfg.h):
+#       one private PostgreSQL with a database per region (escrow_<region>),
+#       the files copied into DIR with their dsn and ports rewritten
+#       (tests/support/regions_conf.py), then per region its coordinator
+#       (escrow-coordinator --config) and the nodes of its [nodes] section
+#       (escrow-segment --config --node-id). --proxy: every link between two
+#       coordinators goes through tests/support/faultproxy.py; a test cuts it
+#       by writing "cut" or "blackhole" into $ESC_PROXY_MODE_<from>_<to>.
+#       DIR/env exports ESC_REGIONS and, per region r, ESC_REGION_CONFIG_r
+#       (use it with escrowctl --config), ESC_REGION_DSN_r,
+#       ESC_REGION_COORD_r, ESC_REGION_NODES_r, ESC_REGION_COORD_PID_r;
+#       per node n ESC_NODE_EP_n, ESC_NODE_PID_n (names with '-' as '_').
 #   cluster.sh stop DIR
 #       SIGTERM to the nodes (they hand their segments back), then the
 #       coordinator, SIGKILL after ESC_CLUSTER_STOP_S (10) seconds; stops
@@ -19,7 +33,8 @@
 #       one needed SIGKILL (the daemons are not its children: their exit
 #       codes are in their logs, not here).
 #   cluster.sh status DIR
-#       the env, whether each process is alive, `escrowctl nodes`.
+#       the env, whether each process is alive, `escrowctl nodes` (with
+#       --regions: `escrowctl regions`).
 #
 # DIR/env (source it) exports:
 #   ESCROW_DSN, ESCROW_COORDINATOR (escrowctl reads both), ESC_CLUSTER_DIR,
@@ -108,6 +123,20 @@ _cl_stop_dir() {
         (
             # shellcheck disable=SC1090
             source "$f"
+            for pid in ${ESC_CLUSTER_REGION_NODE_PIDS:-}; do
+                _cl_terminate "$pid" "node (pid $pid)" || rc=1
+            done
+            for pid in ${ESC_CLUSTER_REGION_COORD_PIDS:-}; do
+                _cl_terminate "$pid" "coordinator (pid $pid)" || rc=1
+            done
+            for pid in ${ESC_CLUSTER_PROXY_PIDS:-}; do
+                _cl_terminate "$pid" "proxy (pid $pid)" || true
+            done
+            exit "$rc"
+        ) || rc=1
+        (
+            # shellcheck disable=SC1090
+            source "$f"
             for n in ${ESC_CLUSTER_NODES:-}; do
                 pid_var=ESC_CLUSTER_NODE_PID_$n
                 _cl_terminate "${!pid_var:-}" "node $n" || exit 1
@@ -148,12 +177,84 @@ _cl_watch() {
     echo $!
 }
 
+_cl_start_regions() {
+    local dir=$1 confdir=$2 proxy=$3 watch=$4 log_level=$5
+    [[ -d $confdir ]] || { _cl_say "no directory $confdir"; exit 2; }
+    confdir=$(cd "$confdir" && pwd)
+    local state=$dir/.starting
+    _cl_say "PostgreSQL"
+    ESC_PG_NO_WATCHDOG=1 esc_pg_start
+    printf 'export ESC_PG_DIR=%q ESC_PG_PORT=%q ESC_PG_USER=%q\n' \
+        "$ESC_PG_DIR" "$ESC_PG_PORT" "$ESC_PG_USER" >>"$state"
+    local conf_args=("$confdir" "$dir" --pg-port "$ESC_PG_PORT" --pg-user "$ESC_PG_USER")
+    [[ $proxy == 1 ]] && conf_args+=(--proxy)
+    python3 "$_cl_dir/regions_conf.py" "${conf_args[@]}" | sed 's/^/export /' >"$dir/regions.env"
+    cat "$dir/regions.env" >>"$state"
+    # shellcheck disable=SC1091
+    source "$dir/regions.env"
+    local r rv n nv pid link lv coord_pids="" node_pids="" proxy_pids=""
+    for link in $ESC_PROXIES; do
+        lv=ESC_PROXY_LISTEN_$link tv=ESC_PROXY_TARGET_$link mv=ESC_PROXY_MODE_$link
+        echo pass >"${!mv}"
+        pid=$(_cl_spawn "$dir/proxy-$link.log" python3 "$_cl_dir/faultproxy.py" \
+            --listen "${!lv}" --target "${!tv}" --mode-file "${!mv}")
+        proxy_pids="$proxy_pids $pid"
+        printf 'export ESC_PROXY_PID_%s=%q ESC_CLUSTER_PROXY_PIDS=%q\n' "$link" "$pid" \
+            "$proxy_pids" >>"$state"
+        _cl_wait_ready "$pid" "$dir/proxy-$link.log" "PROXY listening" "proxy $link"
+    done
+    for r in $ESC_REGIONS; do
+        rv=${r//[^A-Za-z0-9]/_}
+        local db_var=ESC_REGION_DB_$rv dsn_var=ESC_REGION_DSN_$rv cfg_var=ESC_REGION_CONFIG_$rv
+        "$ESC_PG_BINDIR/psql" -X -q -h 127.0.0.1 -p "$ESC_PG_PORT" -U "$ESC_PG_USER" \
+            -d postgres -v ON_ERROR_STOP=1 -c "CREATE DATABASE ${!db_var}" >/dev/null
+        "$ESC_BIN/escrowctl" --dsn "${!dsn_var}" migrate >"$dir/migrate-$r.log" 2>&1 || {
+            cat "$dir/migrate-$r.log" >&2
+            false
+        }
+        _cl_say "region $r: coordinator ($(basename "${!cfg_var}"))"
+        pid=$(_cl_spawn "$dir/$r-coordinator.log" "$ESC_BIN/escrow-coordinator" \
+            --config "${!cfg_var}" --log-level "$log_level")
+        coord_pids="$coord_pids $pid"
+        printf 'export ESC_REGION_COORD_PID_%s=%q ESC_CLUSTER_REGION_COORD_PIDS=%q\n' "$rv" \
+            "$pid" "$coord_pids" >>"$state"
+        _cl_wait_ready "$pid" "$dir/$r-coordinator.log" COORD-READY "coordinator of $r"
+    done
+    for r in $ESC_REGIONS; do
+        rv=${r//[^A-Za-z0-9]/_}
+        local nodes_var=ESC_REGION_NODES_$rv cfg_var=ESC_REGION_CONFIG_$rv
+        for n in ${!nodes_var}; do
+            nv=${n//[^A-Za-z0-9]/_}
+            pid=$(_cl_spawn "$dir/$n.log" "$ESC_BIN/escrow-segment" --config "${!cfg_var}" \
+                --node-id "$n" --log-level "$log_level")
+            node_pids="$node_pids $pid"
+            printf 'export ESC_NODE_PID_%s=%q ESC_CLUSTER_REGION_NODE_PIDS=%q\n' "$nv" "$pid" \
+                "$node_pids" >>"$state"
+            _cl_say "region $r: node $n (pid $pid)"
+        done
+    done
+    for r in $ESC_REGIONS; do
+        rv=${r//[^A-Za-z0-9]/_}
+        local nodes_var=ESC_REGION_NODES_$rv
+        for n in ${!nodes_var}; do
+            nv=${n//[^A-Za-z0-9]/_}
+            pid_var=ESC_NODE_PID_$nv
+            # shellcheck disable=SC1090
+            pid=$(source "$state" && echo "${!pid_var}")
+            _cl_wait_ready "$pid" "$dir/$n.log" SEG-READY "node $n"
+        done
+    done
+}
+
 _cl_start() {
     local dir=$1
     shift
     local nodes=2 lease_ms=2000 heartbeat_ms=200 rebalance_ms="" watch="" log_level=info
+    local regions="" proxy=0
     while (($#)); do
         case $1 in
+        --regions) regions=$2; shift 2 ;;
+        --proxy) proxy=1; shift ;;
         --nodes) nodes=$2; shift 2 ;;
         --lease-ms) lease_ms=$2; shift 2 ;;
         --heartbeat-ms) heartbeat_ms=$2; shift 2 ;;
@@ -189,6 +290,16 @@ _cl_start() {
 
     if [[ -n $watch ]]; then
         echo "ESC_CLUSTER_WATCH_PID=$(_cl_watch "$watch" "$dir")" >>"$state"
+    fi
+
+    if [[ -n $regions ]]; then
+        _cl_start_regions "$dir" "$regions" "$proxy" "$watch" "$log_level"
+        echo "export ESC_CLUSTER_DIR=$(printf %q "$dir")" >>"$state"
+        trap - ERR INT TERM
+        mv "$state" "$dir/env"
+        _cl_say "ready: source $dir/env; stop with: $0 stop $dir"
+        cat "$dir/env"
+        return 0
     fi
 
     _cl_say "PostgreSQL"
@@ -244,6 +355,24 @@ _cl_status() {
     # shellcheck disable=SC1090
     source "$dir/env"
     cat "$dir/env"
+    if [[ -n ${ESC_REGIONS:-} ]]; then
+        local r rv cfg
+        for pid in ${ESC_CLUSTER_REGION_COORD_PIDS:-} ${ESC_CLUSTER_REGION_NODE_PIDS:-} \
+            ${ESC_CLUSTER_PROXY_PIDS:-}; do
+            if kill -0 "$pid" 2>/dev/null; then
+                echo "pid $pid: running ($(tr '\0' ' ' <"/proc/$pid/cmdline" | cut -c1-100))"
+            else
+                echo "pid $pid: NOT running"
+            fi
+        done
+        cfg=()
+        for r in $ESC_REGIONS; do
+            rv=ESC_REGION_CONFIG_${r//[^A-Za-z0-9]/_}
+            cfg+=(--config "${!rv}")
+        done
+        "$ESC_BIN/escrowctl" regions "${cfg[@]}" || true
+        return 0
+    fi
     if kill -0 "$ESC_CLUSTER_COORD_PID" 2>/dev/null; then
         echo "coordinator pid $ESC_CLUSTER_COORD_PID: running"
     else

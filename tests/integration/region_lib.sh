@@ -1,0 +1,118 @@
+#!/usr/bin/env bash
+# region_lib.sh - what the region tests share: two regions from
+# examples/regions on one machine (tests/support/cluster.sh --regions), and
+# per-region helpers. Region names are as in the INI files (eu, us).
+#
+#   region_start [--proxy]        start both regions; sets REGION_DIR
+#   region_get WHAT R             $ESC_REGION_<WHAT>_<R> (CONFIG, DSN, COORD, PUBLISH, NODES,
+#                                 COORD_PID)
+#   region_psql R SQL             one statement in region R's database, unaligned output
+#   region_ctl R ARGS...          escrowctl --config <R's file> ARGS...
+#   region_load R ARGS...         escrow-load through R's coordinator (tenant t1)
+#   region_coord_restart R [ENV=VALUE...]   kill -9 R's coordinator and start a new one
+#                                 (with the environment given: failpoints); waits for
+#                                 COORD-READY unless REGION_NO_WAIT=1
+#   region_wait R SQL WANT SECONDS  wait until the statement in R's database prints WANT;
+#                                 returns 1 (printing the last value) on timeout
+#   region_link MODE              every link between the coordinators: pass|cut|blackhole
+#                                 (needs region_start --proxy)
+# shellcheck source=tests/support/lib.sh
+source "$(dirname "${BASH_SOURCE[0]}")/../support/lib.sh"
+
+REGION_DIR=""
+REGION_STARTS=0
+
+region_start() {
+    REGION_DIR=$(mktemp -d /tmp/escrow-regions-test.XXXXXX)
+    esc_cluster_start "$REGION_DIR" --regions "$ESC_SRC/examples/regions" "$@"
+    # after the cluster's own stop hook (hooks run in order): the logs stay
+    # until everything stopped
+    [[ ${ESC_KEEP:-0} == 1 ]] || esc_on_exit "rm -rf '$REGION_DIR'"
+}
+
+region_get() {
+    local v=ESC_REGION_$1_${2//[^A-Za-z0-9]/_}
+    echo "${!v}"
+}
+
+region_psql() {
+    "$ESC_PG_BINDIR/psql" "$(region_get DSN "$1")" -At -X -q -v ON_ERROR_STOP=1 -c "$2"
+}
+
+region_ctl() {
+    local r=$1
+    shift
+    "$ESC_BIN/escrowctl" --config "$(region_get CONFIG "$r")" "$@"
+}
+
+region_load() {
+    local r=$1
+    shift
+    "$ESC_BIN/escrow-load" --coordinator "$(region_get COORD "$r")" \
+        --routes "$(region_get PUBLISH "$r")" --dsn "$(region_get DSN "$r")" --tenant t1 "$@"
+}
+
+region_coord_restart() {
+    local r=$1 rv=${1//[^A-Za-z0-9]/_}
+    shift
+    local pid
+    pid=$(region_get COORD_PID "$r")
+    kill -KILL -- "-$pid" 2>/dev/null || kill -KILL "$pid" 2>/dev/null || true
+    while kill -0 "$pid" 2>/dev/null; do sleep 0.05; done
+    REGION_STARTS=$((REGION_STARTS + 1))
+    local log=$REGION_DIR/$r-coordinator.$REGION_STARTS.log
+    esc_spawn "$log" env "$@" "$ESC_BIN/escrow-coordinator" --config "$(region_get CONFIG "$r")"
+    printf -v "ESC_REGION_COORD_PID_$rv" '%s' "$ESC_SPAWN_PID"
+    REGION_COORD_LOG=$log
+    [[ ${REGION_NO_WAIT:-0} == 1 ]] && return 0
+    esc_wait_for 15 grep -q COORD-READY "$log" || {
+        tail -n 30 "$log" >&2
+        esc_fail "the coordinator of $r did not restart"
+    }
+}
+
+region_link() {
+    local link mv
+    for link in $ESC_PROXIES; do
+        mv=ESC_PROXY_MODE_$link
+        echo "$1" >"${!mv}"
+    done
+    sleep 0.3 # the proxies look at their mode file every 100 ms
+}
+
+region_wait() {
+    local r=$1 sql=$2 want=$3 deadline=$((SECONDS + $4)) got
+    while :; do
+        got=$(region_psql "$r" "$sql")
+        [[ $got == "$want" ]] && return 0
+        if ((SECONDS >= deadline)); then
+            echo "region_wait: $r: '$sql' gave '$got', not '$want', after $4 s" >&2
+            return 1
+        fi
+        sleep 0.1
+    done
+}
+
+# region_load_bg R OUT ARGS...: region_load in the background, output to OUT;
+# region_load_wait: waits for every one started, prints their output, fails
+# if any reported a violation or an error.
+REGION_LOAD_PIDS=()
+REGION_LOAD_OUTS=()
+region_load_bg() {
+    local r=$1 out=$2
+    shift 2
+    region_load "$r" "$@" >"$out" 2>&1 &
+    REGION_LOAD_PIDS+=($!)
+    REGION_LOAD_OUTS+=("$out")
+}
+
+region_load_wait() {
+    local p rc=0
+    for p in "${REGION_LOAD_PIDS[@]}"; do
+        wait "$p" || rc=$?
+    done
+    cat "${REGION_LOAD_OUTS[@]}"
+    REGION_LOAD_PIDS=()
+    REGION_LOAD_OUTS=()
+    ((rc == 0)) || esc_fail "a load generator reported a violation or an error (exit $rc)"
+}
