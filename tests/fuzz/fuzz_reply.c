@@ -2,7 +2,7 @@
  * fuzz_reply.c - libFuzzer target: any bytes into the decoders a client and a
  * node trust least: wire_decode_reply (with its route and heartbeat-reply
  * parts) and wire_decode_route_pub (what arrives on the routes socket). A
- * reply that decodes must re-encode and decode to the same figures.
+ * reply (quota items included) that decodes must re-encode and decode to the same figures.
  */
 #include <stdint.h>
 #include <stdlib.h>
@@ -15,6 +15,7 @@ static unsigned char out[2 * ESC_FRAME_BYTES_MAX];
 static wire_seg_stats segs[ESC_STATS_SEGMENTS_MAX];
 static wire_route route, route2;
 static wire_hb_reply hb, hb2;
+static wire_quota_item quota[ESC_QUOTA_ITEMS_MAX], quota2[ESC_QUOTA_ITEMS_MAX];
 
 static void same(int cond)
 {
@@ -33,6 +34,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     rep.segs_cap = ESC_STATS_SEGMENTS_MAX;
     rep.route = &route;
     rep.hb = &hb;
+    rep.quota = quota;
+    rep.quota_cap = ESC_QUOTA_ITEMS_MAX;
     size_t n = 0;
     if (wire_decode_reply(data, size, &rep) == 0) {
         wire_reply enc = rep;
@@ -45,7 +48,11 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
             memset(&again, 0, sizeof again);
             again.route = &route2;
             again.hb = &hb2;
+            again.quota = quota2;
+            again.quota_cap = ESC_QUOTA_ITEMS_MAX;
             same(wire_decode_reply(out, n, &again) == 0);
+            same(again.nquota == rep.nquota && strcmp(again.region, rep.region) == 0);
+            same(rep.nquota == 0 || quota2[0].unused == quota[0].unused);
             same(again.status == rep.status && again.corr_id == rep.corr_id &&
                  again.has_route == rep.has_route && again.has_hb == rep.has_hb);
             same(!rep.has_route ||

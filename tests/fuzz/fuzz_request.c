@@ -1,8 +1,8 @@
 /*
  * fuzz_request.c - libFuzzer target: any bytes into wire_decode_request, the
  * decoder and validator of every request a server accepts (reserve, confirm,
- * release, extend, get, stats, route, the node's heartbeat and escrowctl's
- * admin operations). A frame that decodes must re-encode into a frame that
+ * release, extend, get, stats, route, the node's heartbeat, escrowctl's
+ * admin operations and the coordinators' quota messages). A frame that decodes must re-encode into a frame that
  * decodes to the same request: validation and encoding agree.
  */
 #include <stdint.h>
@@ -50,6 +50,22 @@ static void check_roundtrip(const wire_request *q)
         same(again.admin_op == q->admin_op && again.qty == q->qty &&
              again.nsegments == q->nsegments && strcmp(again.item_id, q->item_id) == 0 &&
              strcmp(again.node_id, q->node_id) == 0);
+        return;
+    }
+    if (q->op == WIRE_OP_QUOTA) {
+        wire_quota *qq = malloc(sizeof *qq);
+        same(qq != NULL);
+        memcpy(qq, q->quota, sizeof *qq); /* the decoder's storage is reused below */
+        rc = wire_encode_quota(q->corr_id, q->tenant_id, qq, q->item_id, q->qty, out, sizeof out,
+                               &n);
+        same(rc == 0);
+        same(wire_decode_request(out, n, &again, why) == 0);
+        same(again.op == WIRE_OP_QUOTA && again.quota->kind == qq->kind &&
+             again.quota->nitems == qq->nitems && again.quota->transfer_id == qq->transfer_id &&
+             again.qty == q->qty && strcmp(again.quota->from_region, qq->from_region) == 0 &&
+             strcmp(again.quota->to_region, qq->to_region) == 0 &&
+             (qq->nitems == 0 || again.quota->items[0].unused == qq->items[0].unused));
+        free(qq);
         return;
     }
     rc = wire_encode_request(q, out, sizeof out, &n);

@@ -106,6 +106,28 @@ int main(int argc, char **argv)
           "admin drain");
     put(req_dir, "admin-drain", n);
 
+    static wire_quota quota;
+    quota.kind = WIRE_QUOTA_STATUS;
+    strcpy(quota.from_region, "eu");
+    quota.nitems = 1;
+    strcpy(quota.items[0].tenant_id, "shop-1");
+    strcpy(quota.items[0].item_id, "tee");
+    quota.items[0] = (wire_quota_item){.quota = 500, .unused = 120, .demand_milli = 80000,
+                                       .floor = 10, .in_flight = 5, .known = true};
+    strcpy(quota.items[0].tenant_id, "shop-1");
+    strcpy(quota.items[0].item_id, "tee");
+    check(wire_encode_quota(10, NULL, &quota, NULL, 0, buf, sizeof buf, &n), "quota status");
+    put(req_dir, "quota-status", n);
+    quota.kind = WIRE_QUOTA_OFFER;
+    quota.nitems = 0;
+    strcpy(quota.to_region, "us");
+    quota.transfer_id = 12;
+    check(wire_encode_quota(11, "shop-1", &quota, "tee", 40, buf, sizeof buf, &n), "quota offer");
+    put(req_dir, "quota-offer", n);
+    quota.kind = WIRE_QUOTA_MOVE;
+    check(wire_encode_quota(12, "shop-1", &quota, "tee", 40, buf, sizeof buf, &n), "quota move");
+    put(req_dir, "quota-move", n);
+
     static wire_route route;
     strcpy(route.tenant_id, "shop-1");
     strcpy(route.item_id, "tee");
@@ -157,5 +179,11 @@ int main(int argc, char **argv)
     rep.hb = &hbr;
     check(wire_encode_reply(&rep, buf, sizeof buf, &n), "reply heartbeat");
     put(rep_dir, "reply-heartbeat", n);
+    memset(&rep, 0, sizeof rep);
+    strcpy(rep.region, "us");
+    rep.quota = quota.items;
+    rep.nquota = 1;
+    check(wire_encode_reply(&rep, buf, sizeof buf, &n), "reply quota");
+    put(rep_dir, "reply-quota", n);
     return 0;
 }

@@ -1,0 +1,271 @@
+#!/usr/bin/env bash
+# tenants.sh - tenant isolation and credentials (issue 5, point 4): the
+# TENANT MATRIX. A coordinator and a managed node run with --auth on (and a
+# cluster key); two tenants, shop-a and shop-b, have the SAME item id and
+# hold with the SAME idempotency key. Then, in both directions (a attacking
+# b, b attacking a), every operation -- reserve, confirm, release, extend,
+# get, stats (node), route (coordinator), operator release (node), every
+# admin operation and quota move (coordinator), heartbeat (coordinator) --
+# is sent as every kind of wrong sender:
+#   foreign   the attacker's valid key and tenant, the victim's hold / segment id
+#   forged    the attacker's valid key with the victim's tenant_id
+#   missing   no credential
+#   invalid   a malformed credential, a well-formed unknown key, the victim's
+#             key id with a guessed secret
+#   revoked   a revoked key of the victim's tenant
+#   tenant    (admin, quota move, operator release, heartbeat) the victim's own valid key
+# and must be refused (AUTH; NOT_FOUND for a foreign hold, with exactly the
+# answer an unknown hold gets). Every row of both tenants in items,
+# segments, holds and outbox is snapshot before and after: nothing may
+# change. Prints
+#   TENANT-MATRIX cases=N refused=N changed_rows=0
+# Then the positive controls (the right keys work, escrowctl with and
+# without its admin key, a key works again... never; a revocation takes
+# effect within the reload period) and rate limits on a second node.
+# Quota move between regions is covered by its refusal at the coordinator's
+# door (the check runs before any region logic); no second region is started.
+set -euo pipefail
+# shellcheck source=tests/integration/shard_lib.sh
+source "$(dirname "$0")/shard_lib.sh"
+
+itest_begin tenants
+K=$ITEST_DIR/keys
+mkdir -p "$K"
+
+esc_step "credentials: tenants, keys, an admin key, a cluster key"
+esc_ctl tenant create shop-a --name "Shop A" >"$ITEST_DIR/t.out"
+grep -q 'tenant shop-a created' "$ITEST_DIR/t.out" || esc_fail "tenant create: $(cat "$ITEST_DIR/t.out")"
+esc_ctl tenant create shop-a | grep -q 'already exists' || esc_fail "tenant create is not idempotent"
+esc_ctl tenant create shop-b >/dev/null
+esc_ctl tenant create '*' >/dev/null 2>&1 && esc_fail "tenant '*' was accepted"
+esc_ctl key create nosuch >/dev/null 2>&1 && esc_fail "a key for an unknown tenant was created"
+esc_ctl key create shop-a >"$K/a" 2>/dev/null
+esc_ctl key create shop-b >"$K/b" 2>/dev/null
+esc_ctl key create shop-a >"$K/a-revoked" 2>/dev/null
+esc_ctl key create shop-b >"$K/b-revoked" 2>/dev/null
+esc_ctl admin-key create >"$K/admin" 2>/dev/null
+esc_ctl cluster-key create >"$K/cluster"
+for f in a b a-revoked b-revoked admin cluster; do
+    grep -qE '^esk_[0-9a-f]{16}_[A-Za-z0-9_-]{43}$' "$K/$f" || esc_fail "key $f: '$(cat "$K/$f")'"
+done
+key_id() { cut -c5-20 "$K/$1"; }
+itest_eq "$(itest_q "SELECT count(*) FROM credentials")" 5 "stored keys (the cluster key is not)"
+itest_eq "$(itest_q "SELECT count(*) FROM credentials WHERE secret_hash::text LIKE '%$(cut -c22- "$K/a")%'")" \
+    0 "the secret is not stored"
+esc_ctl key list shop-a | grep -c "shop-a" | grep -qx 2 || esc_fail "key list shop-a"
+esc_ctl key revoke "$(key_id a-revoked)" >/dev/null
+esc_ctl key revoke "$(key_id b-revoked)" >/dev/null
+esc_ctl key revoke "$(key_id b-revoked)" | grep -q 'already revoked' || esc_fail "second revoke"
+esc_ctl key revoke 0123456789abcdef >/dev/null 2>&1 && esc_fail "revoke of an unknown key succeeded"
+KA=$(cat "$K/a")
+KB=$(cat "$K/b")
+KADMIN=$(cat "$K/admin")
+
+esc_step "coordinator and node with --auth on"
+shard_coord_start --auth on --cluster-key "$K/cluster"
+shard_node_start n1 --auth on --cluster-key "$K/cluster"
+NODE=$SHARD_NODE_EP
+COORD=$SHARD_COORD_URL
+export ESCROW_COORDINATOR=$COORD
+# escrowctl without its admin key: the coordinator refuses the reload (the
+# item is created in the database all the same: a warning, exit 0)
+esc_ctl item create shop-a tee --total 100 --segments 1 >"$ITEST_DIR/c.out" 2>&1
+grep -qi 'auth\|credential' "$ITEST_DIR/c.out" || esc_fail "no refusal in: $(cat "$ITEST_DIR/c.out")"
+ESCROW_ADMIN_KEY=$KADMIN esc_ctl item create shop-b tee --total 100 --segments 1 >/dev/null
+ESCROW_ADMIN_KEY=$KADMIN esc_ctl item create shop-a other --total 5 --segments 1 >/dev/null
+
+# probe helpers: frame OP TENANT CREDENTIAL [ARGS...] to the node / coordinator
+fnode() {
+    local op=$1 tenant=$2 cred=$3
+    shift 3
+    itest_probe frame --endpoint "$NODE" --op "$op" --tenant "$tenant" --credential "$cred" \
+        --deadline-ms 3000 "$@"
+}
+fcoord() {
+    local op=$1 tenant=$2 cred=$3
+    shift 3
+    itest_probe frame --endpoint "$COORD" --op "$op" --tenant "$tenant" --credential "$cred" \
+        --deadline-ms 3000 "$@"
+}
+_served() {
+    local a b
+    a=$(fnode stats shop-a "$KA" --item tee)
+    b=$(fnode stats shop-b "$KB" --item tee)
+    [[ $a == OK* && $(itest_field nsegs "$a") == 1 && $b == OK* && $(itest_field nsegs "$b") == 1 ]]
+}
+esc_wait_for 20 _served || esc_fail "the node does not serve both items: $(fnode stats shop-a "$KA")"
+
+esc_step "setup: the same item id and the same idempotency key in both tenants (libescrow)"
+hold_of() { itest_field hold "$1"; }
+ra=$(itest_probe reserve --endpoint "$NODE" --tenant shop-a --credential "$KA" --item tee --key k1 --buyer u1)
+rb=$(itest_probe reserve --endpoint "$NODE" --tenant shop-b --credential "$KB" --item tee --key k1 --buyer u1)
+[[ $ra == OK* && $rb == OK* ]] || esc_fail "setup reserves: '$ra' '$rb'"
+HA=$(hold_of "$ra")
+HB=$(hold_of "$rb")
+[[ $HA != "$HB" ]] || esc_fail "two tenants got one hold"
+SA=$(itest_q "SELECT segment_id FROM segments WHERE tenant_id = 'shop-a' AND item_id = 'tee'")
+SB=$(itest_q "SELECT segment_id FROM segments WHERE tenant_id = 'shop-b' AND item_id = 'tee'")
+# an id that names no hold, in the attacker's own segment: what "unknown" answers
+unknown_in() { echo $(($1 * 1099511627776 + 999999)); }
+nores=$(itest_probe reserve --endpoint "$NODE" --tenant shop-a --item tee --key k9 --buyer u9)
+[[ $nores == AUTH* ]] || esc_fail "libescrow without a key: '$nores'"
+
+snapshot() {
+    esc_psql "
+      SELECT 'item', tenant_id, item_id, total, unallocated, state FROM items
+       WHERE tenant_id IN ('shop-a', 'shop-b') ORDER BY 2, 3;
+      SELECT 'seg', segment_id, tenant_id, item_id, node_id, epoch, available, held, sold, state
+        FROM segments WHERE tenant_id IN ('shop-a', 'shop-b') ORDER BY 2;
+      SELECT 'hold', h.* FROM holds h WHERE tenant_id IN ('shop-a', 'shop-b') ORDER BY hold_id;
+      SELECT 'event', o.event_id, o.tenant_id, o.item_id, o.hold_id, o.kind, o.qty FROM outbox o
+       WHERE tenant_id IN ('shop-a', 'shop-b') ORDER BY event_id;
+      SELECT 'node', node_id, state FROM nodes ORDER BY 2"
+}
+snapshot >"$ITEST_DIR/before.txt"
+
+esc_step "the matrix"
+cases=0
+refused=0
+bad=()
+# case NAME WANT_STATUS LINE [WANT_MSG_LINE]: refused when LINE's status is
+# WANT_STATUS (and, given, its status and msg equal WANT_MSG_LINE's)
+check() {
+    local name=$1 want=$2 line=$3 same=${4:-}
+    cases=$((cases + 1))
+    local st=${line%% *}
+    if [[ $st == "$want" && (-z $same || "$st $(itest_field msg "$line")" == "${same%% *} $(itest_field msg "$same")") ]]; then
+        refused=$((refused + 1))
+    else
+        bad+=("$name: got '$line'${same:+, unknown hold answers '$same'}")
+    fi
+}
+
+ADMIN_OPS=(admin-restock admin-reduce admin-pause admin-resume admin-retire admin-split
+    admin-collapse admin-rebalance admin-drain admin-undrain admin-reload)
+# Every operation as sender $1 (credential text $2) naming tenant $3, hold
+# $4, segment $5; each must be answered $6.
+all_ops() {
+    local who=$1 cred=$2 tenant=$3 hold=$4 seg=$5 want=$6 op
+    check "$who reserve" "$want" "$(fnode reserve "$tenant" "$cred" --item tee --key k1)"
+    for op in confirm release extend get; do
+        check "$who $op" "$want" "$(fnode $op "$tenant" "$cred" --hold "$hold")"
+    done
+    check "$who stats" "$want" "$(fnode stats "$tenant" "$cred" --item tee)"
+    check "$who stats-all" "$want" "$(fnode stats "$tenant" "$cred")"
+    check "$who route" "$want" "$(fcoord route "$tenant" "$cred" --item tee)"
+    check "$who op-release" "$want" "$(fnode op-release "$tenant" "$cred" --hold "$hold")"
+    for op in "${ADMIN_OPS[@]}"; do
+        check "$who $op" "$want" "$(fcoord "$op" "$tenant" "$cred" --item tee --qty 5 --node n1)"
+    done
+    check "$who quota-move" "$want" "$(fcoord quota-move "$tenant" "$cred" --item tee --qty 5 --node far)"
+    check "$who quota-status" "$want" "$(fcoord quota-status "" "$cred" --node far)"
+    check "$who heartbeat" "$want" "$(fcoord heartbeat "" "$cred" --node intruder)"
+}
+
+for dir in ab ba; do
+    if [[ $dir == ab ]]; then
+        me=shop-a mykey=$KA myseg=$SA victim=shop-b vkey=$K/b vrev=$(cat "$K/b-revoked") vhold=$HB vseg=$SB
+    else
+        me=shop-b mykey=$KB myseg=$SB victim=shop-a vkey=$K/a vrev=$(cat "$K/a-revoked") vhold=$HA vseg=$SA
+    fi
+    unknown=$(unknown_in "$myseg")
+    # foreign: the attacker's own valid key and tenant, the victim's ids
+    for op in confirm release extend get; do
+        same=$(fnode $op "$me" "$mykey" --hold "$unknown")
+        check "$dir foreign $op" NOT_FOUND "$(fnode $op "$me" "$mykey" --hold "$vhold")" "$same"
+    done
+    # the victim's segment answers exactly as a segment that does not exist
+    r=$(fcoord route "$me" "$mykey" --item "" --segment "$vseg")
+    check "$dir foreign route-by-segment" UNKNOWN_ITEM "$r"
+    itest_eq "$(itest_field msg "$r")" "no_segment_${vseg}_for_tenant_$me" "route of a foreign segment"
+    itest_eq "$(itest_field msg "$(fcoord route "$me" "$mykey" --item "" --segment 999999)")" \
+        "no_segment_999999_for_tenant_$me" "route of an unknown segment"
+    check "$dir foreign op-release" AUTH "$(fnode op-release "$me" "$mykey" --hold "$vhold")"
+    # forged: the attacker's key, the victim's tenant
+    all_ops "$dir forged" "$mykey" "$victim" "$vhold" "$vseg" AUTH
+    all_ops "$dir missing" "" "$victim" "$vhold" "$vseg" AUTH
+    all_ops "$dir invalid-garbage" "hunter2" "$victim" "$vhold" "$vseg" AUTH
+    all_ops "$dir invalid-unknown" "esk_0123456789abcdef_$(printf 'A%.0s' {1..43})" "$victim" "$vhold" "$vseg" AUTH
+    all_ops "$dir invalid-secret" "esk_$(cut -c5-20 "$vkey")_$(printf 'B%.0s' {1..43})" "$victim" "$vhold" "$vseg" AUTH
+    all_ops "$dir revoked" "$vrev" "$victim" "$vhold" "$vseg" AUTH
+    # the victim's own valid key may not do what needs an admin or the cluster key
+    vk=$(cat "$vkey")
+    check "$dir tenant-key op-release" AUTH "$(fnode op-release "$victim" "$vk" --hold "$vhold")"
+    for op in "${ADMIN_OPS[@]}"; do
+        check "$dir tenant-key $op" AUTH "$(fcoord "$op" "$victim" "$vk" --item tee --qty 5 --node n1)"
+    done
+    check "$dir tenant-key quota-move" AUTH "$(fcoord quota-move "$victim" "$vk" --item tee --qty 5 --node far)"
+    check "$dir tenant-key heartbeat" AUTH "$(fcoord heartbeat "" "$vk" --node intruder)"
+done
+check "admin-key heartbeat" AUTH "$(fcoord heartbeat "" "$KADMIN" --node intruder)"
+check "admin-key quota-status" AUTH "$(fcoord quota-status "" "$KADMIN" --node far)"
+
+snapshot >"$ITEST_DIR/after.txt"
+changed=$(diff "$ITEST_DIR/before.txt" "$ITEST_DIR/after.txt" | grep -c '^[<>]' || true)
+echo "TENANT-MATRIX cases=$cases refused=$refused changed_rows=$changed"
+if ((${#bad[@]} > 0)); then
+    printf '  not refused: %s\n' "${bad[@]}" >&2
+fi
+if ((changed > 0)); then
+    diff "$ITEST_DIR/before.txt" "$ITEST_DIR/after.txt" >&2 || true
+fi
+itest_eq "$refused" "$cases" "refused cases"
+itest_eq "$changed" 0 "rows changed by refused requests"
+
+esc_step "same item id and key: each tenant sees only its own"
+again=$(itest_probe reserve --endpoint "$NODE" --tenant shop-a --credential "$KA" --item tee --key k1 --buyer u1)
+itest_eq "$(hold_of "$again")" "$HA" "a retry of shop-a's key k1 answers shop-a's hold"
+st=$(fnode stats shop-a "$KA")
+itest_eq "$(itest_field nsegs "$st")" 2 "shop-a's stats list its 2 segments only"
+
+esc_step "positive controls: the right keys work"
+r=$(fnode get shop-a "$KA" --hold "$HA")
+[[ $r == OK* ]] || esc_fail "shop-a get own hold: $r"
+r=$(fcoord route shop-b "$KB" --item tee)
+[[ $r == OK* && $(itest_field route "$r") == 1 ]] || esc_fail "shop-b route: $r"
+r=$(fnode get shop-b "$KADMIN" --hold "$HB")
+[[ $r == OK* ]] || esc_fail "admin key on a tenant request: $r"
+rc=0
+esc_ctl item pause shop-b tee >/dev/null 2>"$ITEST_DIR/p.err" || rc=$?
+itest_eq "$rc" 1 "escrowctl item pause without its admin key"
+grep -q 'AUTH\|credential\|admin key' "$ITEST_DIR/p.err" || esc_fail "pause refusal: $(cat "$ITEST_DIR/p.err")"
+esc_ctl --credential "$K/admin" item pause shop-b tee >/dev/null
+esc_ctl --credential "$K/admin" item resume shop-b tee >/dev/null
+ESCROW_ADMIN_KEY=$KADMIN esc_ctl release "$HB" >/dev/null
+itest_eq "$(itest_q "SELECT state FROM holds WHERE hold_id = $HB")" cancelled "operator release with the admin key"
+
+esc_step "revocation takes effect within the reload period"
+r=$(fnode get shop-a "$KA" --hold "$HA")
+[[ $r == OK* ]] || esc_fail "before revoke: $r"
+esc_ctl key revoke "$(key_id a)" >/dev/null
+t0=$(date +%s%N)
+_revoked() { [[ $(fnode get shop-a "$KA" --hold "$HA") == AUTH* ]]; }
+esc_wait_for 5 _revoked || esc_fail "a revoked key still works after 5 s"
+ms=$((($(date +%s%N) - t0) / 1000000))
+echo "revoked key refused after ${ms} ms"
+((ms < 2500)) || esc_fail "revocation took ${ms} ms (reload every 1000 ms)"
+esc_ctl key create shop-a >"$K/a2" 2>/dev/null
+_fresh() { [[ $(fnode get shop-a "$(cat "$K/a2")" --hold "$HA") == OK* ]]; }
+esc_wait_for 5 _fresh || esc_fail "a new key does not work within 5 s"
+
+esc_step "rate limits: a second node, 20 requests/s per tenant, 5 reserves/s per buyer"
+port=$(itest_port)
+itest_node n2 "$port" --dsn "$ESCROW_DSN" --auth on --cluster-key "$K/cluster" \
+    --rate-tenant 20:20 --rate-buyer 5:5 --coordinator "$COORD"
+N2=tcp://127.0.0.1:$port
+r=$(itest_probe frame --endpoint "$N2" --op stats --tenant shop-b --credential "$KB" --n 60)
+echo "tenant bucket 20/s, burst 20, 60 requests at once: $r"
+busy=$(itest_field busy "$r")
+# past the bucket: answered OK, or UNKNOWN_TENANT when n2 serves none of shop-b's segments
+((busy >= 30 && $(itest_field ok "$r") + $(itest_field other "$r") >= 20)) ||
+    esc_fail "tenant rate limit: $r"
+[[ $(itest_field busy_msg "$r") == rate_limited* ]] || esc_fail "the BUSY answer: $r"
+r=$(itest_probe frame --endpoint "$N2" --op stats --tenant shop-a --credential "$(cat "$K/a2")")
+[[ $r != BUSY* ]] || esc_fail "shop-b's flood limited shop-a: $r"
+sleep 1.1 # shop-b's bucket refills; the buyer bucket is what limits now
+r=$(itest_probe frame --endpoint "$N2" --op reserve --tenant shop-b --credential "$KB" --item tee --key flood --n 15)
+echo "buyer bucket 5/s, burst 5, 15 reserves of one buyer at once: $r"
+(($(itest_field busy "$r") >= 8)) || esc_fail "buyer rate limit: $r"
+
+itest_invariants
+itest_pass
