@@ -96,6 +96,9 @@ typedef struct conn {
     int64_t last_reconnect_us;
 } conn;
 
+/* Stray segments one reserve remembers (it tries at most a few segments). */
+#define CLI_STRAYS_MAX 8
+
 typedef struct call call;
 struct call {
     uint64_t corr_id;
@@ -116,6 +119,12 @@ struct call {
     uint64_t target_seg; /* the segment the frame is for */
     uint64_t hash;       /* reserve: cli_route_hash(tenant, item, buyer) */
     uint32_t empties;    /* reserve: SEGMENT_EMPTY answers so far */
+    /* reserve: segments an earlier frame of this call went to in more copies
+     * than were answered (settle_strays) */
+    uint64_t strays[CLI_STRAYS_MAX];
+    uint8_t nstrays;
+    bool probing; /* the frame out is such a question; verdict is the "no" */
+    int verdict;
     call *fetch;         /* borrowed: the route fetch it waits for */
     call *wprev, *wnext; /* in fetch->waiters */
     call *waiters;       /* CALL_FETCH: calls waiting for it (borrowed) */
@@ -444,10 +453,70 @@ static void call_free(esc_async *a, call *c)
     free(c);
 }
 
+static void send_to(esc_async *a, call *c, const cli_rseg *s, int64_t now);
+
+/* A reserve left a segment after more copies of its frame went there than
+ * answers came back (a slow link: resends): a copy may still reach the node
+ * and reserve after the call answered "no" (found by chaos/, seed 350359).
+ * Before a "no" is given, the call asks each such segment again, same key,
+ * on the connection the copies took; the node handles it after them, so a
+ * hold they made comes back as the answer, and a "nothing" is definite.
+ * Without time left to ask, the outcome is unknown (ESC_ETIMEDOUT: retry
+ * with the same key). */
+enum { STRAYS_SETTLED, STRAYS_ASKED, STRAYS_UNKNOWN };
+static int settle_strays(esc_async *a, call *c, int verdict)
+{
+    int64_t now = esc_mono_us();
+    c->probing = false;
+    while (c->nstrays > 0) {
+        if (now >= c->deadline_us || a->closing) {
+            return STRAYS_UNKNOWN;
+        }
+        const cli_rseg *s = cli_route_find_seg(a->routes, c->strays[--c->nstrays]);
+        if (s == NULL || s->node == CLI_NODE_NONE) {
+            continue; /* no owner now: a late copy is refused by the epoch fence */
+        }
+        c->probing = true;
+        c->verdict = verdict;
+        a->stats.stray_probes++;
+        send_to(a, c, s, now);
+        arm_timer(a);
+        return STRAYS_ASKED;
+    }
+    return STRAYS_SETTLED;
+}
+
+/* Remembers that c's current frame went out in copies not all answered. */
+static void note_stray(call *c)
+{
+    if (c->op != WIRE_OP_RESERVE || c->sends < 2 || c->target_seg == 0) {
+        return;
+    }
+    for (uint8_t i = 0; i < c->nstrays; i++) {
+        if (c->strays[i] == c->target_seg) {
+            return;
+        }
+    }
+    if (c->nstrays < CLI_STRAYS_MAX) {
+        c->strays[c->nstrays++] = c->target_seg;
+    }
+}
+
 /* Takes c out of the tables, frees it and runs its callback (last: the
- * callback may submit new calls or close the client). */
+ * callback may submit new calls or close the client). A reserve's "no" waits
+ * until its stray copies are settled (settle_strays). */
 static void finish(esc_async *a, call *c, int status, const esc_hold *hold)
 {
+    if (c->kind == CALL_USER && c->nstrays > 0 && status < 0 && status != ESC_ETIMEDOUT &&
+        hold == NULL) {
+        int st = settle_strays(a, c, status);
+        if (st == STRAYS_ASKED) {
+            return; /* asked again: that answer decides */
+        }
+        if (st == STRAYS_UNKNOWN) {
+            status = ESC_ETIMEDOUT; /* a copy may yet reserve: unknown, retry the same key */
+        }
+    }
     esc_hold_cb cb = c->cb;
     void *arg = c->arg;
     call_free(a, c);
@@ -1088,6 +1157,17 @@ static bool reroute(esc_async *a, call *c, int status)
         return false;
     }
     int64_t now = esc_mono_us();
+    if (c->probing &&
+        (status == ESC_ESEGMENT_EMPTY || status == ESC_ENOT_OWNER || status == ESC_EFENCED)) {
+        /* the question after stray copies: nothing was made, the "no" stands */
+        note_stray(c);
+        c->probing = false;
+        untarget(c);
+        c->phase = PH_PARKED;
+        finish(a, c, c->verdict, NULL);
+        return true;
+    }
+    note_stray(c);
     if (status == ESC_ENOT_OWNER || status == ESC_EFENCED) {
         cli_route *r = call_route(a, c);
         if (r != NULL) {

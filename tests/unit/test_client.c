@@ -56,6 +56,8 @@ typedef struct fake {
     _Atomic int nempty;
     uint64_t ok_hints[SEEN_MAX];
     _Atomic int nok;
+    uint64_t late_seg; /* rt-late: the segment where a dropped copy "reserved" */
+    char late_key[ESC_KEY_LEN_MAX + 1];
     wire_route route;
 } fake;
 
@@ -113,7 +115,7 @@ static int fake_route(fake *f, const wire_request *req, wire_reply *rep)
 }
 
 /* A node's answers to routed reserves ("rt-*"); -1 when not one of those. */
-static int fake_routed_reserve(fake *f, const wire_request *req, wire_reply *rep)
+static int fake_routed_reserve(fake *f, const wire_request *req, wire_reply *rep, bool first)
 {
     if (strncmp(req->item_id, "rt-", 3) != 0) {
         return -1;
@@ -122,6 +124,31 @@ static int fake_routed_reserve(fake *f, const wire_request *req, wire_reply *rep
         if (f->nempty < SEEN_MAX) {
             f->empty_hints[f->nempty] = req->segment_id;
             f->nempty++;
+        }
+        rep->status = ESC_ESEGMENT_EMPTY;
+        return 1;
+    }
+    /* rt-stray: the first copy of every frame is lost on a slow link, the
+     * second is answered SEGMENT_EMPTY. rt-late: the same on the first
+     * segment tried, but the lost copy arrives later and reserves there (a
+     * later frame with that key for that segment gets the hold); elsewhere
+     * SEGMENT_EMPTY at once. */
+    bool stray = strcmp(req->item_id, "rt-stray") == 0;
+    bool late = strcmp(req->item_id, "rt-late") == 0;
+    if (late && f->late_seg != 0 && strcmp(req->key, f->late_key) == 0) {
+        if (req->segment_id == f->late_seg) {
+            return -1; /* the hold */
+        }
+        rep->status = ESC_ESEGMENT_EMPTY;
+        return 1;
+    }
+    if (stray || late) {
+        if (first) {
+            return 0;
+        }
+        if (late) {
+            f->late_seg = req->segment_id;
+            snprintf(f->late_key, sizeof f->late_key, "%s", req->key);
         }
         rep->status = ESC_ESEGMENT_EMPTY;
         return 1;
@@ -155,7 +182,7 @@ static int fake_answer(fake *f, const wire_request *req, wire_reply *rep)
         return 1;
     }
     f->reserves++;
-    int routed = fake_routed_reserve(f, req, rep);
+    int routed = fake_routed_reserve(f, req, rep, first);
     if (routed >= 0) {
         return routed;
     }
@@ -933,6 +960,39 @@ static int reserve_routed(uv_loop_t *loop, esc_async *a, const char *item, const
     return r->status;
 }
 
+/* A reserve's "no" is never given while a copy of one of its frames may
+ * still reserve (chaos seed 350359): the library asks that segment again
+ * with the same key first. */
+static void test_routing_stray_copies(void **state)
+{
+    (void)state;
+    static fake f;
+    fake_start(&f);
+    uv_loop_t loop;
+    assert_int_equal(uv_loop_init(&loop), 0);
+    esc_options o = {.coordinator = f.url, .tenant_id = "t1", .deadline_ms = 1500, .resend_ms = 30};
+    esc_async *a = NULL;
+    assert_int_equal(esc_async_new(&loop, &o, &a), 0);
+    result r;
+    /* the late copy reserved on the first segment: the hold is the answer,
+     * not TRY_LATER */
+    assert_int_equal(reserve_routed(&loop, a, "rt-late", "b1", "late-1", &r), 0);
+    assert_int_equal(r.hold.state, ESC_HOLD_HELD);
+    esc_stats st;
+    esc_async_stats(a, &st);
+    assert_int_equal(st.stray_probes, 1);
+    /* every copy's fate stays unknown: the outcome is unknown, not "no" */
+    assert_int_equal(reserve_routed(&loop, a, "rt-stray", "b2", "stray-1", &r), ESC_ETIMEDOUT);
+    esc_async_stats(a, &st);
+    assert_true(st.stray_probes > 1);
+    /* one copy, one answer: a plain "no" as before */
+    assert_int_equal(reserve_routed(&loop, a, "rt-empty", "b3", "empty-1", &r), ESC_ETRY_LATER);
+    close_async(&loop, a);
+    run_for_ms(&loop, 10);
+    assert_int_equal(uv_loop_close(&loop), 0);
+    fake_finish(&f);
+}
+
 static void test_routing_against_fake(void **state)
 {
     (void)state;
@@ -1061,6 +1121,7 @@ int main(void)
         cmocka_unit_test(test_route_verdict),
         cmocka_unit_test(test_route_bounds),
         cmocka_unit_test(test_routing_against_fake),
+        cmocka_unit_test(test_routing_stray_copies),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
