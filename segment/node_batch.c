@@ -10,6 +10,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "clock.h"
 #include "escrow_errors.h"
@@ -25,6 +26,27 @@ struct node_touched {
     seg_segment *s;
     int64_t da, dh, ds;
 };
+
+/* The chaos suite's failpoints (node.h): exits at WHERE when configured. */
+static void failpoint_exit(node *n, const node_batch *b, int where)
+{
+    if (n->cfg.failpoint_exit != where || (uint32_t)(rand() % 100) >= n->cfg.failpoint_exit_pct) {
+        return;
+    }
+    if (where == NODE_FP_AFTER_GIVE) {
+        bool gives = false;
+        for (size_t i = 0; i < b->n && !gives; i++) {
+            gives = b->ops[i].kind == SEG_OP_GIVE;
+        }
+        if (!gives) {
+            return;
+        }
+    }
+    static const char *names[] = {"", "before-commit", "after-commit", "after-give"};
+    ESC_LOG(ESC_LOG_WARN, "SEG-FAILPOINT", "ESC_FAILPOINT_NODE_EXIT=%s batch=%" PRIu64 ": exiting",
+            names[where], b->batch_id);
+    _exit(99);
+}
 
 static void on_commit(pgx_conn *c, PGresult *res, const pgx_err *err, void *arg);
 static void lookup_next(node *n);
@@ -232,6 +254,7 @@ static void send_batch(node *n)
     n->commit_backend_pid = PQbackendPID(n->commit_conn.conn);
     n->inflight_start_us = esc_mono_us();
     n->inflight_unknown = false;
+    failpoint_exit(n, b, NODE_FP_BEFORE_COMMIT);
     int rc =
         pgx_query(&n->commit_conn, SEG_STMT_COMMIT, NULL, SEG_COMMIT_NPARAMS, values, on_commit, n);
     if (rc != 0) {
@@ -577,6 +600,10 @@ static void on_commit(pgx_conn *c, PGresult *res, const pgx_err *err, void *arg)
         n->stats.commit_us_max = us;
     }
     memset(n->rejected, 0, b->n * sizeof *n->rejected);
+    if (err->code == 0) {
+        failpoint_exit(n, b, NODE_FP_AFTER_COMMIT);
+        failpoint_exit(n, b, NODE_FP_AFTER_GIVE);
+    }
     if (err->code == 0 && n->cfg.failpoint_commit_lost_pct > 0 &&
         (uint32_t)(rand() % 100) < n->cfg.failpoint_commit_lost_pct) {
         ESC_LOG(ESC_LOG_WARN, "SEG-FAILPOINT",
