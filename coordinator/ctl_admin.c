@@ -67,14 +67,10 @@ static int admin_call(const ctl_args *a, uint32_t op, wire_reply *rep, bool outc
 
 static void print_reply(const ctl_args *a, const wire_reply *rep, FILE *out)
 {
-    const char *msg = rep->message[0] != '\0' ? rep->message : esc_strerror(rep->status);
+    const char *msg = ctl_rpc_message(rep);
     if (a->json) {
         ctl_json j;
-        ctl_json_init(&j, out);
-        ctl_json_begin_obj(&j, NULL);
-        ctl_json_str(&j, "status", esc_err_name(rep->status));
-        ctl_json_i64(&j, "code", rep->status);
-        ctl_json_str(&j, "message", msg);
+        ctl_rpc_json_begin(&j, out, rep);
         ctl_json_end_obj(&j);
         ctl_json_finish(&j);
     }

@@ -676,15 +676,11 @@ static int quota_call(const char *url, const char *tenant, const wire_quota *q, 
 
 static void print_move(const ctl_args *a, const char *url, const wire_reply *rep, FILE *out)
 {
-    const char *msg = rep->message[0] != '\0' ? rep->message : esc_strerror(rep->status);
+    const char *msg = ctl_rpc_message(rep);
     const wire_quota_item *q = rep->nquota > 0 ? &rep->quota[0] : NULL;
     if (a->json) {
         ctl_json j;
-        ctl_json_init(&j, out);
-        ctl_json_begin_obj(&j, NULL);
-        ctl_json_str(&j, "status", esc_err_name(rep->status));
-        ctl_json_i64(&j, "code", rep->status);
-        ctl_json_str(&j, "message", msg);
+        ctl_rpc_json_begin(&j, out, rep);
         ctl_json_str(&j, "region", rep->region);
         if (q != NULL) {
             ctl_json_begin_obj(&j, "donor");

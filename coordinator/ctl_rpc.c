@@ -14,6 +14,7 @@
 
 #include <uv.h>
 
+#include "ctl_json.h"
 #include "escrow_errors.h"
 #include "log.h"
 #include "nnx.h"
@@ -187,4 +188,18 @@ int ctl_rpc_call(const char *url, uint64_t corr_id, const void *frame, size_t le
     }
     *sent = c->sent;
     return rc != 0 ? rc : c->rc;
+}
+
+const char *ctl_rpc_message(const wire_reply *rep)
+{
+    return rep->message[0] != '\0' ? rep->message : esc_strerror(rep->status);
+}
+
+void ctl_rpc_json_begin(ctl_json *j, FILE *out, const wire_reply *rep)
+{
+    ctl_json_init(j, out);
+    ctl_json_begin_obj(j, NULL);
+    ctl_json_str(j, "status", esc_err_name(rep->status));
+    ctl_json_i64(j, "code", rep->status);
+    ctl_json_str(j, "message", ctl_rpc_message(rep));
 }

@@ -20,6 +20,7 @@
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <stdio.h>
 
 #include "wire.h"
 
@@ -34,6 +35,13 @@
  * failure). *sent is always written. */
 int ctl_rpc_call(const char *url, uint64_t corr_id, const void *frame, size_t len, int timeout_ms,
                  wire_reply *rep, bool *sent);
+
+struct ctl_json;
+/* A reply's sentence: its message, else the error's. */
+const char *ctl_rpc_message(const wire_reply *rep);
+/* Opens the --json object of a reply: status, code, message (the caller adds
+ * its own keys, then ctl_json_end_obj and ctl_json_finish). */
+void ctl_rpc_json_begin(struct ctl_json *j, FILE *out, const wire_reply *rep);
 
 /* A corr_id / request id for this process: random enough that two escrowctl
  * processes never confuse their replies. Never 0. */
