@@ -7,15 +7,16 @@
 #   region_get WHAT R             $ESC_REGION_<WHAT>_<R> (CONFIG, DSN, COORD, PUBLISH, NODES,
 #                                 COORD_PID)
 #   region_psql R SQL             one statement in region R's database, unaligned output
-#   region_ctl R ARGS...          escrowctl --config <R's file> ARGS...
 #   region_load R ARGS...         escrow-load through R's coordinator (tenant t1)
 #   region_coord_restart R [ENV=VALUE...]   kill -9 R's coordinator and start a new one
 #                                 (with the environment given: failpoints); waits for
-#                                 COORD-READY unless REGION_NO_WAIT=1
+#                                 COORD-READY; sets REGION_COORD_LOG
 #   region_wait R SQL WANT SECONDS  wait until the statement in R's database prints WANT;
 #                                 returns 1 (printing the last value) on timeout
 #   region_link MODE              every link between the coordinators: pass|cut|blackhole
 #                                 (needs region_start --proxy)
+#   region_load_bg R OUT ARGS...  region_load in the background, output to OUT
+#   region_load_wait              waits for those, prints their output, fails if any did
 # shellcheck source=tests/support/lib.sh
 source "$(dirname "${BASH_SOURCE[0]}")/../support/lib.sh"
 
@@ -39,12 +40,6 @@ region_psql() {
     "$ESC_PG_BINDIR/psql" "$(region_get DSN "$1")" -At -X -q -v ON_ERROR_STOP=1 -c "$2"
 }
 
-region_ctl() {
-    local r=$1
-    shift
-    "$ESC_BIN/escrowctl" --config "$(region_get CONFIG "$r")" "$@"
-}
-
 region_load() {
     local r=$1
     shift
@@ -64,7 +59,6 @@ region_coord_restart() {
     esc_spawn "$log" env "$@" "$ESC_BIN/escrow-coordinator" --config "$(region_get CONFIG "$r")"
     printf -v "ESC_REGION_COORD_PID_$rv" '%s' "$ESC_SPAWN_PID"
     REGION_COORD_LOG=$log
-    [[ ${REGION_NO_WAIT:-0} == 1 ]] && return 0
     esc_wait_for 15 grep -q COORD-READY "$log" || {
         tail -n 30 "$log" >&2
         esc_fail "the coordinator of $r did not restart"
@@ -93,9 +87,6 @@ region_wait() {
     done
 }
 
-# region_load_bg R OUT ARGS...: region_load in the background, output to OUT;
-# region_load_wait: waits for every one started, prints their output, fails
-# if any reported a violation or an error.
 REGION_LOAD_PIDS=()
 REGION_LOAD_OUTS=()
 region_load_bg() {

@@ -178,7 +178,7 @@ _cl_watch() {
 }
 
 _cl_start_regions() {
-    local dir=$1 confdir=$2 proxy=$3 watch=$4 log_level=$5
+    local dir=$1 confdir=$2 proxy=$3 log_level=$4
     [[ -d $confdir ]] || { _cl_say "no directory $confdir"; exit 2; }
     confdir=$(cd "$confdir" && pwd)
     local state=$dir/.starting
@@ -293,7 +293,7 @@ _cl_start() {
     fi
 
     if [[ -n $regions ]]; then
-        _cl_start_regions "$dir" "$regions" "$proxy" "$watch" "$log_level"
+        _cl_start_regions "$dir" "$regions" "$proxy" "$log_level"
         echo "export ESC_CLUSTER_DIR=$(printf %q "$dir")" >>"$state"
         trap - ERR INT TERM
         mv "$state" "$dir/env"
