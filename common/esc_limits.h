@@ -55,6 +55,13 @@
  * bucket in each of two hash maps (~21) and an expiry-heap entry (~21),
  * the rest allocator slack. */
 #define ESC_LIVE_HOLDS_MAX (4u * 1024u * 1024u)
+/* Voided reserve attempts one node remembers (seg_void.h): a resolve marks
+ * the attempt, so late copies of its frames reserve nothing. Each costs
+ * ~100 bytes plus the key; a resolve finding the table full is ESC_EBUSY.
+ * ESC_VOID_MS is how long a mark lives: far longer than any frame stays in
+ * flight (a TCP connection or a proxy holding it), which is seconds. */
+#define ESC_VOIDS_MAX 65536u
+#define ESC_VOID_MS (120 * 1000)
 
 /* Hold ids: (segment_id << ESC_HOLD_SEQ_BITS) | seq. */
 #define ESC_HOLD_SEQ_BITS 40

@@ -131,6 +131,8 @@ static int decode_reserve(const Escrow__ReserveReq *r, wire_request *out, char *
     out->qty = r->qty;
     out->ttl_ms = r->ttl_ms;
     out->segment_id = r->segment_id;
+    out->attempt = r->attempt;
+    out->resolve = r->resolve;
     return 0;
 }
 
@@ -605,6 +607,8 @@ int wire_encode_raw(const wire_raw_request *r, void *buf, size_t cap, size_t *le
         rs.idempotency_key = (char *)r->key;
         rs.ttl_ms = r->ttl_ms;
         rs.segment_id = r->segment_id;
+        rs.attempt = r->attempt;
+        rs.resolve = r->resolve;
         m.op_case = ESCROW__REQUEST__OP_RESERVE;
         m.reserve = &rs;
         break;
@@ -671,6 +675,8 @@ int wire_encode_request(const wire_request *req, void *buf, size_t cap, size_t *
         .segment_id = req->segment_id,
         .hold_id = req->hold_id,
         .by_operator = req->by_operator,
+        .attempt = req->attempt,
+        .resolve = req->resolve,
     };
     const char *cred = req->credential != NULL ? req->credential : g_credential;
     r.credential = cred;

@@ -95,6 +95,8 @@ typedef struct wire_request {
     int64_t qty;                          /* reserve: 1..ESC_QTY_MAX; confirm: 0 = all */
     uint32_t ttl_ms;                      /* reserve, extend: 0 or within bounds */
     uint64_t segment_id;                  /* reserve: routing hint, 0 = any */
+    uint64_t attempt;                     /* reserve: the call's number, 0 = none */
+    bool resolve;                         /* reserve: look the key up, reserve nothing */
     uint64_t hold_id;                     /* confirm, release, extend, get */
     bool by_operator;                     /* release by escrowctl */
     /* admin: op, node (drain/undrain), segments (split); item_id and qty as above */
@@ -295,6 +297,8 @@ typedef struct wire_raw_request {
     uint32_t ttl_ms;
     uint64_t segment_id, hold_id;
     bool by_operator; /* release */
+    uint64_t attempt; /* reserve */
+    bool resolve;     /* reserve */
 } wire_raw_request;
 
 /* Encodes r into buf. Returns 0 and *len, or ESC_ETOOBIG if cap is too small. */

@@ -229,7 +229,8 @@ static void decide(node *n, const wire_request *q, seg_result *res)
         seg_reserve_in in = {q->tenant_id,  q->item_id,
                              q->buyer_id,   q->key,
                              q->qty,        q->ttl_ms,
-                             q->segment_id, wire_reserve_hash(q->item_id, q->buyer_id, q->qty)};
+                             q->segment_id, wire_reserve_hash(q->item_id, q->buyer_id, q->qty),
+                             q->attempt,    q->resolve};
         seg_core_reserve(&n->core, &in, now, res);
         return;
     }

@@ -12,6 +12,11 @@
  * epoch fence drops the fenced segments: the node answers FENCED for them
  * from then on and acknowledges nothing more.
  *
+ * A resolve (a reserve frame with resolve set, sent by a client that must
+ * answer "no" after a copy of its reserve went unanswered) is decided by
+ * seg_core like a retry, voiding the client's attempt; when the key has no
+ * hold in memory the query connection looks it up by key in the database.
+ *
  * Two modes. Static (no coordinator): at start the node claims the segments
  * whose segments.node_id names it, raising their epochs. Managed
  * (cfg.coordinator set, node_hb.c): the node claims nothing; it heartbeats

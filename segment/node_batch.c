@@ -785,6 +785,15 @@ static void on_lookup(pgx_conn *c, PGresult *res, const pgx_err *err, void *arg)
         node_answer(n, &r->hdr, &r->req, ESC_EUNAVAILABLE, NULL);
     } else if (PQntuples(res) == 0) {
         node_answer(n, &r->hdr, &r->req, ESC_ENOT_FOUND, NULL);
+    } else if (r->req.op == WIRE_OP_RESERVE) {
+        /* a resolve: the key's hold, wherever it is, is the answer */
+        wire_hold w;
+        hold_from_row(res, 0, 0, &w);
+        int64_t hash = strtoll(PQgetvalue(res, 0, 9), NULL, 10);
+        bool same = hash == wire_reserve_hash(r->req.item_id, r->req.buyer_id, r->req.qty);
+        int status = same ? 0 : ESC_EIDEMPOTENCY_MISMATCH;
+        node_metrics_answer(n, r->req.op, status);
+        node_send(n, &r->hdr, r->req.corr_id, status, same ? &w : NULL, NULL);
     } else {
         wire_hold w;
         hold_from_row(res, 0, 0, &w);
@@ -822,8 +831,11 @@ static void lookup_next(node *n)
     }
     char id[24];
     snprintf(id, sizeof id, "%" PRIu64, r->req.hold_id);
-    const char *v[2] = {id, r->req.tenant_id};
-    if (pgx_query(&n->query_conn, NULL, SEG_SQL_LOOKUP, 2, v, on_lookup, r) != 0) {
+    const char *by_id[2] = {id, r->req.tenant_id};
+    const char *by_key[2] = {r->req.tenant_id, r->req.key};
+    bool resolve = r->req.op == WIRE_OP_RESERVE;
+    if (pgx_query(&n->query_conn, NULL, resolve ? SEG_SQL_LOOKUP_KEY : SEG_SQL_LOOKUP, 2,
+                  resolve ? by_key : by_id, on_lookup, r) != 0) {
         node_answer(n, &r->hdr, &r->req, ESC_EUNAVAILABLE, NULL);
         node_req_free(n, r);
         return;

@@ -123,7 +123,7 @@ int seg_core_init(seg_core *c, size_t segs_cap)
     c->retain_max = RETAIN_MAX_DEFAULT;
     if (c->segs == NULL || hmap_init(&c->items, 64) != 0 || hmap_init(&c->holds, 1024) != 0 ||
         hmap_init(&c->keys, 1024) != 0 || hmap_init(&c->pending_buyers, 64) != 0 ||
-        hmap_init(&c->segments, 64) != 0) {
+        hmap_init(&c->segments, 64) != 0 || seg_voids_init(&c->voids) != 0) {
         seg_core_fini(c);
         return ESC_ENOMEM;
     }
@@ -158,6 +158,7 @@ void seg_core_fini(seg_core *c)
     hmap_fini(&c->keys);
     hmap_fini(&c->pending_buyers);
     hmap_fini(&c->segments);
+    seg_voids_fini(&c->voids);
     memset(c, 0, sizeof *c);
 }
 
@@ -483,6 +484,33 @@ static int reserve_precheck(seg_core *c, const seg_item *it, const seg_reserve_i
     return 0;
 }
 
+/* A resolve whose key has no hold in memory. The segment it names (any
+ * segment of the item when 0) must be served here, draining included: the
+ * late copies it settles were sent to that segment's owner. Voiding comes
+ * first, so no copy decided after this moment can reserve; then the
+ * database says whether the key has a hold anywhere. */
+static void resolve_miss(seg_core *c, const seg_item *it, const seg_reserve_in *in, int64_t now_ms,
+                         seg_result *res)
+{
+    bool served = false;
+    for (size_t i = 0; i < it->nsegs && !served; i++) {
+        const seg_segment *s = it->segs[i];
+        served = !s->fenced && (in->segment_id == 0 || s->segment_id == in->segment_id);
+    }
+    if (!served) {
+        reply(res, ESC_ENOT_OWNER, NULL);
+        return;
+    }
+    int rc = in->attempt != 0
+                 ? seg_voids_add(&c->voids, in->tenant_id, in->key, in->attempt, now_ms)
+                 : 0;
+    if (rc < 0) {
+        reply(res, rc, NULL);
+        return;
+    }
+    res->disp = SEG_LOOKUP;
+}
+
 void seg_core_reserve(seg_core *c, const seg_reserve_in *in, int64_t now_ms, seg_result *res)
 {
     memset(res, 0, sizeof *res);
@@ -507,6 +535,16 @@ void seg_core_reserve(seg_core *c, const seg_reserve_in *in, int64_t now_ms, seg
         } else {
             reply(res, 0, h);
         }
+        return;
+    }
+    if (in->resolve) {
+        resolve_miss(c, it, in, now_ms, res);
+        return;
+    }
+    if (in->attempt != 0 && seg_voids_has(&c->voids, in->tenant_id, in->key, in->attempt)) {
+        reply(res, ESC_ECONFLICT, NULL);
+        res->message = "a late copy of a reserve whose caller was already answered: "
+                       "nothing reserved";
         return;
     }
     if (reserve_precheck(c, it, in, res) < 0) {
@@ -913,6 +951,7 @@ void seg_core_fence(seg_core *c, seg_segment *seg, void (*waiters_cb)(void *wait
 
 void seg_core_trim(seg_core *c, int64_t now_ms)
 {
+    seg_voids_trim(&c->voids, now_ms);
     while (c->retain_head != NULL &&
            (c->nretained > c->retain_max || c->retain_head->ended_at_ms + c->retain_ms <= now_ms)) {
         seg_hold *h = c->retain_head;

@@ -26,6 +26,7 @@
 
 #include "esc_limits.h"
 #include "hmap.h"
+#include "seg_void.h"
 
 enum seg_hold_state { SEG_HELD = 1, SEG_CONVERTED = 2, SEG_CANCELLED = 3, SEG_EXPIRED = 4 };
 enum seg_segment_state { SEG_ACTIVE = 0, SEG_DRAINING = 1, SEG_RETIRED = 2 };
@@ -124,7 +125,7 @@ typedef enum seg_disp {
     SEG_REPLY = 0, /* answer now with status (and hold if not NULL) */
     SEG_COMMIT,    /* op must go into the batch; answer after commit */
     SEG_PARK,      /* hold has a pending op: park on hold->waiters, re-run later */
-    SEG_LOOKUP,    /* hold not in memory: look it up in the database */
+    SEG_LOOKUP,    /* hold (or a resolve's key) not in memory: ask the database */
 } seg_disp;
 
 typedef struct seg_result {
@@ -142,6 +143,8 @@ typedef struct seg_reserve_in {
     uint32_t ttl_ms;
     uint64_t segment_id; /* hint */
     int64_t request_hash;
+    uint64_t attempt; /* the client's call number (0 = none): a voided one reserves nothing */
+    bool resolve;     /* reserve nothing: the key's hold, or SEG_LOOKUP (seg_void.h) */
 } seg_reserve_in;
 
 typedef struct seg_core {
@@ -170,6 +173,7 @@ typedef struct seg_core {
      * item; a segment hint that is not served here, or is draining, is
      * NOT_OWNER; a dry segment is SEGMENT_EMPTY and marked dry. */
     bool managed;
+    seg_voids voids; /* attempts resolves voided */
 } seg_core;
 
 int seg_core_init(seg_core *c, size_t segs_cap);
@@ -189,7 +193,12 @@ seg_segment *seg_core_find_segment(seg_core *c, uint64_t segment_id);
 int seg_core_add_hold(seg_core *c, seg_segment *seg, const seg_hold *proto, const char *buyer_id,
                       const char *key, seg_hold **out);
 
-/* Decisions. */
+/* Decisions. A reserve whose key has a hold gets that hold (PARK while it
+ * is being created). A resolve (in->resolve) never reserves: with the key
+ * not in memory it voids in->attempt and answers SEG_LOOKUP (the database
+ * says whether the key has a hold anywhere), or NOT_OWNER when the segment
+ * it names is not served here, or ESC_EBUSY when the void table is full. A
+ * reserve whose attempt was voided is ESC_ECONFLICT: a late copy. */
 void seg_core_reserve(seg_core *c, const seg_reserve_in *in, int64_t now_ms, seg_result *res);
 void seg_core_confirm(seg_core *c, const char *tenant_id, uint64_t hold_id, int64_t qty,
                       int64_t now_ms, seg_result *res);
@@ -226,7 +235,7 @@ void seg_core_undo_op(seg_core *c, const seg_op *op);
 void seg_core_fence(seg_core *c, seg_segment *seg, void (*waiters_cb)(void *waiters, void *arg),
                     void *arg);
 
-/* Trims final holds kept past retention (by age and count). */
+/* Trims final holds kept past retention (by age and count), and old voids. */
 void seg_core_trim(seg_core *c, int64_t now_ms);
 
 /* Checks every invariant in one pass over the holds; returns 0, ESC_EINTERNAL

@@ -60,6 +60,13 @@ enum {
     "state, round(extract(epoch FROM expires_at) * 1000)::bigint, extended "                       \
     "FROM holds WHERE hold_id = $1::bigint AND tenant_id = $2"
 
+/* A resolve's question: the hold this idempotency key has, anywhere in the
+ * region. Columns as SEG_SQL_LOOKUP, then request_hash. */
+#define SEG_SQL_LOOKUP_KEY                                                                         \
+    "/* escrow:segment-resolve */ SELECT hold_id, segment_id, item_id, buyer_id, qty, qty_sold, "  \
+    "state, round(extract(epoch FROM expires_at) * 1000)::bigint, extended, request_hash "         \
+    "FROM holds WHERE tenant_id = $1 AND idempotency_key = $2"
+
 /* Managed mode: the assigned segments ($2 ids at $3 epochs) that are still
  * this node's ($1) at exactly that epoch, with their items. Columns:
  * segment_id, tenant_id, item_id, epoch, available, held, sold, hold_seq,

@@ -75,6 +75,8 @@ typedef struct probe_args {
     bool qty_set; /* --qty given; otherwise reserve 1, confirm 0 (the whole hold) */
     uint64_t hold_id;
     uint64_t segment_id;
+    uint64_t attempt; /* hint-reserve: the attempt number sent */
+    bool resolve;     /* hint-reserve: send a resolve */
     uint32_t ttl_ms;
     uint32_t deadline_ms;
     uint32_t n;
@@ -1471,7 +1473,9 @@ static void usage(FILE *f)
                "  raw --item I --hold ID --segment ID --key K --qty Q   malformed input\n"
                "  fake-coord --in SPEC --out LOG (--stop-file F | --seconds S)\n"
                "             a coordinator answering heartbeats (see probe_coord.c)\n"
-               "  hint-reserve --item I --key K [--segment S] [--qty Q]   raw reserve, hint\n"
+               "  hint-reserve --item I --key K [--buyer B] [--segment S] [--qty Q] [--attempt N]\n"
+               "             [--resolve]\n"
+               "             one reserve (or resolve) frame with a segment hint\n"
                "  op-release --hold ID                        release by an operator\n"
                "  frame --op OP [--item I --key K --hold ID --qty Q --node N]\n"
                "      one request of any kind (probe_frame.h), answer as one line\n"
@@ -1518,6 +1522,8 @@ static const struct option probe_opts[] = {{"endpoint", required_argument, NULL,
                                            {"credential", required_argument, NULL, 'X'},
                                            {"op", required_argument, NULL, 'O'},
                                            {"node", required_argument, NULL, 'N'},
+                                           {"attempt", required_argument, NULL, 'A'},
+                                           {"resolve", no_argument, NULL, 'r'},
                                            {"help", no_argument, NULL, 'h'},
                                            {NULL, 0, NULL, 0}};
 
@@ -1540,6 +1546,8 @@ static int parse_number(probe_args *a, int ch, const char *v)
         return parse_u64_arg(v, UINT64_MAX, &a->hold_id);
     case 'g':
         return parse_u64_arg(v, UINT64_MAX, &a->segment_id);
+    case 'A':
+        return parse_u64_arg(v, UINT64_MAX, &a->attempt);
     default:
         break;
     }
@@ -1598,6 +1606,8 @@ static int parse_args(int argc, char **argv, probe_args *a)
         } else if (ch == 'h') {
             usage(stdout);
             exit(0);
+        } else if (ch == 'r') {
+            a->resolve = true;
         } else if (ch == '?' || parse_number(a, ch, optarg) < 0) {
             fprintf(stderr, "esc_probe: bad option or value near '%s'\n", argv[optind - 1]);
             return -1;
@@ -1653,8 +1663,8 @@ static int cmd_fake_coord(const probe_args *a)
 
 static int cmd_hint_reserve(const probe_args *a)
 {
-    return probe_hint_reserve(a->endpoint, a->tenant, a->item, a->key, a->qty, a->segment_id,
-                              a->deadline_ms);
+    return probe_hint_reserve(a->endpoint, a->tenant, a->item, a->buyer, a->key, a->qty,
+                              a->segment_id, a->attempt, a->resolve, a->deadline_ms);
 }
 
 static int cmd_frame(const probe_args *a)

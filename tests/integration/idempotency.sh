@@ -2,7 +2,8 @@
 # idempotency.sh - one key, one hold (DESIGN.md §1.4). Five reserves with the
 # same key in flight at once get the same hold; the same key with other
 # parameters is IDEMPOTENCY_MISMATCH; after a restart of the node the key
-# still names its hold; rejections (sold out) are not stored.
+# still names its hold; a resolve finds a key's hold in the database and voids
+# late copies of its attempt; rejections (sold out) are not stored.
 set -euo pipefail
 source "$(dirname "${BASH_SOURCE[0]}")/itest_lib.sh"
 
@@ -67,6 +68,36 @@ out=$(itest_probe reserve --endpoint "$EP" --item idem --key "$KEY" --buyer buye
 itest_eq "$(itest_status "$out") $(itest_field hold "$out") $(itest_field state "$out")" "OK $HOLD converted" \
     "a retry of a confirmed hold's key"
 itest_eq "$(snapshot)" "8/0/2 holds=1 all_holds=1 held_events=1" "database after confirm, restart, retry"
+
+esc_step "resolve: the key's hold (from the database), NOT_FOUND, a voided attempt"
+# KEY's hold ended before this node started, so it is not in memory: the
+# database answers. libescrow sends a resolve before a "no" when a copy of
+# its reserve went unanswered (README, Answers).
+out=$(itest_probe hint-reserve --endpoint "$EP" --item idem --key "$KEY" --buyer buyer-1 --qty 2 \
+    --attempt 11 --resolve)
+itest_eq "$(itest_status "$out") $(itest_field hold "$out") $(itest_field state "$out")" \
+    "OK $HOLD converted" "resolve of a key whose hold ended before this node started"
+out=$(itest_probe hint-reserve --endpoint "$EP" --item idem --key "$KEY" --buyer buyer-1 --qty 1 \
+    --attempt 11 --resolve)
+itest_eq "$(itest_status "$out")" IDEMPOTENCY_MISMATCH "resolve with other parameters"
+out=$(itest_probe hint-reserve --endpoint "$EP" --item idem --key never-1 --attempt 12 --resolve)
+itest_eq "$(itest_status "$out")" NOT_FOUND "resolve of a key with no hold"
+out=$(itest_probe hint-reserve --endpoint "$EP" --item idem --key never-1 --attempt 12)
+itest_eq "$(itest_status "$out")" CONFLICT "a late copy of the resolved attempt"
+itest_eq "$(itest_q "SELECT count(*) FROM holds WHERE idempotency_key = 'never-1'")" 0 \
+    "holds stored for the late copy"
+itest_eq "$(snapshot)" "8/0/2 holds=1 all_holds=1 held_events=1" "database after the resolves"
+out=$(itest_probe hint-reserve --endpoint "$EP" --item idem --key never-1 --attempt 13)
+NEVER=$(itest_field hold "$out")
+itest_eq "$(itest_status "$out") $(itest_field state "$out")" "OK held" "a new call with that key"
+out=$(itest_probe hint-reserve --endpoint "$EP" --item idem --key never-1 --attempt 12 --resolve)
+itest_eq "$(itest_status "$out") $(itest_field hold "$out")" "OK $NEVER" "resolve once the key has a hold"
+out=$(itest_probe hint-reserve --endpoint "$EP" --item nope --key never-2 --attempt 14 --resolve)
+itest_eq "$(itest_status "$out")" UNKNOWN_ITEM "resolve for an unknown item"
+itest_eq "$(itest_q "SELECT count(*) FROM holds WHERE idempotency_key LIKE 'never-%'")" 1 \
+    "holds of the never-* keys"
+out=$(itest_probe release --endpoint "$EP" --hold "$NEVER")
+itest_eq "$(itest_status "$out") $(itest_field state "$out")" "OK cancelled" "release the new call's hold"
 
 esc_step "rejections are not stored"
 out=$(itest_probe reserve --endpoint "$EP" --item tiny --key tiny-1)

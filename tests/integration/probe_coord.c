@@ -245,8 +245,9 @@ static int fc_call(const char *endpoint, const wire_request *q, uint32_t deadlin
     return 0;
 }
 
-int probe_hint_reserve(const char *endpoint, const char *tenant, const char *item, const char *key,
-                       int64_t qty, uint64_t segment_id, uint32_t deadline_ms)
+int probe_hint_reserve(const char *endpoint, const char *tenant, const char *item,
+                       const char *buyer, const char *key, int64_t qty, uint64_t segment_id,
+                       uint64_t attempt, bool resolve, uint32_t deadline_ms)
 {
     wire_request q;
     memset(&q, 0, sizeof q);
@@ -254,10 +255,12 @@ int probe_hint_reserve(const char *endpoint, const char *tenant, const char *ite
     q.op = WIRE_OP_RESERVE;
     snprintf(q.tenant_id, sizeof q.tenant_id, "%s", tenant);
     snprintf(q.item_id, sizeof q.item_id, "%s", item);
-    snprintf(q.buyer_id, sizeof q.buyer_id, "%s", key);
+    snprintf(q.buyer_id, sizeof q.buyer_id, "%s", buyer != NULL ? buyer : key);
     snprintf(q.key, sizeof q.key, "%s", key);
     q.qty = qty;
     q.segment_id = segment_id;
+    q.attempt = attempt;
+    q.resolve = resolve;
     return fc_call(endpoint, &q, deadline_ms);
 }
 

@@ -213,7 +213,8 @@ static void decide(sim_world *w, sim_node *n, sim_req *r, seg_result *res)
     int64_t now = w->now_ms;
     switch (r->f) {
     case F_RESERVE: {
-        seg_reserve_in in = {"shop", "tee", buyer, key, r->qty, 0, 0, r->qty * 1000 + r->buyer};
+        seg_reserve_in in = {"shop", "tee", buyer, key, r->qty, 0, 0, r->qty * 1000 + r->buyer,
+                             0,      false};
         seg_core_reserve(&n->core, &in, now, res);
         break;
     }

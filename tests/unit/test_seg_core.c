@@ -6,7 +6,8 @@
  * it back on undo; RECEIVE adds only on commit), one transfer op per
  * segment, the strict segment hint, draining, paused, SEGMENT_EMPTY instead
  * of SOLD_OUT/TRY_LATER, the dry flag and the demand counters, and a
- * dropped segment loaded again. seg_core_check runs after every step.
+ * dropped segment loaded again; resolves and the attempts they void.
+ * seg_core_check runs after every step.
  */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -83,7 +84,16 @@ static int teardown(void **state)
 static void reserve(fixture *f, const char *buyer, const char *key, int64_t qty, int64_t now,
                     seg_result *res)
 {
-    seg_reserve_in in = {"shop", "tee", buyer, key, qty, 0, 0, qty * 1000 + (int64_t)strlen(buyer)};
+    seg_reserve_in in = {"shop", "tee", buyer, key, qty, 0, 0, qty * 1000 + (int64_t)strlen(buyer),
+                         0,      false};
+    seg_core_reserve(&f->core, &in, now, res);
+}
+
+/* A reserve (resolve false) or resolve carrying the client's attempt. */
+static void reserve_attempt(fixture *f, const char *key, uint64_t seg, uint64_t attempt,
+                            bool resolve, int64_t now, seg_result *res)
+{
+    seg_reserve_in in = {"shop", "tee", "b", key, 1, 0, seg, 1001, attempt, resolve};
     seg_core_reserve(&f->core, &in, now, res);
 }
 
@@ -163,7 +173,7 @@ static void test_limits_and_unknowns(void **state)
     seg_result res;
     reserve(f, "b", "k", 6, T0, &res);
     assert_int_equal(res.status, ESC_EORDER_LIMIT);
-    seg_reserve_in in = {"shop", "nope", "b", "k", 1, 0, 0, 1};
+    seg_reserve_in in = {"shop", "nope", "b", "k", 1, 0, 0, 1, 0, false};
     seg_core_reserve(&f->core, &in, T0, &res);
     assert_int_equal(res.status, ESC_EUNKNOWN_ITEM);
     in.tenant_id = "other";
@@ -393,7 +403,8 @@ static void test_check_catches_drift(void **state)
 
 static void reserve_at(fixture *f, const char *key, int64_t qty, uint64_t seg, seg_result *res)
 {
-    seg_reserve_in in = {"shop", "tee", key, key, qty, 0, seg, qty * 1000 + (int64_t)strlen(key)};
+    seg_reserve_in in = {"shop", "tee", key, key, qty, 0, seg, qty * 1000 + (int64_t)strlen(key),
+                         0,      false};
     seg_core_reserve(&f->core, &in, T0, res);
 }
 
@@ -560,7 +571,7 @@ static void test_managed_reserve_answers(void **state)
     reserve_at(f, "k2", 1, 99, &res);
     assert_int_equal(res.status, ESC_ENOT_OWNER);
     /* an item this node serves nothing of */
-    seg_reserve_in other = {"shop", "hat", "b", "k3", 1, 0, 0, 1};
+    seg_reserve_in other = {"shop", "hat", "b", "k3", 1, 0, 0, 1, 0, false};
     seg_core_reserve(&f->core, &other, T0, &res);
     assert_int_equal(res.status, ESC_ENOT_OWNER);
     /* reserved counts committed units */
@@ -646,6 +657,92 @@ static void test_dropped_segment_loads_again(void **state)
     assert_ok(f);
 }
 
+/* A resolve never reserves: a key with a hold answers it (PARK while it is
+ * being created), a key without one is SEG_LOOKUP (the database decides),
+ * and the attempt is void from then on: its late copies reserve nothing,
+ * another call with the same key does, and the mark ages out. */
+static void test_resolve_voids_late_copies(void **state)
+{
+    fixture *f = *state;
+    seg_result res;
+    reserve_attempt(f, "k1", 0, 7, true, T0, &res);
+    assert_int_equal(res.disp, SEG_LOOKUP);
+    assert_int_equal(f->s1->available + f->s2->available, 3);
+    reserve_attempt(f, "k1", 0, 7, false, T0, &res); /* a late copy */
+    assert_int_equal(res.disp, SEG_REPLY);
+    assert_int_equal(res.status, ESC_ECONFLICT);
+    assert_int_equal(f->s1->available + f->s2->available, 3);
+    reserve_attempt(f, "k1", 0, 8, false, T0, &res); /* the buyer's new call */
+    assert_int_equal(res.disp, SEG_COMMIT);
+    seg_op op = res.op;
+    reserve_attempt(f, "k1", 0, 7, true, T0, &res);
+    assert_int_equal(res.disp, SEG_PARK);
+    seg_core_commit_op(&f->core, &op, T0);
+    reserve_attempt(f, "k1", 0, 7, true, T0, &res);
+    assert_int_equal(res.disp, SEG_REPLY);
+    assert_int_equal(res.status, 0);
+    assert_ptr_equal(res.hold, op.hold);
+    /* attempt 0 (an old client) voids nothing */
+    reserve_attempt(f, "k2", 0, 0, true, T0, &res);
+    assert_int_equal(res.disp, SEG_LOOKUP);
+    reserve_attempt(f, "k2", 0, 0, false, T0, &res);
+    assert_int_equal(res.disp, SEG_COMMIT);
+    seg_core_undo_op(&f->core, &res.op);
+    /* marks age out after ESC_VOID_MS */
+    reserve_attempt(f, "k3", 0, 9, true, T0, &res);
+    seg_core_trim(&f->core, T0 + ESC_VOID_MS - 1);
+    reserve_attempt(f, "k3", 0, 9, false, T0, &res);
+    assert_int_equal(res.status, ESC_ECONFLICT);
+    seg_core_trim(&f->core, T0 + ESC_VOID_MS);
+    reserve_attempt(f, "k3", 0, 9, false, T0 + ESC_VOID_MS, &res);
+    assert_int_equal(res.disp, SEG_COMMIT);
+    seg_core_undo_op(&f->core, &res.op);
+    assert_ok(f);
+}
+
+/* A resolve is answered by the owner of the segment it names (draining
+ * included), else NOT_OWNER: the client asks the owner. */
+static void test_resolve_needs_the_owner(void **state)
+{
+    fixture *f = *state;
+    f->core.managed = true;
+    seg_result res;
+    reserve_attempt(f, "k1", 99, 5, true, T0, &res);
+    assert_int_equal(res.status, ESC_ENOT_OWNER);
+    reserve_attempt(f, "k1", 99, 5, false, T0, &res); /* nothing was voided */
+    assert_int_not_equal(res.status, ESC_ECONFLICT);
+    f->s2->state = SEG_DRAINING;
+    reserve_attempt(f, "k1", 2, 5, true, T0, &res);
+    assert_int_equal(res.disp, SEG_LOOKUP);
+    seg_core_fence(&f->core, f->s1, NULL, NULL);
+    reserve_attempt(f, "k4", 1, 6, true, T0, &res);
+    assert_int_equal(res.status, ESC_ENOT_OWNER);
+    seg_reserve_in other = {"shop", "hat", "b", "k5", 1, 0, 0, 1, 6, true};
+    seg_core_reserve(&f->core, &other, T0, &res);
+    assert_int_equal(res.status, ESC_ENOT_OWNER);
+    assert_ok(f);
+}
+
+/* The void table is bounded and never drops a young mark to make room. */
+static void test_voids_bounded(void **state)
+{
+    (void)state;
+    seg_voids v;
+    assert_int_equal(seg_voids_init(&v), 0);
+    for (uint32_t i = 0; i < ESC_VOIDS_MAX; i++) {
+        assert_int_equal(seg_voids_add(&v, "shop", "k", i + 1, T0 + i / 1000), 0);
+    }
+    assert_int_equal(seg_voids_add(&v, "shop", "k", 1, T0), 0); /* already there */
+    assert_int_equal(seg_voids_add(&v, "shop", "k", ESC_VOIDS_MAX + 1, T0 + 70), ESC_EBUSY);
+    assert_true(seg_voids_has(&v, "shop", "k", 1));
+    assert_false(seg_voids_has(&v, "shop2", "k", 1));
+    assert_false(seg_voids_has(&v, "shop", "k2", 1));
+    assert_int_equal(seg_voids_add(&v, "shop", "k", ESC_VOIDS_MAX + 1, T0 + ESC_VOID_MS), 0);
+    assert_false(seg_voids_has(&v, "shop", "k", 1)); /* aged out to make room */
+    assert_true(seg_voids_has(&v, "shop", "k", ESC_VOIDS_MAX));
+    seg_voids_fini(&v);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -673,6 +770,9 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_one_transfer_op_per_segment, setup, teardown),
         cmocka_unit_test_setup_teardown(test_managed_reserve_answers, setup, teardown),
         cmocka_unit_test_setup_teardown(test_dropped_segment_loads_again, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_resolve_voids_late_copies, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_resolve_needs_the_owner, setup, teardown),
+        cmocka_unit_test(test_voids_bounded),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
