@@ -35,6 +35,10 @@
  * frame goes to the new owner. Route fetches (RouteReq) are calls too (kind
  * FETCH, to conns[0]); the calls waiting for one are linked to it.
  *
+ * A reserve's "no" is given only once no copy of its frames can still
+ * reserve: segments where a copy may have gone unanswered are resolved
+ * first (settle), in both modes.
+ *
  * Invariants: every call is in both structures or in neither; a call's
  * callback runs exactly once, after the call left both; no callback ever
  * runs from inside an esc_async_* function.
@@ -119,11 +123,16 @@ struct call {
     uint64_t target_seg; /* the segment the frame is for */
     uint64_t hash;       /* reserve: cli_route_hash(tenant, item, buyer) */
     uint32_t empties;    /* reserve: SEGMENT_EMPTY answers so far */
-    /* reserve: segments an earlier frame of this call went to in more copies
-     * than were answered (settle_strays) */
+    uint32_t answers;    /* replies to the current frame (to any of its copies) */
+    /* reserve: a copy of the current frame went to an owner it then left
+     * unanswered (in_doubt) */
+    bool doubt;
+    /* reserve: segments (0: the node, single-node mode) a frame of this call
+     * went to in doubt; each is resolved before a "no" (settle) */
     uint64_t strays[CLI_STRAYS_MAX];
     uint8_t nstrays;
-    bool probing; /* the frame out is such a question; verdict is the "no" */
+    bool strays_lost; /* more than CLI_STRAYS_MAX: a "no" becomes unknown */
+    bool resolving;   /* the frame out is a resolve; verdict is the "no" to give */
     int verdict;
     call *fetch;         /* borrowed: the route fetch it waits for */
     call *wprev, *wnext; /* in fetch->waiters */
@@ -159,9 +168,10 @@ struct esc_async {
     esc_close_cb close_cb;
     void *close_arg; /* borrowed */
     uint64_t seq;
-    uint32_t cap;         /* entries in slots, free_slots and heap */
-    call **slots;         /* owned; each non-NULL entry owned */
-    uint32_t *free_slots; /* owned; a stack of free slot indices */
+    uint64_t attempt_seed; /* random: attempt numbers differ between clients */
+    uint32_t cap;          /* entries in slots, free_slots and heap */
+    call **slots;          /* owned; each non-NULL entry owned */
+    uint32_t *free_slots;  /* owned; a stack of free slot indices */
     uint32_t nfree;
     call **heap; /* owned array of borrowed pointers (the calls live in slots) */
     uint32_t nheap;
@@ -453,43 +463,30 @@ static void call_free(esc_async *a, call *c)
     free(c);
 }
 
-static void send_to(esc_async *a, call *c, const cli_rseg *s, int64_t now);
+static void resolve_next(esc_async *a, call *c, int64_t now);
 
-/* A reserve left a segment after more copies of its frame went there than
- * answers came back (a slow link: resends): a copy may still reach the node
- * and reserve after the call answered "no" (found by chaos/, seed 350359).
- * Before a "no" is given, the call asks each such segment again, same key,
- * on the connection the copies took; the node handles it after them, so a
- * hold they made comes back as the answer, and a "nothing" is definite.
- * Without time left to ask, the outcome is unknown (ESC_ETIMEDOUT: retry
- * with the same key). */
-enum { STRAYS_SETTLED, STRAYS_ASKED, STRAYS_UNKNOWN };
-static int settle_strays(esc_async *a, call *c, int verdict)
+/* Takes c out of the tables, frees it and runs its callback (last: the
+ * callback may submit new calls or close the client). */
+static void deliver(esc_async *a, call *c, int status, const esc_hold *hold)
 {
-    int64_t now = esc_mono_us();
-    c->probing = false;
-    while (c->nstrays > 0) {
-        if (now >= c->deadline_us || a->closing) {
-            return STRAYS_UNKNOWN;
-        }
-        const cli_rseg *s = cli_route_find_seg(a->routes, c->strays[--c->nstrays]);
-        if (s == NULL || s->node == CLI_NODE_NONE) {
-            continue; /* no owner now: a late copy is refused by the epoch fence */
-        }
-        c->probing = true;
-        c->verdict = verdict;
-        a->stats.stray_probes++;
-        send_to(a, c, s, now);
-        arm_timer(a);
-        return STRAYS_ASKED;
-    }
-    return STRAYS_SETTLED;
+    esc_hold_cb cb = c->cb;
+    void *arg = c->arg;
+    call_free(a, c);
+    cb(status, hold, arg);
 }
 
-/* Remembers that c's current frame went out in copies not all answered. */
+/* True if a copy of c's current frame may be unanswered: more copies went
+ * out than replies came back, or the frame left an owner that never
+ * answered it (move_to_owner). */
+static bool in_doubt(const call *c)
+{
+    return c->doubt || c->sends > c->answers;
+}
+
+/* Remembers the segment of c's current frame if it is in doubt. */
 static void note_stray(call *c)
 {
-    if (c->op != WIRE_OP_RESERVE || c->sends < 2 || c->target_seg == 0) {
+    if (c->op != WIRE_OP_RESERVE || !in_doubt(c)) {
         return;
     }
     for (uint8_t i = 0; i < c->nstrays; i++) {
@@ -499,28 +496,61 @@ static void note_stray(call *c)
     }
     if (c->nstrays < CLI_STRAYS_MAX) {
         c->strays[c->nstrays++] = c->target_seg;
+    } else {
+        c->strays_lost = true; /* one we cannot ask: the answer can only be "unknown" */
     }
 }
 
-/* Takes c out of the tables, frees it and runs its callback (last: the
- * callback may submit new calls or close the client). A reserve's "no" waits
- * until its stray copies are settled (settle_strays). */
+/* A reserve about to answer "no" while a copy of one of its frames may
+ * still be unanswered: that copy may have reserved already, or may yet
+ * reach its node and reserve after the "no" (found by chaos/, seeds 350359
+ * and 683027: a slow link; a node killed after COMMIT). So before the "no"
+ * the call resolves each such segment (resolve_next): the segment's owner
+ * voids the call's attempt (seg_void.h), so no copy reserves afterwards,
+ * and answers the hold the key has, from memory or the database. A hold is
+ * then the answer; NOT_FOUND everywhere makes the "no" true. Without time
+ * to ask, the outcome is unknown: ESC_ETIMEDOUT (retry with the same key).
+ * Returns true if the call goes on; else *status is the answer to give. */
+static bool settle(esc_async *a, call *c, int *status, const esc_hold *hold)
+{
+    if (c->kind != CALL_USER || c->op != WIRE_OP_RESERVE || hold != NULL) {
+        return false;
+    }
+    if (c->resolving) {
+        /* the deadline, or an answer that settles nothing: unknown */
+        if (*status != ESC_EIDEMPOTENCY_MISMATCH && *status != ESC_ECLOSED) {
+            *status = ESC_ETIMEDOUT;
+        }
+        return false;
+    }
+    if (*status >= 0 || *status == ESC_ETIMEDOUT || *status == ESC_ECLOSED) {
+        return false; /* not a "no": the outcome is unknown anyway */
+    }
+    note_stray(c);
+    if (c->nstrays == 0 && !c->strays_lost) {
+        return false;
+    }
+    if (c->strays_lost) {
+        *status = ESC_ETIMEDOUT;
+        return false;
+    }
+    c->resolving = true;
+    c->verdict = *status;
+    c->req->resolve = true;
+    unwait(c);
+    untarget(c);
+    c->phase = PH_PARKED;
+    resolve_next(a, c, esc_mono_us());
+    return true;
+}
+
+/* Delivers c's answer, unless a "no" must wait for its strays (settle). */
 static void finish(esc_async *a, call *c, int status, const esc_hold *hold)
 {
-    if (c->kind == CALL_USER && c->nstrays > 0 && status < 0 && status != ESC_ETIMEDOUT &&
-        hold == NULL) {
-        int st = settle_strays(a, c, status);
-        if (st == STRAYS_ASKED) {
-            return; /* asked again: that answer decides */
-        }
-        if (st == STRAYS_UNKNOWN) {
-            status = ESC_ETIMEDOUT; /* a copy may yet reserve: unknown, retry the same key */
-        }
+    if (settle(a, c, &status, hold)) {
+        return;
     }
-    esc_hold_cb cb = c->cb;
-    void *arg = c->arg;
-    call_free(a, c);
-    cb(status, hold, arg);
+    deliver(a, c, status, hold);
 }
 
 /* The answer of user call c is known: deliver it now, or from the timer
@@ -587,8 +617,20 @@ static int call_encode(const esc_async *a, call *c, wire_request *req)
     return 0;
 }
 
-/* A new call for req (copied in routing mode), due now, PARKED, in both
- * tables. Returns 0 and *out, or ESC_EBUSY / ESC_ENOMEM. */
+/* The attempt number of a new reserve (ReserveReq.attempt): a bijection of
+ * the client's random seed and its sequence, so unique per call and, across
+ * clients, unique but by chance (2^-64 per pair); never 0. */
+static uint64_t next_attempt(const esc_async *a)
+{
+    uint64_t x = a->attempt_seed + a->seq * 0x9e3779b97f4a7c15ULL;
+    x = (x ^ (x >> 30)) * 0xbf58476d1ce4e5b9ULL;
+    x = (x ^ (x >> 27)) * 0x94d049bb133111ebULL;
+    x ^= x >> 31;
+    return x != 0 ? x : 1;
+}
+
+/* A new call for req (copied in routing mode and for reserves), due now,
+ * PARKED, in both tables. Returns 0 and *out, or ESC_EBUSY / ESC_ENOMEM. */
 static int call_new(esc_async *a, int kind, const wire_request *req, uint32_t dl_ms, int64_t now,
                     call **out)
 {
@@ -598,8 +640,11 @@ static int call_new(esc_async *a, int kind, const wire_request *req, uint32_t dl
         return rc;
     }
     call *c = calloc(1, sizeof *c);
-    wire_request *copy = a->opts.routing ? malloc(sizeof *copy) : NULL;
-    if (c == NULL || (a->opts.routing && copy == NULL)) {
+    /* Routing mode re-encodes every call as it moves; a reserve may be
+     * re-encoded as a resolve (settle) in either mode. */
+    bool keep = a->opts.routing || req->op == WIRE_OP_RESERVE;
+    wire_request *copy = keep ? malloc(sizeof *copy) : NULL;
+    if (c == NULL || (keep && copy == NULL)) {
         free(c);
         free(copy);
         slot_put(a, slot);
@@ -607,6 +652,9 @@ static int call_new(esc_async *a, int kind, const wire_request *req, uint32_t dl
     }
     if (copy != NULL) {
         *copy = *req;
+        if (req->op == WIRE_OP_RESERVE) {
+            copy->attempt = next_attempt(a);
+        }
     }
     c->req = copy;
     c->corr_id = (a->seq++ << CLI_SLOT_BITS) | slot;
@@ -821,8 +869,38 @@ static void refresh_bg(esc_async *a, cli_route *r, int64_t now, bool force)
     (void)fetch_start(a, r->item_id, 0, now, &f); /* best effort: the cached route still serves */
 }
 
-/* Points c at segment s: the same frame when it is already out there,
- * otherwise a new corr_id and a re-encoded frame (segment hint, same key). */
+/* Points c at segment seg (0: none, single-node mode) behind k: the same
+ * frame when it is already out there, otherwise a new corr_id and a
+ * re-encoded frame (segment hint, same key and attempt). */
+static void aim(esc_async *a, call *c, conn *k, uint64_t seg, int64_t now)
+{
+    if (c->phase == PH_SENT && c->target == k && c->target_seg == seg) {
+        send_frame(a, c, now);
+        return;
+    }
+    if (c->frame != NULL) {
+        a->stats.retargets++;
+    }
+    uint32_t slot = (uint32_t)(c->corr_id & CLI_SLOT_MASK);
+    c->corr_id = (a->seq++ << CLI_SLOT_BITS) | slot;
+    c->req->segment_id = c->op == WIRE_OP_RESERVE ? seg : 0;
+    int rc = call_encode(a, c, c->req);
+    if (rc < 0) {
+        complete(a, c, rc);
+        return;
+    }
+    untarget(c);
+    c->target = k;
+    k->calls++;
+    c->target_seg = seg;
+    c->phase = PH_SENT;
+    c->sends = 0;
+    c->answers = 0;
+    c->doubt = false;
+    send_frame(a, c, now);
+}
+
+/* Points c at segment s of the route cache (aim), through its node's socket. */
 static void send_to(esc_async *a, call *c, const cli_rseg *s, int64_t now)
 {
     int rc = 0;
@@ -835,28 +913,7 @@ static void send_to(esc_async *a, call *c, const cli_rseg *s, int64_t now)
         set_due(a, c, now + CLI_ROUTE_REFETCH_US);
         return;
     }
-    if (c->phase == PH_SENT && c->target == k && c->target_seg == s->segment_id) {
-        send_frame(a, c, now);
-        return;
-    }
-    if (c->frame != NULL) {
-        a->stats.retargets++;
-    }
-    uint32_t slot = (uint32_t)(c->corr_id & CLI_SLOT_MASK);
-    c->corr_id = (a->seq++ << CLI_SLOT_BITS) | slot;
-    c->req->segment_id = c->op == WIRE_OP_RESERVE ? s->segment_id : 0;
-    rc = call_encode(a, c, c->req);
-    if (rc < 0) {
-        complete(a, c, rc);
-        return;
-    }
-    untarget(c);
-    c->target = k;
-    k->calls++;
-    c->target_seg = s->segment_id;
-    c->phase = PH_SENT;
-    c->sends = 0;
-    send_frame(a, c, now);
+    aim(a, c, k, s->segment_id, now);
 }
 
 static void step_reserve(esc_async *a, call *c, int64_t now)
@@ -909,11 +966,29 @@ static void step_hold(esc_async *a, call *c, int64_t now)
     send_to(a, c, s, now);
 }
 
+/* The resolve of c's newest stray segment goes to that segment's owner
+ * now, or waits for a route that names one. */
+static void step_resolve(esc_async *a, call *c, int64_t now)
+{
+    cli_rseg *s = cli_route_find_seg(a->routes, c->strays[c->nstrays - 1]);
+    if (s == NULL || s->route->stale || s->node == CLI_NODE_NONE) {
+        if (s != NULL) {
+            s->route->stale = true;
+        }
+        park_for_route(a, c, now);
+        return;
+    }
+    refresh_bg(a, s->route, now, false);
+    send_to(a, c, s, now);
+}
+
 /* Routing mode: decides where user call c goes next (or answers it). Always
  * moves c's due_us past now, or completes it. */
 static void route_step(esc_async *a, call *c, int64_t now)
 {
-    if (c->op == WIRE_OP_RESERVE) {
+    if (c->resolving) {
+        step_resolve(a, c, now);
+    } else if (c->op == WIRE_OP_RESERVE) {
         step_reserve(a, c, now);
     } else {
         step_hold(a, c, now);
@@ -946,7 +1021,9 @@ static void move_to_owner(esc_async *a, call *c, conn *k, int64_t now)
     untarget(c);
     c->target = k;
     k->calls++;
+    c->doubt = in_doubt(c); /* the old owner may have taken a copy it never answered */
     c->sends = 0;
+    c->answers = 0;
     a->stats.retargets++;
     set_due(a, c, now);
 }
@@ -1157,16 +1234,6 @@ static bool reroute(esc_async *a, call *c, int status)
         return false;
     }
     int64_t now = esc_mono_us();
-    if (c->probing &&
-        (status == ESC_ESEGMENT_EMPTY || status == ESC_ENOT_OWNER || status == ESC_EFENCED)) {
-        /* the question after stray copies: nothing was made, the "no" stands */
-        note_stray(c);
-        c->probing = false;
-        untarget(c);
-        c->phase = PH_PARKED;
-        finish(a, c, c->verdict, NULL);
-        return true;
-    }
     note_stray(c);
     if (status == ESC_ENOT_OWNER || status == ESC_EFENCED) {
         cli_route *r = call_route(a, c);
@@ -1183,6 +1250,59 @@ static bool reroute(esc_async *a, call *c, int status)
     route_step(a, c, now);
     arm_timer(a);
     return true;
+}
+
+/* Resolves the newest stray segment of c (settle), or gives the verdict
+ * when none is left. */
+static void resolve_next(esc_async *a, call *c, int64_t now)
+{
+    if (c->nstrays == 0) {
+        deliver(a, c, c->verdict, NULL);
+        return;
+    }
+    if (now >= c->deadline_us || a->closing) {
+        /* a copy may have reserved: unknown */
+        deliver(a, c, a->closing ? ESC_ECLOSED : ESC_ETIMEDOUT, NULL);
+        return;
+    }
+    a->stats.resolves++;
+    if (a->opts.routing) {
+        step_resolve(a, c, now);
+    } else {
+        aim(a, c, a->conns[0], 0, now);
+    }
+    arm_timer(a);
+}
+
+/* The answer to c's resolve: the key's hold (the call's answer after all),
+ * NOT_FOUND (that segment is settled: next one), or a stale route. Anything
+ * else settles nothing: the outcome is unknown. */
+static void on_resolve_reply(esc_async *a, call *c, int status, const wire_reply *rep)
+{
+    if (status == 0 || status == ESC_EIDEMPOTENCY_MISMATCH) {
+        esc_hold hold;
+        if (rep->has_hold) {
+            cli_hold_from_wire(&hold, &rep->hold);
+        }
+        deliver(a, c, status, rep->has_hold ? &hold : NULL);
+        return;
+    }
+    int64_t now = esc_mono_us();
+    untarget(c);
+    c->phase = PH_PARKED;
+    if (status == ESC_ENOT_FOUND) {
+        c->nstrays--;
+        resolve_next(a, c, now);
+    } else if (a->opts.routing && (status == ESC_ENOT_OWNER || status == ESC_EFENCED)) {
+        cli_route *r = call_route(a, c);
+        if (r != NULL) {
+            r->stale = true;
+        }
+        route_step(a, c, now);
+        arm_timer(a);
+    } else {
+        deliver(a, c, ESC_ETIMEDOUT, NULL);
+    }
 }
 
 /* Decodes one reply that arrived on k (msg is transferred: freed here) and
@@ -1210,12 +1330,19 @@ static void on_reply(esc_async *a, conn *k, void *msg, size_t len, const nnx_hdr
         on_fetch_reply(a, c, &rep);
         return;
     }
+    if (c->answers < UINT32_MAX) {
+        c->answers++;
+    }
     int status = cli_reply_status(rep.status, rep.has_hold);
     if (status == ESC_ENOT_HELD && c->sends > 1 && rep.has_hold &&
         cli_goal_reached(c->op, c->qty, &rep.hold)) {
         status = 0; /* an earlier copy of this very call did it */
     }
     if ((status == ESC_EBUSY || status == ESC_EUNAVAILABLE) && backoff(a, c, status)) {
+        return;
+    }
+    if (c->resolving) {
+        on_resolve_reply(a, c, status, &rep);
         return;
     }
     if (reroute(a, c, status)) {
@@ -1414,6 +1541,11 @@ int esc_async_new(uv_loop_t *loop, const esc_options *opts, esc_async **out)
     a->opts = o;
     a->sub = -1;
     a->seq = 1;
+    if (uv_random(NULL, NULL, &a->attempt_seed, sizeof a->attempt_seed, 0, NULL) != 0) {
+        /* no entropy source: still distinct per process and moment */
+        a->attempt_seed = (uint64_t)esc_mono_us() ^ ((uint64_t)(uintptr_t)a << 16) ^
+                          ((uint64_t)uv_os_getpid() << 40);
+    }
     rc = slots_grow(a);
     if (rc == 0 && o.routing) {
         rc = routing_init(a);
@@ -1492,7 +1624,7 @@ static int submit(esc_async *a, wire_request *req, uint32_t deadline_ms, esc_hol
         }
         route_step(a, c, now);
     } else {
-        rc = call_encode(a, c, req);
+        rc = call_encode(a, c, c->req != NULL ? c->req : req);
         if (rc < 0) {
             call_free(a, c);
             a->in_api = false;

@@ -135,7 +135,7 @@ typedef struct esc_stats {
     uint64_t route_fetches;   /* RouteReqs sent to the coordinator (not resends) */
     uint64_t route_pushes;    /* route updates received for cached items (routes socket) */
     uint64_t retargets;       /* frames re-encoded for another try: SEGMENT_EMPTY, NOT_OWNER... */
-    uint64_t stray_probes;    /* reserves asked again before a "no" (a copy was unanswered) */
+    uint64_t resolves;        /* segments asked to resolve a key before a "no" (README: Answers) */
 } esc_stats;
 
 /* The segment slot 0..nslots-1 that routing mode gives (tenant, item, buyer)

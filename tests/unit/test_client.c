@@ -58,6 +58,9 @@ typedef struct fake {
     _Atomic int nok;
     uint64_t late_seg; /* rt-late: the segment where a dropped copy "reserved" */
     char late_key[ESC_KEY_LEN_MAX + 1];
+    _Atomic int resolves;
+    _Atomic int moved_left; /* rt-moved: resolves answered NOT_OWNER first */
+    _Atomic int no_attempt; /* reserves that came without an attempt number */
     wire_route route;
 } fake;
 
@@ -128,17 +131,14 @@ static int fake_routed_reserve(fake *f, const wire_request *req, wire_reply *rep
         rep->status = ESC_ESEGMENT_EMPTY;
         return 1;
     }
-    /* rt-stray: the first copy of every frame is lost on a slow link, the
-     * second is answered SEGMENT_EMPTY. rt-late: the same on the first
-     * segment tried, but the lost copy arrives later and reserves there (a
-     * later frame with that key for that segment gets the hold); elsewhere
-     * SEGMENT_EMPTY at once. */
-    bool stray = strcmp(req->item_id, "rt-stray") == 0;
+    /* rt-stray, rt-gone, rt-moved: the first copy of every frame is lost on
+     * a slow link, the second is answered SEGMENT_EMPTY. rt-late: the same
+     * on the first segment tried, but the lost copy arrives later and
+     * reserves there; elsewhere SEGMENT_EMPTY at once. */
+    bool stray = strcmp(req->item_id, "rt-stray") == 0 || strcmp(req->item_id, "rt-gone") == 0 ||
+                 strcmp(req->item_id, "rt-moved") == 0;
     bool late = strcmp(req->item_id, "rt-late") == 0;
     if (late && f->late_seg != 0 && strcmp(req->key, f->late_key) == 0) {
-        if (req->segment_id == f->late_seg) {
-            return -1; /* the hold */
-        }
         rep->status = ESC_ESEGMENT_EMPTY;
         return 1;
     }
@@ -165,6 +165,29 @@ static int fake_routed_reserve(fake *f, const wire_request *req, wire_reply *rep
     return -1;
 }
 
+/* A resolve (the library settling a "no" after an unanswered copy): the
+ * hold a lost copy made (rt-late, late-single), nothing (NOT_FOUND), no
+ * answer ever (rt-stray), or NOT_OWNER once first (rt-moved). */
+static int fake_resolve(fake *f, const wire_request *req, wire_reply *rep)
+{
+    f->resolves++;
+    if (strcmp(req->item_id, "rt-stray") == 0) {
+        return 0;
+    }
+    if (strcmp(req->item_id, "rt-moved") == 0 && f->moved_left > 0) {
+        f->moved_left--;
+        rep->status = ESC_ENOT_OWNER;
+        return 1;
+    }
+    if ((strcmp(req->item_id, "rt-late") == 0 && strcmp(req->key, f->late_key) == 0) ||
+        strcmp(req->item_id, "late-single") == 0) {
+        fake_hold(f, req, rep, WIRE_HOLD_HELD);
+        return 1;
+    }
+    rep->status = ESC_ENOT_FOUND;
+    return 1;
+}
+
 /* Fills rep; returns how many copies to send. */
 static int fake_answer(fake *f, const wire_request *req, wire_reply *rep)
 {
@@ -181,7 +204,13 @@ static int fake_answer(fake *f, const wire_request *req, wire_reply *rep)
         fake_hold(f, req, rep, req->op == WIRE_OP_CONFIRM ? WIRE_HOLD_CONVERTED : WIRE_HOLD_HELD);
         return 1;
     }
+    if (req->resolve) {
+        return fake_resolve(f, req, rep);
+    }
     f->reserves++;
+    if (req->attempt == 0) {
+        f->no_attempt++;
+    }
     int routed = fake_routed_reserve(f, req, rep, first);
     if (routed >= 0) {
         return routed;
@@ -195,6 +224,13 @@ static int fake_answer(fake *f, const wire_request *req, wire_reply *rep)
     }
     if (strcmp(req->item_id, "sold-out") == 0) {
         rep->status = ESC_ESOLD_OUT;
+        return 1;
+    }
+    if (strcmp(req->item_id, "late-single") == 0) {
+        if (first) {
+            return 0; /* lost; it "reserves" later (fake_resolve) */
+        }
+        rep->status = ESC_ETRY_LATER;
         return 1;
     }
     if (strcmp(req->item_id, "proto0") == 0) {
@@ -961,32 +997,80 @@ static int reserve_routed(uv_loop_t *loop, esc_async *a, const char *item, const
 }
 
 /* A reserve's "no" is never given while a copy of one of its frames may
- * still reserve (chaos seed 350359): the library asks that segment again
- * with the same key first. */
+ * still reserve (chaos seeds 350359, 683027): the library resolves each
+ * segment a copy went unanswered to before it says "no". */
 static void test_routing_stray_copies(void **state)
 {
     (void)state;
     static fake f;
     fake_start(&f);
+    f.moved_left = 1;
     uv_loop_t loop;
     assert_int_equal(uv_loop_init(&loop), 0);
     esc_options o = {.coordinator = f.url, .tenant_id = "t1", .deadline_ms = 1500, .resend_ms = 30};
     esc_async *a = NULL;
     assert_int_equal(esc_async_new(&loop, &o, &a), 0);
     result r;
+    esc_stats st;
     /* the late copy reserved on the first segment: the hold is the answer,
      * not TRY_LATER */
     assert_int_equal(reserve_routed(&loop, a, "rt-late", "b1", "late-1", &r), 0);
     assert_int_equal(r.hold.state, ESC_HOLD_HELD);
-    esc_stats st;
     esc_async_stats(a, &st);
-    assert_int_equal(st.stray_probes, 1);
-    /* every copy's fate stays unknown: the outcome is unknown, not "no" */
+    assert_int_equal(st.resolves, 1);
+    /* no resolve is ever answered: the outcome is unknown, not "no" */
     assert_int_equal(reserve_routed(&loop, a, "rt-stray", "b2", "stray-1", &r), ESC_ETIMEDOUT);
     esc_async_stats(a, &st);
-    assert_true(st.stray_probes > 1);
-    /* one copy, one answer: a plain "no" as before */
+    assert_true(st.resolves > 1);
+    /* every segment answers NOT_FOUND: the "no" is true, and every stray
+     * segment was asked (the 3 of the route) */
+    uint64_t before = st.resolves;
+    assert_int_equal(reserve_routed(&loop, a, "rt-gone", "b4", "gone-1", &r), ESC_ETRY_LATER);
+    esc_async_stats(a, &st);
+    assert_int_equal(st.resolves - before, 3);
+    /* a resolve that meets a stale route asks the coordinator, then the
+     * owner again */
+    int routes = f.routes_asked;
+    int frames = f.resolves;
+    before = st.resolves;
+    assert_int_equal(reserve_routed(&loop, a, "rt-moved", "b5", "moved-1", &r), ESC_ETRY_LATER);
+    esc_async_stats(a, &st);
+    assert_int_equal(st.resolves - before, 3);
+    assert_int_equal(f.resolves - frames, 4); /* the first one twice */
+    assert_true(f.routes_asked > routes);
+    /* one copy, one answer: a plain "no", nothing resolved */
+    before = st.resolves;
     assert_int_equal(reserve_routed(&loop, a, "rt-empty", "b3", "empty-1", &r), ESC_ETRY_LATER);
+    esc_async_stats(a, &st);
+    assert_int_equal(st.resolves, before);
+    assert_int_equal(f.no_attempt, 0); /* every reserve frame carried its attempt */
+    close_async(&loop, a);
+    run_for_ms(&loop, 10);
+    assert_int_equal(uv_loop_close(&loop), 0);
+    fake_finish(&f);
+}
+
+/* The same with one node (no routing): a "no" that answers one of several
+ * copies is resolved first; the copy that was lost had reserved. */
+static void test_single_stray_copies(void **state)
+{
+    (void)state;
+    static fake f;
+    fake_start(&f);
+    uv_loop_t loop;
+    assert_int_equal(uv_loop_init(&loop), 0);
+    esc_options o = {.endpoint = f.url, .tenant_id = "t1", .deadline_ms = 1500, .resend_ms = 30};
+    esc_async *a = NULL;
+    assert_int_equal(esc_async_new(&loop, &o, &a), 0);
+    result r;
+    esc_stats st;
+    assert_int_equal(reserve_routed(&loop, a, "late-single", "b1", "ls-1", &r), 0);
+    assert_int_equal(r.hold.state, ESC_HOLD_HELD);
+    esc_async_stats(a, &st);
+    assert_int_equal(st.resolves, 1);
+    assert_int_equal(reserve_routed(&loop, a, "sold-out", "b2", "so-1", &r), ESC_ESOLD_OUT);
+    esc_async_stats(a, &st);
+    assert_int_equal(st.resolves, 1);
     close_async(&loop, a);
     run_for_ms(&loop, 10);
     assert_int_equal(uv_loop_close(&loop), 0);
@@ -1122,6 +1206,7 @@ int main(void)
         cmocka_unit_test(test_route_bounds),
         cmocka_unit_test(test_routing_against_fake),
         cmocka_unit_test(test_routing_stray_copies),
+        cmocka_unit_test(test_single_stray_copies),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
