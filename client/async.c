@@ -952,25 +952,11 @@ static void step_reserve(esc_async *a, call *c, int64_t now)
     park_for_route(a, c, now);
 }
 
-static void step_hold(esc_async *a, call *c, int64_t now)
+/* Sends c to segment seg's owner now, or waits for a route that names one
+ * (a hold's segment; a resolving reserve's newest stray segment). */
+static void step_segment(esc_async *a, call *c, uint64_t seg, int64_t now)
 {
-    cli_rseg *s = cli_route_find_seg(a->routes, hold_segment(c));
-    if (s == NULL || s->route->stale || s->node == CLI_NODE_NONE) {
-        if (s != NULL) {
-            s->route->stale = true;
-        }
-        park_for_route(a, c, now);
-        return;
-    }
-    refresh_bg(a, s->route, now, false);
-    send_to(a, c, s, now);
-}
-
-/* The resolve of c's newest stray segment goes to that segment's owner
- * now, or waits for a route that names one. */
-static void step_resolve(esc_async *a, call *c, int64_t now)
-{
-    cli_rseg *s = cli_route_find_seg(a->routes, c->strays[c->nstrays - 1]);
+    cli_rseg *s = cli_route_find_seg(a->routes, seg);
     if (s == NULL || s->route->stale || s->node == CLI_NODE_NONE) {
         if (s != NULL) {
             s->route->stale = true;
@@ -987,11 +973,11 @@ static void step_resolve(esc_async *a, call *c, int64_t now)
 static void route_step(esc_async *a, call *c, int64_t now)
 {
     if (c->resolving) {
-        step_resolve(a, c, now);
+        step_segment(a, c, c->strays[c->nstrays - 1], now);
     } else if (c->op == WIRE_OP_RESERVE) {
         step_reserve(a, c, now);
     } else {
-        step_hold(a, c, now);
+        step_segment(a, c, hold_segment(c), now);
     }
 }
 
@@ -1267,7 +1253,7 @@ static void resolve_next(esc_async *a, call *c, int64_t now)
     }
     a->stats.resolves++;
     if (a->opts.routing) {
-        step_resolve(a, c, now);
+        route_step(a, c, now);
     } else {
         aim(a, c, a->conns[0], 0, now);
     }
