@@ -42,6 +42,7 @@ static const struct {
     {"release", WIRE_OP_RELEASE}, {"extend", WIRE_OP_EXTEND},
     {"get", WIRE_OP_GET},         {"stats", WIRE_OP_STATS},
     {"route", WIRE_OP_ROUTE},     {"op-release", WIRE_OP_RELEASE},
+    {"resolve", WIRE_OP_RESERVE},
 };
 
 static int encode_tenant_op(const probe_frame_args *a, wire_op op, uint8_t *buf, size_t cap,
@@ -59,6 +60,8 @@ static int encode_tenant_op(const probe_frame_args *a, wire_op op, uint8_t *buf,
     q.hold_id = a->hold_id;
     q.segment_id = a->segment_id;
     q.by_operator = strcmp(a->op, "op-release") == 0;
+    q.resolve = strcmp(a->op, "resolve") == 0; /* libescrow's question before a "no" */
+    q.attempt = q.resolve ? 77 : 0;
     return wire_encode_request(&q, buf, cap, len);
 }
 

@@ -3,7 +3,7 @@
 # TENANT MATRIX. A coordinator and a managed node run with --auth on (and a
 # cluster key); two tenants, shop-a and shop-b, have the SAME item id and
 # hold with the SAME idempotency key. Then, in both directions (a attacking
-# b, b attacking a), every operation -- reserve, confirm, release, extend,
+# b, b attacking a), every operation -- reserve, resolve, confirm, release, extend,
 # get, stats (node), route (coordinator), operator release (node), every
 # admin operation and quota move (coordinator), heartbeat (coordinator) --
 # is sent as every kind of wrong sender:
@@ -147,6 +147,7 @@ ADMIN_OPS=(admin-restock admin-reduce admin-pause admin-resume admin-retire admi
 all_ops() {
     local who=$1 cred=$2 tenant=$3 hold=$4 seg=$5 want=$6 op
     check "$who reserve" "$want" "$(fnode reserve "$tenant" "$cred" --item tee --key k1)"
+    check "$who resolve" "$want" "$(fnode resolve "$tenant" "$cred" --item tee --key k1 --segment "$seg")"
     for op in confirm release extend get; do
         check "$who $op" "$want" "$(fnode $op "$tenant" "$cred" --hold "$hold")"
     done
@@ -181,6 +182,12 @@ for dir in ab ba; do
     itest_eq "$(itest_field msg "$(fcoord route "$me" "$mykey" --item "" --segment 999999)")" \
         "no_segment_999999_for_tenant_$me" "route of an unknown segment"
     check "$dir foreign op-release" AUTH "$(fnode op-release "$me" "$mykey" --hold "$vhold")"
+    # a resolve of the key both tenants use finds the attacker's own hold only,
+    # and names the victim's segment as it would a segment of nobody
+    r=$(fnode resolve "$me" "$mykey" --item tee --key k1 --qty 1 --segment "$myseg")
+    [[ $(itest_field hold "$r") != "$vhold" ]] || esc_fail "$dir: a resolve answered the victim's hold"
+    same=$(fnode resolve "$me" "$mykey" --item tee --key k-none --segment 999999)
+    check "$dir foreign resolve" NOT_OWNER "$(fnode resolve "$me" "$mykey" --item tee --key k-none --segment "$vseg")" "$same"
     # forged: the attacker's key, the victim's tenant
     all_ops "$dir forged" "$mykey" "$victim" "$vhold" "$vseg" AUTH
     all_ops "$dir missing" "" "$victim" "$vhold" "$vseg" AUTH
