@@ -75,6 +75,14 @@ int main(int argc, char **argv)
         q.segment_id = op == WIRE_OP_RESERVE ? 3 : 0;
         check(wire_encode_request(&q, buf, sizeof buf, &n), names[op]);
         put(req_dir, names[op], n);
+        if (op == WIRE_OP_RESERVE) {
+            /* libescrow's resolve before a "no": the same frame with an
+             * attempt number and the resolve flag */
+            q.attempt = 0x9e3779b97f4a7c15ULL;
+            q.resolve = true;
+            check(wire_encode_request(&q, buf, sizeof buf, &n), "resolve");
+            put(req_dir, "resolve", n);
+        }
     }
     static wire_heartbeat hb;
     strcpy(hb.node_id, "n1");
