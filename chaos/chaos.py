@@ -26,7 +26,9 @@ point at the binaries). What it does, in order:
       two commits of a transfer), pg-immediate (pg_ctl stop -m immediate +
       restart), pg-backend-kill (pg_terminate_backend), net-client-node,
       net-node-coord, net-node-pg (cut / blackhole / delay through the
-      proxies), and the rogue client (chaos/rogue.py) during the flash sale.
+      proxies, or packets dropped in the kernel by nftables on the link's
+      port: class Nft), and the rogue client (chaos/rogue.py) during the
+      flash sale.
     A fault that cannot be done here is printed SKIPPED and not counted.
     Every fault is a nemesis event in DIR/nemesis.jsonl.
  4. Audits every 3 s: `escrowctl check` and a snapshot of every segment's
@@ -104,6 +106,54 @@ def say(msg):
     sys.stdout.flush()
 
 
+class Nft:
+    """Real packet loss on loopback: an nftables table of this run drops every
+    TCP segment to or from the ports in its set (a link's proxy port), so
+    SYNs and data vanish in the kernel and nobody sees a reset: a partition
+    as a firewall makes one. The proxy's modes cover what nftables cannot
+    (delay; a cut with resets). Unavailable without nft or root: then `why`
+    says so and the mode is not drawn."""
+
+    def __init__(self):
+        self.table = "escrow_chaos_%d" % os.getpid()
+        self.why = None
+        self.used = 0
+        try:
+            self.nft("add table inet %s" % self.table)
+            self.nft("add set inet %s ports { type inet_service; }" % self.table)
+            self.nft("add chain inet %s in { type filter hook input priority -10; "
+                     "policy accept; }" % self.table)
+            self.nft("add rule inet %s in tcp dport @ports drop" % self.table)
+            self.nft("add rule inet %s in tcp sport @ports drop" % self.table)
+        except (OSError, RuntimeError) as e:
+            self.why = str(e)
+            self.close()
+
+    def nft(self, cmd):
+        r = subprocess.run(["nft"] + cmd.split(), stdout=subprocess.PIPE,
+                           stderr=subprocess.STDOUT, text=True, timeout=10)
+        if r.returncode != 0:
+            raise RuntimeError("nft %s: %s" % (cmd.split()[0], r.stdout.strip()[-200:]))
+
+    def drop(self, port):
+        self.nft("add element inet %s ports { %d }" % (self.table, port))
+        self.used += 1
+
+    def undrop(self, port):
+        try:
+            self.nft("delete element inet %s ports { %d }" % (self.table, port))
+        except RuntimeError:
+            pass  # not in the set
+
+    def flush(self):
+        if self.why is None:
+            self.nft("flush set inet %s ports" % self.table)
+
+    def close(self):
+        subprocess.run(["nft", "delete", "table", "inet", self.table], stdout=subprocess.DEVNULL,
+                       stderr=subprocess.DEVNULL, timeout=10)
+
+
 class Cluster:
     """The daemons, the proxies and PostgreSQL; every start/kill under one lock."""
 
@@ -124,6 +174,9 @@ class Cluster:
         self.node_fp = set()  # nodes armed with ESC_FAILPOINT_NODE_EXIT
         self.node_env = {}
         self.fp_env = {}
+        self.link_port = {}  # (node, link) -> the link's proxy port
+        self.dropped = set()  # links nftables drops now
+        self.nft = Nft()
 
     # ---- processes -------------------------------------------------------
     def spawn(self, name, argv, env=None):
@@ -297,6 +350,9 @@ class Cluster:
             cp, self.modes[(n, "client")] = self.proxy("proxy-client-" + n, port)
             kp, self.modes[(n, "coord")] = self.proxy("proxy-coord-" + n, coord_port)
             pp, self.modes[(n, "pg")] = self.proxy("proxy-pg-" + n, pg_port)
+            self.link_port[(n, "client")] = cp
+            self.link_port[(n, "coord")] = kp
+            self.link_port[(n, "pg")] = pp
             dsn = "host=127.0.0.1 port=%d dbname=escrow user=%s connect_timeout=2" % (
                 pp, self.pg["ESC_PG_USER"])
             # Under ASan a freed block sits in a 256 MiB quarantine before it is
@@ -328,11 +384,21 @@ class Cluster:
         raise RuntimeError("%s did not log %s (see %s)" % (name, word, path))
 
     def set_mode(self, n, link, mode):
+        """A proxy mode, or "drop" (nftables; the proxy passes)."""
+        if mode == "drop":
+            self.nft.drop(self.link_port[(n, link)])
+            self.dropped.add((n, link))
+            mode = "pass"
+        elif (n, link) in self.dropped:
+            self.nft.undrop(self.link_port[(n, link)])
+            self.dropped.discard((n, link))
         with open(self.modes[(n, link)], "w") as f:
             f.write(mode + "\n")
 
     def heal(self):
         with self.lock:
+            self.nft.flush()
+            self.dropped.clear()
             for (n, link) in self.modes:
                 self.set_mode(n, link, "pass")
             for name in list(self.procs):
@@ -513,6 +579,8 @@ class Nemesis(threading.Thread):
 
     def net(self, link, budget, modes):
         n = self.node()
+        if self.c.nft.why is None:
+            modes = modes + ["drop"]
         mode = self.rng.choice(modes)
         self.c.set_mode(n, link, mode)
         self.event("partition", {"node": n, "link": link, "mode": mode})
@@ -850,6 +918,14 @@ class Run:
         self.cluster.kill_all()
         return self.report(dump, phases, seconds, time.time() - t_start)
 
+    def client_resolves(self):
+        """The clients' resolves, summed from their CLIENT lines."""
+        total = 0
+        for line in _client_lines(self.d):
+            kv = dict(w.split("=", 1) for w in line.split()[1:] if "=" in w)
+            total += int(kv.get("resolves", 0))
+        return total
+
     def report(self, dump, phases, seconds, elapsed):
         meta = os.path.join(self.d, "run.json")
         with open(meta, "w") as f:
@@ -914,6 +990,10 @@ class Run:
                   "coordinator was killed -9 instead)" % self.fp_not_fired)
         print("  SKIPPED: %s" % (", ".join("%s x%d (%s)" % (k, len(v), v[0])
                                            for k, v in self.skipped.items()) or "none"))
+        nft = self.cluster.nft
+        print("  net-* links dropped by nftables (kernel packet loss): %s"
+              % ("%d times" % nft.used if nft.why is None else
+                 "SKIPPED, the mode was not drawn (%s)" % nft.why))
         print("  audits: %d (escrowctl check failed %d, database unreachable %d)"
               % (self.audits["runs"], self.audits["failed"], self.audits["unreachable"]))
         print("  daemon crashes: %d %s" % (len(self.cluster.crashes), self.cluster.crashes or ""))
@@ -931,6 +1011,8 @@ class Run:
                   % (p["phase"], p["served"], p["segments"], p["served_max_s"] or -1,
                      p["served_bound_s"], p["sold_out"], p["items"], p["complete_s"],
                      "met" if p["met"] else "NOT MET"))
+        print("  libescrow resolves (segments asked before a \"no\" after an unanswered copy): %s"
+              % self.client_resolves())
         print("  run time: %.0f s" % elapsed)
         if short:
             print("RESULT FAIL: " + "; ".join(short))
@@ -940,6 +1022,15 @@ class Run:
         return 1 if short else 0
 
 
+def _client_lines(d):
+    for name in sorted(os.listdir(d)):
+        if (name.startswith("client-") or name.startswith("finish-")) and name.endswith(".log"):
+            with open(os.path.join(d, name), errors="replace") as f:
+                for line in f:
+                    if line.startswith("CLIENT "):
+                        yield line
+
+
 def watchdog(d, pgdir_file):
     """A detached process that cleans up if this driver dies without doing so."""
     script = r'''
@@ -947,6 +1038,7 @@ owner=$1 dir=$2 pgsh=$3
 while kill -0 "$owner" 2>/dev/null; do sleep 1; done
 [[ -f $dir/pgids ]] && while read -r p; do kill -CONT -- "-$p" 2>/dev/null; kill -KILL -- "-$p" 2>/dev/null; done <"$dir/pgids"
 [[ -f $dir/pgdir && -d $(cat "$dir/pgdir") ]] && bash "$pgsh" stop "$(cat "$dir/pgdir")" >/dev/null 2>&1
+nft delete table inet "escrow_chaos_$owner" >/dev/null 2>&1
 '''
     subprocess.Popen(["setsid", "bash", "-c", script, "_", str(os.getpid()), d, PG_SH],
                      stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
@@ -991,6 +1083,7 @@ def main():
         rc = 1
     finally:
         run.cluster.kill_all()
+        run.cluster.nft.close()
         run.cluster.pg_stop()
         if rc != 0:
             say("reproduce with --seed=%d (logs and histories in %s)" % (a.seed, run.d))

@@ -98,6 +98,7 @@ struct cc {
     uint32_t active;
     int64_t t0_ms;
     uint64_t ops, oks, fails, infos;
+    esc_stats st; /* libescrow's counters, read before the close */
     uint64_t flash_next; /* next flash buyer (round = / CC_FLASH_BUYERS) */
     uint64_t global_story;
     bool fin_done[CC_ITEMS_MAX];
@@ -430,6 +431,7 @@ static void story_next(slot *s)
             for (uint32_t i = 0; i < c->concurrency; i++) {
                 uv_close((uv_handle_t *)&c->slots[i].timer, NULL);
             }
+            esc_async_stats(c->a, &c->st);
             esc_async_close(c->a, NULL, NULL);
         }
         return;
@@ -689,9 +691,10 @@ int main(int argc, char **argv)
         sold_out += c.fin_done[j];
     }
     printf("CLIENT workload=%s tenant=%s ops=%" PRIu64 " ok=%" PRIu64 " fail=%" PRIu64
-           " info=%" PRIu64 " segs_served=%zu/%zu items_sold_out=%zu/%zu seconds=%.1f\n",
+           " info=%" PRIu64 " segs_served=%zu/%zu items_sold_out=%zu/%zu resolves=%" PRIu64
+           " seconds=%.1f\n",
            c.workload, c.tenant, c.ops, c.oks, c.fails, c.infos, served, c.nsegs, sold_out,
-           c.nitems, (double)(wall_us() / 1000 - c.t0_ms) / 1000.0);
+           c.nitems, c.st.resolves, (double)(wall_us() / 1000 - c.t0_ms) / 1000.0);
     free(c.slots);
     uv_loop_close(c.loop);
     return 0;
