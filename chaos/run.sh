@@ -4,6 +4,7 @@
 #
 #   chaos/run.sh [--seed=N] [--long] [--workload NAME[,NAME]] [--seconds S]
 #                [--dir DIR] [--keep] [--no-rogue]
+#   chaos/run.sh --regressions     every seed in chaos/regressions.txt, CI tier
 #
 # CI tier (no options): 3 phases x 60 s (flash+tenant, cart+retry,
 # skew+expiry), >= 15 faults each, every fault kind, the rogue client during
@@ -25,4 +26,20 @@ done
 # The driver is the process group leader of everything it starts (each
 # daemon in a group of its own); INT/TERM reach it and it cleans up, and a
 # detached watchdog cleans up if it is killed outright.
+if [[ ${1:-} == --regressions ]]; then
+    # The seeds that once found a violation, one CI-tier run each; any
+    # failure fails the whole (each prints its own summary and seed).
+    seeds=$(grep -E '^[0-9]+ ' "$here/regressions.txt" | awk '{print $1}')
+    failed=()
+    for seed in $seeds; do
+        echo "=== regression seed $seed"
+        python3 "$here/chaos.py" --seed="$seed" || failed+=("$seed")
+    done
+    if ((${#failed[@]} > 0)); then
+        echo "REGRESSIONS FAIL: ${failed[*]} (of $(echo $seeds))"
+        exit 1
+    fi
+    echo "REGRESSIONS PASS: $(echo $seeds)"
+    exit 0
+fi
 exec python3 "$here/chaos.py" "$@"
