@@ -9,7 +9,9 @@ Called by chaos/run.sh (which builds nothing: ESC_BIN and ESC_CHAOS_CLIENT
 point at the binaries). What it does, in order:
 
  1. A cluster on 127.0.0.1: a private PostgreSQL (tests/support/pg.sh), the
-    schema, escrow-coordinator and 3 escrow-segment nodes in managed mode.
+    schema, escrow-coordinator and 3 escrow-segment nodes in managed mode,
+    all with --auth on (a key per tenant for its clients, an admin key for
+    escrowctl, a cluster key for the daemons).
     Every link a fault can cut goes through tests/support/faultproxy.py:
     client -> node (each node advertises its proxy), node -> coordinator
     (--coordinator is a proxy) and node -> PostgreSQL (the node's dsn names
@@ -174,6 +176,9 @@ class Cluster:
         self.node_fp = set()  # nodes armed with ESC_FAILPOINT_NODE_EXIT
         self.node_env = {}
         self.fp_env = {}
+        self.keys = {}  # tenant -> its key (credentials)
+        self.admin_key = None
+        self.cluster_key = os.path.join(d, "cluster.key")
         self.link_port = {}  # (node, link) -> the link's proxy port
         self.dropped = set()  # links nftables drops now
         self.nft = Nft()
@@ -310,12 +315,32 @@ class Cluster:
             raise RuntimeError(r.stderr.strip())
         return r.stdout.strip()
 
-    def ctl(self, *args, timeout=20):
+    def ctl(self, *args, timeout=20, stderr=subprocess.STDOUT):
         env = dict(os.environ, ESCROW_DSN=self.pg["ESCROW_DSN"],
                    ESCROW_COORDINATOR=self.coord_url)
+        if self.admin_key:
+            env["ESCROW_ADMIN_KEY"] = self.admin_key
         return subprocess.run([os.path.join(self.bin, "escrowctl")] + list(args), env=env,
-                              stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
+                              stdout=subprocess.PIPE, stderr=stderr, text=True,
                               timeout=timeout)
+
+    def credentials(self):
+        """The cluster runs with --auth on, as a shop's would: a key per
+        tenant (the clients' credentials), an admin key (escrowctl's) and a
+        cluster key (the daemons' heartbeats)."""
+        def key(*args):
+            r = self.ctl(*args, stderr=subprocess.PIPE)
+            if r.returncode != 0:
+                raise RuntimeError("escrowctl %s: %s" % (" ".join(args), r.stderr.strip()))
+            return r.stdout.strip()
+        for t in sorted({t for items in ITEMS.values() for t, _, _, _, _ in items}):
+            key("tenant", "create", t)
+            self.keys[t] = key("key", "create", t)
+        admin = key("admin-key", "create")
+        with open(self.cluster_key, "w") as f:
+            f.write(key("cluster-key", "create") + "\n")
+        self.admin_key = admin
+        return ["--auth", "on", "--cluster-key", self.cluster_key]
 
     # ---- the cluster -----------------------------------------------------
     def proxy(self, name, target_port):
@@ -332,13 +357,14 @@ class Cluster:
         r = self.ctl("migrate")
         if r.returncode != 0:
             raise RuntimeError("migrate: " + r.stdout)
+        auth = self.credentials()
         coord_port, pub_port = free_port(), free_port()
         self.coord_url = "tcp://127.0.0.1:%d" % coord_port
         self.pub_url = "tcp://127.0.0.1:%d" % pub_port
         self.spawn("coordinator", [os.path.join(self.bin, "escrow-coordinator"),
                                    "--dsn", self.pg["ESCROW_DSN"], "--listen", self.coord_url,
                                    "--publish", self.pub_url, "--lease-ms", str(LEASE_MS),
-                                   "--heartbeat-ms", str(HEARTBEAT_MS)])
+                                   "--heartbeat-ms", str(HEARTBEAT_MS)] + auth)
         self.wait_log("coordinator", "COORD-READY")
         self.modes = {}
         self.node_port = {}
@@ -362,7 +388,7 @@ class Cluster:
             self.spawn(n, [os.path.join(self.bin, "escrow-segment"), "--node-id", n,
                            "--listen", "tcp://127.0.0.1:%d" % port,
                            "--advertise", "tcp://127.0.0.1:%d" % cp, "--dsn", dsn,
-                           "--coordinator", "tcp://127.0.0.1:%d" % kp],
+                           "--coordinator", "tcp://127.0.0.1:%d" % kp] + auth,
                        {"ASAN_OPTIONS": (asan + ":" if asan else "") + "quarantine_size_mb=8"})
             self.node_env = {"ASAN_OPTIONS": (asan + ":" if asan else "") + "quarantine_size_mb=8"}
         for i in range(1, NODES + 1):
@@ -714,7 +740,8 @@ class Run:
                 argv = [self.client, "--coordinator", self.cluster.coord_url, "--routes",
                         self.cluster.pub_url, "--tenant", t, "--workload", w, "--seconds",
                         str(seconds + 120), "--process-base", str(base), "--out", hist,
-                        "--seed", str(self.seed), "--concurrency", str(CONCURRENCY[w])]
+                        "--seed", str(self.seed), "--concurrency", str(CONCURRENCY[w]),
+                        "--credential", self.cluster.keys[t]]
                 p = self.cluster.spawn("client-p%d-%s-%s" % (phase, w, t), argv)
                 procs.append((w, t, p, log))
         return procs
@@ -796,7 +823,7 @@ class Run:
                     "--seconds", str(P9_FINISH_S), "--process-base",
                     str(phase * 100000 + 90000 + 100 * self.finish_clients), "--out", hist, "--seed",
                     str(self.seed), "--concurrency", "16", "--items", ",".join(items),
-                    "--segments", segs]
+                    "--segments", segs, "--credential", self.cluster.keys[tenant]]
             r = subprocess.run(argv, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
                                timeout=P9_FINISH_S + 60)
             with open(os.path.join(self.d, "finish-p%d-%s.log" % (phase, tenant)), "w") as f:

@@ -82,6 +82,7 @@ typedef struct slot {
 
 struct cc {
     const char *coordinator, *routes, *tenant, *workload, *out_path;
+    const char *credential; /* the tenant's key (esk_...), or NULL: the cluster runs without auth */
     uint64_t seed;
     uint32_t seconds, concurrency, process_base;
     char *items[CC_ITEMS_MAX];
@@ -585,7 +586,8 @@ static void usage(void)
 {
     fprintf(stderr, "usage: chaos_client --coordinator URL [--routes URL] --tenant T --workload "
                     "flash|cart|skew|retry|expiry|tenant|finish --seconds S --process-base P "
-                    "--out FILE [--seed N] [--concurrency C] [--items a,b] [--segments 1,2]\n");
+                    "--out FILE [--seed N] [--concurrency C] [--items a,b] [--segments 1,2] "
+                    "[--credential KEY]\n");
     exit(2);
 }
 
@@ -608,7 +610,8 @@ static void parse(cc *c, int argc, char **argv)
         {"seconds", required_argument, NULL, 's'},     {"process-base", required_argument, NULL, 'p'},
         {"out", required_argument, NULL, 'o'},         {"seed", required_argument, NULL, 'S'},
         {"concurrency", required_argument, NULL, 'c'}, {"items", required_argument, NULL, 'i'},
-        {"segments", required_argument, NULL, 'g'},    {NULL, 0, NULL, 0}};
+        {"segments", required_argument, NULL, 'g'},    {"credential", required_argument, NULL, 'K'},
+        {NULL, 0, NULL, 0}};
     int ch;
     c->concurrency = 64;
     c->tenant = "t1";
@@ -622,6 +625,7 @@ static void parse(cc *c, int argc, char **argv)
         case 'p': c->process_base = (uint32_t)strtoul(optarg, NULL, 10); break;
         case 'o': c->out_path = optarg; break;
         case 'S': c->seed = strtoull(optarg, NULL, 10); break;
+        case 'K': c->credential = optarg; break;
         case 'c': c->concurrency = (uint32_t)strtoul(optarg, NULL, 10); break;
         case 'i': split_list(c, optarg, false); break;
         case 'g': split_list(c, optarg, true); break;
@@ -649,6 +653,7 @@ int main(int argc, char **argv)
     esc_options o = {.coordinator = c.coordinator,
                      .routes = c.routes,
                      .tenant_id = c.tenant,
+                     .credential = c.credential,
                      .deadline_ms = 3000,
                      .resend_ms = 300};
     int rc = esc_async_new(c.loop, &o, &c.a);
