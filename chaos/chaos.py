@@ -152,8 +152,11 @@ class Nft:
             self.nft("flush set inet %s ports" % self.table)
 
     def close(self):
-        subprocess.run(["nft", "delete", "table", "inet", self.table], stdout=subprocess.DEVNULL,
-                       stderr=subprocess.DEVNULL, timeout=10)
+        try:
+            subprocess.run(["nft", "delete", "table", "inet", self.table],
+                           stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, timeout=10)
+        except OSError:
+            pass  # no nft: there is no table either
 
 
 class Cluster:
