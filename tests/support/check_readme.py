@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""check_readme.py - the README's C example must be client/examples/checkout.c,
+"""check_readme.py - the README's C example must be examples/checkout/checkout.c,
 byte for byte (that file is compiled with the project, so the README's code
 compiles), and the README must start with the two commands."""
 import pathlib
@@ -7,10 +7,10 @@ import sys
 
 root = pathlib.Path(sys.argv[1] if len(sys.argv) > 1 else ".")
 readme = (root / "README.md").read_text()
-example = (root / "client/examples/checkout.c").read_text().rstrip("\n")
+example = (root / "examples/checkout/checkout.c").read_text().rstrip("\n")
 errors = []
 if "```c\n" + example + "\n```" not in readme:
-    errors.append("README.md's C example differs from client/examples/checkout.c")
+    errors.append("README.md's C example differs from examples/checkout/checkout.c")
 lines = [l for l in readme.splitlines() if l.strip()]
 head = "\n".join(lines[:5])
 for cmd in ("make demo", "make test"):
