@@ -31,7 +31,9 @@
  *
  * Invariants: every call is in both structures or in neither; a call's
  * callback runs exactly once, after the call left both; no callback ever
- * runs from inside an esc_async_* function.
+ * runs from inside an esc_async_* function. They are asserted (ESC_ASSERT,
+ * every build) where they can break: async_slot.c, async_timer.c,
+ * async_answer.c.
  *
  * The poll handles are unreferenced and the timer runs only while calls are
  * in flight, so an idle client does not keep its host's loop alive. The
@@ -50,6 +52,7 @@
 #include "async_state.h"
 #include "async_timer.h"
 #include "clock.h"
+#include "esc_assert.h"
 #include "esc_limits.h"
 #include "req.h"
 #include "route.h"
@@ -85,6 +88,7 @@ static void close_done(esc_async *a)
             cli_answer_finish(a, c, ESC_ECLOSED, NULL);
         }
     }
+    ESC_ASSERT(a->nfree == a->cap); /* every call left the table */
     esc_close_cb cb = a->close_cb;
     void *arg = a->close_arg;
     free_all(a);
@@ -95,6 +99,7 @@ static void close_done(esc_async *a)
 
 void cli_async_handle_closed(esc_async *a)
 {
+    ESC_ASSERT(a->handles_open > 0);
     if (--a->handles_open == 0) {
         close_done(a);
     }

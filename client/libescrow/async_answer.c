@@ -9,6 +9,9 @@
  * backing off, otherwise ESC_ETIMEDOUT (outcome unknown). In routing mode a
  * definite "nothing done" answer (SEGMENT_EMPTY, NOT_OWNER, FENCED) sends
  * the call through a routing step instead (reroute).
+ *
+ * Asserted here: callbacks run only for user calls, never inside an
+ * esc_async_* function.
  */
 #include "async_answer.h"
 
@@ -17,6 +20,7 @@
 #include "async_slot.h"
 #include "async_timer.h"
 #include "clock.h"
+#include "esc_assert.h"
 #include "req.h"
 
 static void resolve_next(esc_async *a, call *c, int64_t now);
@@ -25,6 +29,8 @@ static void resolve_next(esc_async *a, call *c, int64_t now);
  * callback may submit new calls or close the client). */
 static void deliver(esc_async *a, call *c, int status, const esc_hold *hold)
 {
+    ESC_ASSERT(c->kind == CALL_USER && c->cb != NULL);
+    ESC_ASSERT(!a->in_api); /* no callback runs inside an esc_async_* function */
     esc_hold_cb cb = c->cb;
     void *arg = c->arg;
     cli_slot_free(a, c);
@@ -87,6 +93,7 @@ static bool settle(esc_async *a, call *c, int *status, const esc_hold *hold)
         *status = ESC_ETIMEDOUT;
         return false;
     }
+    ESC_ASSERT(c->req != NULL); /* cli_slot_new keeps every reserve's request */
     c->resolving = true;
     c->verdict = *status;
     c->req->resolve = true;
@@ -107,6 +114,7 @@ void cli_answer_finish(esc_async *a, call *c, int status, const esc_hold *hold)
 
 void cli_answer_complete(esc_async *a, call *c, int status)
 {
+    ESC_ASSERT(c->kind == CALL_USER);
     if (!a->in_api) {
         cli_answer_finish(a, c, status, NULL);
         return;
@@ -212,6 +220,7 @@ static void on_resolve_reply(esc_async *a, call *c, int status, const wire_reply
     cli_conn_untarget(c);
     c->phase = PH_PARKED;
     if (status == ESC_ENOT_FOUND) {
+        ESC_ASSERT(c->nstrays > 0); /* the resolve out was for strays[nstrays - 1] */
         c->nstrays--;
         resolve_next(a, c, now);
     } else if (a->opts.routing && (status == ESC_ENOT_OWNER || status == ESC_EFENCED)) {

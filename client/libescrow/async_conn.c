@@ -19,6 +19,7 @@
 #include "async_routing.h"
 #include "async_timer.h"
 #include "clock.h"
+#include "esc_assert.h"
 
 static void conn_ready_cb(nnx_watch *w, void *arg);
 
@@ -116,6 +117,7 @@ static void maybe_reconnect(esc_async *a, conn *k, const call *c, int64_t now)
 void cli_conn_send(esc_async *a, call *c, int64_t now)
 {
     conn *k = c->target;
+    ESC_ASSERT(k != NULL && c->phase == PH_SENT);
     uint32_t wait_ms = a->opts.resend_ms;
     maybe_reconnect(a, k, c, now);
     int rc = nnx_send(k->sock, &c->hdr, c->frame, c->len);
@@ -152,6 +154,7 @@ void cli_conn_target(call *c, conn *k)
 void cli_conn_untarget(call *c)
 {
     if (c->target != NULL) {
+        ESC_ASSERT(c->target->calls > 0);
         c->target->calls--;
         c->target = NULL;
     }

@@ -19,6 +19,7 @@
 #include "async_slot.h"
 #include "async_timer.h"
 #include "clock.h"
+#include "esc_assert.h"
 
 int cli_routing_init(esc_async *a)
 {
@@ -333,6 +334,7 @@ static bool fetch_final(int status)
 
 void cli_routing_fetch_done(esc_async *a, call *f, int status)
 {
+    ESC_ASSERT(f->kind == CALL_FETCH && a->nfetches > 0);
     *(f->fprev != NULL ? &f->fprev->fnext : &a->fetches) = f->fnext;
     if (f->fnext != NULL) {
         f->fnext->fprev = f->fprev;

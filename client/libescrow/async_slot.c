@@ -1,5 +1,9 @@
 /*
  * async_slot.c - see async_slot.h: the in-flight table and the calls in it.
+ *
+ * Asserted here: a slot taken is empty, a call freed is the one its slot
+ * holds, and the table holds as many calls as the heap (each call is in
+ * both or in neither).
  */
 #include "async_slot.h"
 
@@ -10,6 +14,7 @@
 #include "async_conn.h"
 #include "async_routing.h"
 #include "async_timer.h"
+#include "esc_assert.h"
 
 static uint32_t slot_of(const call *c)
 {
@@ -20,6 +25,12 @@ static uint32_t slot_of(const call *c)
 static uint64_t next_corr_id(esc_async *a, uint32_t slot)
 {
     return (a->seq++ << CLI_SLOT_BITS) | slot;
+}
+
+/* Every call is in the table and in the heap, or in neither. */
+static void check_counts(const esc_async *a)
+{
+    ESC_ASSERT(a->nfree <= a->cap && a->cap - a->nfree == cli_timer_calls(a));
 }
 
 /* Grows every table together. A failed realloc leaves the old, still
@@ -64,11 +75,13 @@ static int slot_take(esc_async *a, uint32_t *slot)
         }
     }
     *slot = a->free_slots[--a->nfree];
+    ESC_ASSERT(*slot < a->cap && a->slots[*slot] == NULL);
     return 0;
 }
 
 static void slot_put(esc_async *a, uint32_t slot)
 {
+    ESC_ASSERT(a->nfree < a->cap);
     a->slots[slot] = NULL;
     a->free_slots[a->nfree++] = slot;
 }
@@ -135,6 +148,7 @@ int cli_slot_new(esc_async *a, int kind, const wire_request *req, uint32_t dl_ms
     c->due_us = now;
     a->slots[slot] = c;
     cli_timer_push(a, c);
+    check_counts(a);
     *out = c;
     return 0;
 }
@@ -162,8 +176,10 @@ int cli_slot_encode(const esc_async *a, call *c, wire_request *req)
 void cli_slot_free(esc_async *a, call *c)
 {
     uint32_t slot = slot_of(c);
+    ESC_ASSERT(slot < a->cap && a->slots[slot] == c);
     cli_timer_remove(a, c);
     slot_put(a, slot);
+    check_counts(a);
     cli_routing_unwait(c);
     cli_conn_untarget(c);
     if (cli_timer_calls(a) == 0) {
@@ -176,6 +192,7 @@ void cli_slot_free(esc_async *a, call *c)
 
 void cli_slot_aim(esc_async *a, call *c, conn *k, uint64_t seg, int64_t now)
 {
+    ESC_ASSERT(c->req != NULL); /* kept by cli_slot_new for every call that moves */
     if (c->phase == PH_SENT && c->target == k && c->target_seg == seg) {
         cli_conn_send(a, c, now);
         return;

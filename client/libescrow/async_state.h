@@ -12,7 +12,7 @@
  *                    reroute, settle a reserve's "no"
  *   async_routing.c  routing mode: route fetches and pushes, where a call goes
  *
- * Invariants: every call is in
+ * Invariants (asserted where they can break, ESC_ASSERT): every call is in
  * the slot table and in the heap, or in neither; slots[corr_id & mask] and
  * heap[heap_idx] name the call itself; the calls in the table are as many as
  * the heap holds (cap - nfree == nheap); a call's callback runs exactly once,

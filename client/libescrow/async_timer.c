@@ -16,6 +16,7 @@
 #include "async_answer.h"
 #include "async_routing.h"
 #include "clock.h"
+#include "esc_assert.h"
 
 static void timer_cb(uv_timer_t *t);
 static void idle_cb(uv_idle_t *h);
@@ -62,8 +63,15 @@ static void heap_down(esc_async *a, uint32_t i)
     heap_set(a, i, c);
 }
 
+/* The call at heap index i is c itself. */
+static void check_at(const esc_async *a, const call *c)
+{
+    ESC_ASSERT(c->heap_idx < a->nheap && a->heap[c->heap_idx] == c);
+}
+
 void cli_timer_fix(esc_async *a, call *c)
 {
+    check_at(a, c);
     uint32_t i = c->heap_idx;
     if (i > 0 && a->heap[(i - 1) / 2]->due_us > c->due_us) {
         heap_up(a, i);
@@ -74,12 +82,14 @@ void cli_timer_fix(esc_async *a, call *c)
 
 void cli_timer_push(esc_async *a, call *c)
 {
+    ESC_ASSERT(a->nheap < a->cap);
     heap_set(a, a->nheap++, c);
     heap_up(a, c->heap_idx);
 }
 
 void cli_timer_remove(esc_async *a, call *c)
 {
+    check_at(a, c);
     call *last = a->heap[--a->nheap];
     if (last != c) {
         heap_set(a, c->heap_idx, last);
@@ -144,6 +154,8 @@ static void run_due(esc_async *a)
     /* Ends: each pass finishes a call or moves its due_us past now. */
     while (!a->closing && a->nheap > 0 && a->heap[0]->due_us <= now) {
         call *c = a->heap[0];
+        ESC_ASSERT(a->nheap < 2 || a->heap[1]->due_us >= c->due_us);
+        ESC_ASSERT(a->nheap < 3 || a->heap[2]->due_us >= c->due_us);
         if (c->phase == PH_DONE) {
             cli_answer_finish(a, c, c->last_status, NULL);
         } else if (now >= c->deadline_us) {
