@@ -3,7 +3,8 @@
  *
  * Real checkout traffic through libescrow's asynchronous API in routing mode
  * (coordinator + route PUB socket), on one libuv loop, `concurrency` slots
- * each running one buyer story after another. Every call is recorded as a
+ * each running one buyer story after another (the slots are the lanes of
+ * tests/tools/driver, a story is one of its jobs). Every call is recorded as a
  * history line in Jepsen's style (JSON lines): an "invoke" before the call,
  * then "ok", "fail" (definitely nothing changed / the stated outcome) or
  * "info" (outcome unknown: timeout, transport error). A slot is a process:
@@ -42,6 +43,7 @@
 
 #include <uv.h>
 
+#include "driver.h"
 #include "escrow.h"
 
 #define CC_SLOTS_MAX 512u
@@ -55,14 +57,13 @@
 typedef struct cc cc;
 
 typedef struct slot {
-    cc *c;            /* borrowed */
-    uv_timer_t timer; /* embedded: think time, the deadline of an expiry race */
-    uint32_t index;
+    cc *c;          /* borrowed */
+    uint32_t index; /* the driver's lane; its timer waits think time, an expiry race */
     uint32_t process;
-    uint64_t story;  /* stories started by this slot */
-    int step;        /* the story's next step */
-    int plan;        /* 0 confirm, 1 release, 2 abandon */
-    int dup;         /* repeats left of the current call (retry storm) */
+    uint64_t story; /* stories started by this slot */
+    int step;       /* the story's next step */
+    int plan;       /* 0 confirm, 1 release, 2 abandon */
+    int dup;        /* repeats left of the current call (retry storm) */
     uint64_t holds[8];
     size_t nholds;
     size_t hi; /* next hold of holds[] to end */
@@ -92,14 +93,12 @@ struct cc {
     FILE *out;
     esc_async *a;
     uv_loop_t *loop;
+    driver *d; /* owned: the slots' loop, stops after --seconds */
     slot *slots;
-    uv_timer_t stop_timer;
     uv_signal_t sigterm;
-    bool stopping;
-    uint32_t active;
     int64_t t0_ms;
     uint64_t ops, oks, fails, infos;
-    esc_stats st; /* libescrow's counters, read before the close */
+    esc_stats st;        /* libescrow's counters, read before the close */
     uint64_t flash_next; /* next flash buyer (round = / CC_FLASH_BUYERS) */
     uint64_t global_story;
     bool fin_done[CC_ITEMS_MAX];
@@ -134,8 +133,9 @@ static uint32_t draw(const slot *s, uint64_t salt, uint32_t n)
 
 static void h_begin(cc *c, const char *type, const char *f, uint32_t process)
 {
-    fprintf(c->out, "{\"type\":\"%s\",\"f\":\"%s\",\"process\":%" PRIu32 ",\"time\":%" PRId64
-                    ",\"tenant\":\"%s\",\"value\":{",
+    fprintf(c->out,
+            "{\"type\":\"%s\",\"f\":\"%s\",\"process\":%" PRIu32 ",\"time\":%" PRId64
+            ",\"tenant\":\"%s\",\"value\":{",
             type, f, process, wall_us(), c->tenant);
 }
 
@@ -313,14 +313,15 @@ static void do_cart(slot *s)
 
 /* ---- stories ------------------------------------------------------------ */
 
-static void timer_cb(uv_timer_t *t)
+static void timer_cb(driver *d, uint32_t lane, void *arg)
 {
-    step(t->data);
+    (void)d;
+    step(&((cc *)arg)->slots[lane]);
 }
 
 static void later(slot *s, uint64_t ms)
 {
-    if (uv_timer_start(&s->timer, timer_cb, ms, 0) != 0) {
+    if (driver_later(s->c->d, s->index, ms, timer_cb) != 0) {
         step(s);
     }
 }
@@ -332,6 +333,92 @@ static void set_item(slot *s, const char *fmt, ...)
     va_start(ap, fmt);
     vsnprintf(s->item, sizeof s->item, fmt, ap);
     va_end(ap);
+}
+
+static void begin_flash(slot *s)
+{
+    cc *c = s->c;
+    uint64_t n = c->flash_next++;
+    uint64_t round = n / CC_FLASH_BUYERS;
+    set_item(s, "flash-%" PRIu64, round % CC_FLASH_ITEMS);
+    snprintf(s->key, sizeof s->key, "flash-%" PRIu64 "-%" PRIu64, c->seed, n);
+    s->ttl_ms = 1500;
+}
+
+static void begin_cart(slot *s)
+{
+    s->nlines = 1 + draw(s, 2, CC_CART_ITEMS);
+    uint32_t first = draw(s, 3, CC_CART_ITEMS);
+    for (size_t i = 0; i < s->nlines; i++) {
+        snprintf(s->line_items[i], sizeof s->line_items[i], "cart-%zu",
+                 (first + i) % CC_CART_ITEMS);
+        s->lines[i].item_id = s->line_items[i];
+        s->lines[i].qty = 1 + draw(s, 10 + i, 2);
+    }
+    s->plan = draw(s, 4, 100) < 70 ? 0 : 1;
+}
+
+static void begin_skew(slot *s)
+{
+    set_item(s, "skew");
+    bool hot = draw(s, 5, 100) < 80;
+    for (uint32_t k = 0; k < 64; k++) {
+        snprintf(s->buyer, sizeof s->buyer, "b%" PRIu32 "-%" PRIu64 "-%" PRIu32, s->process,
+                 s->story, k);
+        if ((esc_route_slot(s->c->tenant, "skew", s->buyer, 16) < 2) == hot) {
+            break;
+        }
+    }
+    s->plan = draw(s, 6, 100) < 90 ? 0 : 1;
+}
+
+/* Stories share keys: about four stories per key, across slots. */
+static void begin_retry(slot *s)
+{
+    cc *c = s->c;
+    uint64_t k = c->global_story / 4;
+    set_item(s, "retry");
+    snprintf(s->key, sizeof s->key, "retry-%" PRIu64 "-%" PRIu64, c->seed, k);
+    snprintf(s->buyer, sizeof s->buyer, "rb-%" PRIu64, k);
+    s->qty = 1 + (int64_t)(k % 2);
+    s->plan = (k % 3 == 0) ? 1 : 0;
+    s->dup = 1;
+}
+
+static void begin_tenant(slot *s)
+{
+    set_item(s, "same");
+    snprintf(s->key, sizeof s->key, "tk-%" PRIu64 "-%" PRIu32 "-%" PRIu64, s->c->seed, s->process,
+             s->story);
+    snprintf(s->buyer, sizeof s->buyer, "tb-%" PRIu32 "-%" PRIu64, s->process, s->story);
+    s->plan = draw(s, 8, 100) < 70 ? 0 : 1;
+}
+
+/* Probes while a segment is not served yet, then buys out the first item
+ * not sold out; false when every item is. */
+static bool begin_finish(slot *s)
+{
+    cc *c = s->c;
+    if (c->segs_left > 0) {
+        s->step = 100; /* probing */
+        return true;
+    }
+    size_t i;
+    for (i = 0; i < c->nitems; i++) {
+        size_t j = (s->index + i) % c->nitems;
+        if (!c->fin_done[j]) {
+            s->fin_item = (int)j;
+            break;
+        }
+    }
+    if (i == c->nitems) {
+        return false;
+    }
+    set_item(s, "%s", c->items[s->fin_item]);
+    snprintf(s->key, sizeof s->key, "fin-%" PRIu64 "-%" PRIu32 "-%" PRIu64, c->seed, s->process,
+             s->story);
+    s->plan = 0;
+    return true;
 }
 
 /* Sets up the slot's next story; returns false when the slot is done. */
@@ -353,95 +440,58 @@ static bool story_begin(slot *s)
     snprintf(s->key, sizeof s->key, "%s-%" PRIu64 "-%" PRIu32 "-%" PRIu64, w, c->seed, s->process,
              s->story);
     if (strcmp(w, "flash") == 0) {
-        uint64_t n = c->flash_next++;
-        uint64_t round = n / CC_FLASH_BUYERS;
-        set_item(s, "flash-%" PRIu64, round % CC_FLASH_ITEMS);
-        snprintf(s->key, sizeof s->key, "flash-%" PRIu64 "-%" PRIu64, c->seed, n);
-        s->ttl_ms = 1500;
+        begin_flash(s);
     } else if (strcmp(w, "cart") == 0) {
-        s->nlines = 1 + draw(s, 2, CC_CART_ITEMS);
-        uint32_t first = draw(s, 3, CC_CART_ITEMS);
-        for (size_t i = 0; i < s->nlines; i++) {
-            snprintf(s->line_items[i], sizeof s->line_items[i], "cart-%zu",
-                     (first + i) % CC_CART_ITEMS);
-            s->lines[i].item_id = s->line_items[i];
-            s->lines[i].qty = 1 + draw(s, 10 + i, 2);
-        }
-        s->plan = draw(s, 4, 100) < 70 ? 0 : 1;
+        begin_cart(s);
     } else if (strcmp(w, "skew") == 0) {
-        set_item(s, "skew");
-        bool hot = draw(s, 5, 100) < 80;
-        for (uint32_t k = 0; k < 64; k++) {
-            snprintf(s->buyer, sizeof s->buyer, "b%" PRIu32 "-%" PRIu64 "-%" PRIu32, s->process,
-                     s->story, k);
-            if ((esc_route_slot(c->tenant, "skew", s->buyer, 16) < 2) == hot) {
-                break;
-            }
-        }
-        s->plan = draw(s, 6, 100) < 90 ? 0 : 1;
+        begin_skew(s);
     } else if (strcmp(w, "retry") == 0) {
-        /* Stories share keys: about four stories per key, across slots. */
-        uint64_t k = c->global_story / 4;
-        set_item(s, "retry");
-        snprintf(s->key, sizeof s->key, "retry-%" PRIu64 "-%" PRIu64, c->seed, k);
-        snprintf(s->buyer, sizeof s->buyer, "rb-%" PRIu64, k);
-        s->qty = 1 + (int64_t)(k % 2);
-        s->plan = (k % 3 == 0) ? 1 : 0;
-        s->dup = 1;
+        begin_retry(s);
     } else if (strcmp(w, "expiry") == 0) {
         set_item(s, "expiry");
         s->ttl_ms = 300;
         s->plan = draw(s, 7, 100) < 80 ? 0 : 1;
     } else if (strcmp(w, "tenant") == 0) {
-        set_item(s, "same");
-        snprintf(s->key, sizeof s->key, "tk-%" PRIu64 "-%" PRIu32 "-%" PRIu64, c->seed, s->process,
-                 s->story);
-        snprintf(s->buyer, sizeof s->buyer, "tb-%" PRIu32 "-%" PRIu64, s->process, s->story);
-        s->plan = draw(s, 8, 100) < 70 ? 0 : 1;
+        begin_tenant(s);
     } else if (strcmp(w, "finish") == 0) {
-        if (c->segs_left > 0) {
-            s->step = 100; /* probing */
-            return true;
-        }
-        size_t i;
-        for (i = 0; i < c->nitems; i++) {
-            size_t j = (s->index + i) % c->nitems;
-            if (!c->fin_done[j]) {
-                s->fin_item = (int)j;
-                break;
-            }
-        }
-        if (i == c->nitems) {
-            return false;
-        }
-        set_item(s, "%s", c->items[s->fin_item]);
-        snprintf(s->key, sizeof s->key, "fin-%" PRIu64 "-%" PRIu32 "-%" PRIu64, c->seed,
-                 s->process, s->story);
-        s->plan = 0;
+        return begin_finish(s);
     }
     return true;
 }
 
+/* The slot's story ended: the driver starts its next one (story_start),
+ * or retires the slot once the run stops. */
 static void story_next(slot *s)
 {
-    cc *c = s->c;
-    if (c->stopping || !story_begin(s)) {
-        if (--c->active == 0) {
-            uv_close((uv_handle_t *)&c->stop_timer, NULL);
-            uv_close((uv_handle_t *)&c->sigterm, NULL);
-            for (uint32_t i = 0; i < c->concurrency; i++) {
-                uv_close((uv_handle_t *)&c->slots[i].timer, NULL);
-            }
-            esc_async_stats(c->a, &c->st);
-            esc_async_close(c->a, NULL, NULL);
-        }
-        return;
+    driver_done(s->c->d, s->index);
+}
+
+/* Starts the slot's next story (driver_next_fn). */
+static int story_start(driver *d, uint32_t lane, uint64_t job, void *arg)
+{
+    (void)d;
+    (void)job;
+    cc *c = arg;
+    slot *s = &c->slots[lane];
+    if (!story_begin(s)) {
+        return DRIVER_IDLE;
     }
     if (strcmp(c->workload, "finish") != 0) {
         later(s, draw(s, 24, 40)); /* think time between buyers */
-        return;
+    } else {
+        step(s);
     }
-    step(s);
+    return DRIVER_BUSY;
+}
+
+/* Every slot is done (driver_end_fn): close what keeps the loop alive. */
+static void run_end(driver *d, void *arg)
+{
+    (void)d;
+    cc *c = arg;
+    uv_close((uv_handle_t *)&c->sigterm, NULL);
+    esc_async_stats(c->a, &c->st);
+    esc_async_close(c->a, NULL, NULL);
 }
 
 /* Ends the story's holds one by one (confirm or release), then the next story. */
@@ -560,24 +610,11 @@ static void hold_cb(int status, const esc_hold *hold, void *arg)
     step(s);
 }
 
-static void stop_cb(uv_timer_t *t)
-{
-    cc *c = t->data;
-    c->stopping = true;
-    /* Slots waiting on a timer end now; slots with a call finish it. */
-    for (uint32_t i = 0; i < c->concurrency; i++) {
-        slot *s = &c->slots[i];
-        if (uv_is_active((uv_handle_t *)&s->timer)) {
-            uv_timer_stop(&s->timer);
-            story_next(s);
-        }
-    }
-}
-
+/* Slots waiting on a timer end now; slots with a call finish it. */
 static void sigterm_cb(uv_signal_t *h, int signum)
 {
     (void)signum;
-    stop_cb(&((cc *)h->data)->stop_timer);
+    driver_stop(((cc *)h->data)->d);
 }
 
 /* ---- main --------------------------------------------------------------- */
@@ -604,36 +641,66 @@ static void split_list(cc *c, char *arg, bool segs)
 
 static void parse(cc *c, int argc, char **argv)
 {
-    static const struct option opts[] = {
-        {"coordinator", required_argument, NULL, 'C'}, {"routes", required_argument, NULL, 'R'},
-        {"tenant", required_argument, NULL, 't'},      {"workload", required_argument, NULL, 'w'},
-        {"seconds", required_argument, NULL, 's'},     {"process-base", required_argument, NULL, 'p'},
-        {"out", required_argument, NULL, 'o'},         {"seed", required_argument, NULL, 'S'},
-        {"concurrency", required_argument, NULL, 'c'}, {"items", required_argument, NULL, 'i'},
-        {"segments", required_argument, NULL, 'g'},    {"credential", required_argument, NULL, 'K'},
-        {NULL, 0, NULL, 0}};
+    static const struct option opts[] = {{"coordinator", required_argument, NULL, 'C'},
+                                         {"routes", required_argument, NULL, 'R'},
+                                         {"tenant", required_argument, NULL, 't'},
+                                         {"workload", required_argument, NULL, 'w'},
+                                         {"seconds", required_argument, NULL, 's'},
+                                         {"process-base", required_argument, NULL, 'p'},
+                                         {"out", required_argument, NULL, 'o'},
+                                         {"seed", required_argument, NULL, 'S'},
+                                         {"concurrency", required_argument, NULL, 'c'},
+                                         {"items", required_argument, NULL, 'i'},
+                                         {"segments", required_argument, NULL, 'g'},
+                                         {"credential", required_argument, NULL, 'K'},
+                                         {NULL, 0, NULL, 0}};
     int ch;
     c->concurrency = 64;
     c->tenant = "t1";
     while ((ch = getopt_long(argc, argv, "", opts, NULL)) != -1) {
         switch (ch) {
-        case 'C': c->coordinator = optarg; break;
-        case 'R': c->routes = optarg; break;
-        case 't': c->tenant = optarg; break;
-        case 'w': c->workload = optarg; break;
-        case 's': c->seconds = (uint32_t)strtoul(optarg, NULL, 10); break;
-        case 'p': c->process_base = (uint32_t)strtoul(optarg, NULL, 10); break;
-        case 'o': c->out_path = optarg; break;
-        case 'S': c->seed = strtoull(optarg, NULL, 10); break;
-        case 'K': c->credential = optarg; break;
-        case 'c': c->concurrency = (uint32_t)strtoul(optarg, NULL, 10); break;
-        case 'i': split_list(c, optarg, false); break;
-        case 'g': split_list(c, optarg, true); break;
-        default: usage();
+        case 'C':
+            c->coordinator = optarg;
+            break;
+        case 'R':
+            c->routes = optarg;
+            break;
+        case 't':
+            c->tenant = optarg;
+            break;
+        case 'w':
+            c->workload = optarg;
+            break;
+        case 's':
+            c->seconds = (uint32_t)strtoul(optarg, NULL, 10);
+            break;
+        case 'p':
+            c->process_base = (uint32_t)strtoul(optarg, NULL, 10);
+            break;
+        case 'o':
+            c->out_path = optarg;
+            break;
+        case 'S':
+            c->seed = strtoull(optarg, NULL, 10);
+            break;
+        case 'K':
+            c->credential = optarg;
+            break;
+        case 'c':
+            c->concurrency = (uint32_t)strtoul(optarg, NULL, 10);
+            break;
+        case 'i':
+            split_list(c, optarg, false);
+            break;
+        case 'g':
+            split_list(c, optarg, true);
+            break;
+        default:
+            usage();
         }
     }
-    if (!c->coordinator || !c->workload || !c->out_path || c->seconds == 0 ||
-        c->concurrency == 0 || c->concurrency > CC_SLOTS_MAX) {
+    if (!c->coordinator || !c->workload || !c->out_path || c->seconds == 0 || c->concurrency == 0 ||
+        c->concurrency > CC_SLOTS_MAX) {
         usage();
     }
 }
@@ -665,26 +732,27 @@ int main(int argc, char **argv)
     if (c.slots == NULL) {
         return 2;
     }
+    driver_config dc = {.lanes = c.concurrency,
+                        .run_ms = (uint64_t)c.seconds * 1000,
+                        .next = story_start,
+                        .end = run_end,
+                        .arg = &c};
+    if (driver_new(c.loop, &dc, &c.d) != 0) {
+        return 2;
+    }
     c.t0_ms = wall_us() / 1000;
-    uv_timer_init(c.loop, &c.stop_timer);
-    c.stop_timer.data = &c;
-    uv_timer_start(&c.stop_timer, stop_cb, (uint64_t)c.seconds * 1000, 0);
     uv_signal_init(c.loop, &c.sigterm);
     c.sigterm.data = &c;
     uv_signal_start(&c.sigterm, sigterm_cb, SIGTERM);
-    c.active = c.concurrency;
     for (uint32_t i = 0; i < c.concurrency; i++) {
         slot *s = &c.slots[i];
         s->c = &c;
         s->index = i;
         s->process = c.process_base + i;
-        uv_timer_init(c.loop, &s->timer);
-        s->timer.data = s;
     }
-    for (uint32_t i = 0; i < c.concurrency; i++) {
-        story_next(&c.slots[i]);
-    }
+    driver_start(c.d);
     uv_run(c.loop, UV_RUN_DEFAULT);
+    driver_free(c.d);
     fflush(c.out);
     fclose(c.out);
     size_t served = 0;

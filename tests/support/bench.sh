@@ -9,7 +9,7 @@
 #   ESC_BIN=build/bin tests/support/bench.sh [--quick]
 #
 # What it measures (each for ESC_BENCH_SECONDS after a warm-up; escrow-bench
-# does the measuring, one invocation per line below, see client/bench/):
+# does the measuring, one invocation per line below, see tests/tools/escrow-bench/):
 #   A   one hot row: UPDATE bench.stock SET available = available - 1
 #       WHERE id = 1 AND available >= 1 RETURNING available, autocommit,
 #       from 1 and from 128 connections; and PostgreSQL's "no" (row at 0)

@@ -7,14 +7,10 @@ import sys
 
 root = pathlib.Path(sys.argv[1] if len(sys.argv) > 1 else ".")
 readme = (root / "README.md").read_text()
-# The example's home; client/examples/checkout.c is where it lived before the
-# tree was reorganised (drop that fallback once the move is merged).
-candidates = ["examples/checkout/checkout.c", "client/examples/checkout.c"]
-path = next((p for p in candidates if (root / p).is_file()), candidates[0])
-example = (root / path).read_text().rstrip("\n")
+example = (root / "examples/checkout/checkout.c").read_text().rstrip("\n")
 errors = []
 if "```c\n" + example + "\n```" not in readme:
-    errors.append(f"README.md's C example differs from {path}")
+    errors.append("README.md's C example differs from examples/checkout/checkout.c")
 lines = [l for l in readme.splitlines() if l.strip()]
 head = "\n".join(lines[:5])
 for cmd in ("make demo", "make test"):

@@ -1,5 +1,5 @@
 /*
- * test_client.c - unit tests for libescrow (client/): input validation, cart
+ * test_client.c - unit tests for libescrow (client/libescrow/): input validation, cart
  * planning, and the asynchronous engine's deadlines, resends, backoff,
  * duplicate suppression, cart compensation and close, against a fake segment
  * node (a raw REP socket on its own loop and thread, in this file) that

@@ -1,5 +1,5 @@
 /*
- * main.c - escrow-bench's command line: one measurement per invocation
+ * escrow-bench.c - escrow-bench's command line: one measurement per invocation
  * (tests/support/bench.sh runs them in order against the servers it
  * started, `make bench` runs bench.sh), plus `report`.
  */

@@ -7,13 +7,15 @@
  * ("<prefix>-<n>", also the buyer id), so none is a retry. Three shapes:
  *   - closed loop (default): o->inflight requests in flight, each answer
  *     sends the next; timed (warm-up, then o->seconds);
- *   - open loop (--rate R): a 1 ms timer sends what the schedule says is
- *     due, at most o->inflight in flight; latency runs from the send;
+ *   - open loop (--rate R): the driver's 1 ms tick sends what the schedule
+ *     says is due, at most o->inflight in flight (the rest is skipped and
+ *     counted); latency runs from the send;
  *   - counted (--count N): exactly N requests, closed loop, no warm-up; the
  *     node's resident memory is read before the first and after the last,
  *     so (after - before) / N is the memory one live hold costs.
  * With --mix-item, mix_pct % of the requests go to that (sold-out) item
- * instead: a flood of "no" next to a live sale.
+ * instead: a flood of "no" next to a live sale. The driver (driver.h) keeps
+ * the requests in flight: one request is one job, on one lane.
  *
  * With --pids the nodes' CPU (utime + stime) is read when the window opens
  * and closes: CPU per hold = delta / holds. --pg-pid does the same for the
@@ -27,10 +29,9 @@
 #include <string.h>
 
 #include "clock.h"
+#include "driver.h"
 #include "escrow.h"
 
-/* Open-loop schedule tick. */
-#define ESC_RATE_TICK_MS 1u
 /* After the last request of a counted run: let the node finish its batch
  * bookkeeping before its memory is read. */
 #define ESC_SETTLE_MS 300u
@@ -38,9 +39,9 @@
 typedef struct esc_run esc_run;
 
 typedef struct esc_slot {
-    esc_run *r; /* borrowed */
+    esc_run *r;    /* borrowed */
+    uint32_t lane; /* the driver's lane this slot is */
     int64_t sent_us;
-    bool busy;
     char key[ESC_ID_MAX + 1];
 } esc_slot;
 
@@ -48,24 +49,20 @@ struct esc_run {
     const bench_opts *o; /* borrowed */
     uv_loop_t loop;
     esc_async *a;    /* owned until closed */
-    esc_slot *slots; /* owned, o->inflight */
-    uint32_t *free_slots;
-    uint32_t nfree;
+    driver *d;       /* owned */
+    esc_slot *slots; /* owned, one per lane (o->inflight) */
     bench_meter m;
-    uv_timer_t open_timer; /* embedded: the window opens (proc sample) */
-    uv_timer_t stop_timer; /* embedded: the window closes */
-    uv_timer_t rate_timer; /* embedded: open-loop schedule, settle of a counted run */
-    int64_t rate_t0_us;
-    uint64_t next; /* requests sent */
-    uint32_t busy;
+    uv_timer_t open_timer;   /* embedded: the window opens (proc sample) */
+    uv_timer_t stop_timer;   /* embedded: the window closes */
+    uv_timer_t settle_timer; /* embedded: settle of a counted run */
     bool stopping;
+    bool ended; /* the driver's end ran: no request in flight */
     bool closing;
     bool settled;
     bench_proc_sample before, after;
     uint64_t errors_by_code[64];
     uint64_t no_sold_out, no_try_later, no_segment_empty;
     uint64_t holds_total; /* every hold taken, in the window or not */
-    uint64_t skipped;     /* open loop: due while every slot was in flight */
     esc_stats stats;
 };
 
@@ -81,7 +78,7 @@ static void async_closed(void *arg)
 
 static void maybe_close(esc_run *r)
 {
-    if (!r->stopping || r->busy > 0 || r->closing) {
+    if (!r->stopping || !r->ended || r->closing) {
         return;
     }
     if (r->o->count > 0 && !r->settled) {
@@ -92,7 +89,7 @@ static void maybe_close(esc_run *r)
     esc_async_close(r->a, async_closed, r);
     uv_close((uv_handle_t *)&r->open_timer, noop_close);
     uv_close((uv_handle_t *)&r->stop_timer, noop_close);
-    uv_close((uv_handle_t *)&r->rate_timer, noop_close);
+    uv_close((uv_handle_t *)&r->settle_timer, noop_close);
 }
 
 static int classify(esc_run *r, int status)
@@ -116,8 +113,6 @@ static int classify(esc_run *r, int status)
     }
 }
 
-static void slot_send(esc_slot *s);
-
 static void settle_cb(uv_timer_t *t)
 {
     esc_run *r = t->data;
@@ -126,18 +121,22 @@ static void settle_cb(uv_timer_t *t)
     maybe_close(r);
 }
 
-/* A counted run ends when its last answer is in: sample after a pause. */
-static void counted_end(esc_run *r)
+/* The driver's end: no request is in flight any more. A counted run ends
+ * here (its last answer is in): sample after a pause. */
+static void run_ended(driver *d, void *arg)
 {
-    if (r->o->count == 0 || r->busy > 0 || r->next < r->o->count || r->stopping) {
-        return;
+    (void)d;
+    esc_run *r = arg;
+    r->ended = true;
+    if (r->o->count > 0 && !r->stopping) {
+        r->stopping = true;
+        r->m.t1_us = esc_mono_us();
+        if (uv_timer_start(&r->settle_timer, settle_cb, ESC_SETTLE_MS, 0) != 0) {
+            r->settled = true; /* no settle: sample now */
+            bench_procs_sample(&r->o->procs, &r->after);
+        }
     }
-    r->stopping = true;
-    r->m.t1_us = esc_mono_us();
-    if (uv_timer_start(&r->rate_timer, settle_cb, ESC_SETTLE_MS, 0) != 0) {
-        r->settled = true; /* no settle: sample now */
-        bench_procs_sample(&r->o->procs, &r->after);
-    }
+    maybe_close(r);
 }
 
 static void reserve_cb(int status, const esc_hold *hold, void *arg)
@@ -146,22 +145,19 @@ static void reserve_cb(int status, const esc_hold *hold, void *arg)
     esc_slot *s = arg;
     esc_run *r = s->r;
     bench_meter_add(&r->m, classify(r, status), s->sent_us, esc_mono_us());
-    s->busy = false;
-    r->busy--;
-    if (r->o->rate > 0) {
-        r->free_slots[r->nfree++] = (uint32_t)(s - r->slots);
-    } else if (!r->stopping && (r->o->count == 0 || r->next < r->o->count)) {
-        slot_send(s); /* closed loop: libescrow never calls back from inside a call */
-    }
-    counted_end(r);
-    maybe_close(r);
+    driver_done(
+        r->d,
+        s->lane); /* closed loop: sends the next; libescrow never calls back from inside a call */
 }
 
-static void slot_send(esc_slot *s)
+/* Sends request number `job` from lane (driver_next_fn). */
+static int slot_send(driver *d, uint32_t lane, uint64_t job, void *arg)
 {
-    esc_run *r = s->r;
+    (void)d;
+    esc_run *r = arg;
+    esc_slot *s = &r->slots[lane];
     const bench_opts *o = r->o;
-    uint64_t n = r->next++;
+    uint64_t n = job;
     snprintf(s->key, sizeof s->key, "%s-%" PRIu64, o->key_prefix, n);
     const char *item = o->item_id;
     if (o->mix_item_id != NULL && bench_mix64(n ^ 0x6d6978ULL) % 100u < o->mix_pct) {
@@ -175,33 +171,12 @@ static void slot_send(esc_slot *s)
     s->sent_us = esc_mono_us();
     int rc = esc_async_reserve(r->a, &req, o->deadline_ms, reserve_cb, s);
     if (rc != 0) {
-        /* refused before anything was sent: counted, the slot stays free */
+        /* refused before anything was sent: counted; the lane rests (open
+         * loop: free for the schedule; closed loop: retired) */
         bench_meter_add(&r->m, classify(r, rc), s->sent_us, s->sent_us);
-        if (o->rate > 0) {
-            r->free_slots[r->nfree++] = (uint32_t)(s - r->slots);
-        }
-        return;
+        return DRIVER_IDLE;
     }
-    s->busy = true;
-    r->busy++;
-}
-
-/* Open loop: send what the schedule says is due by now. */
-static void rate_cb(uv_timer_t *t)
-{
-    esc_run *r = t->data;
-    if (r->stopping) {
-        return;
-    }
-    double due = (double)(esc_mono_us() - r->rate_t0_us) / 1e6 * r->o->rate;
-    while ((double)r->next < due && r->nfree > 0) {
-        slot_send(&r->slots[r->free_slots[--r->nfree]]);
-    }
-    if ((double)r->next < due) {
-        /* at the in-flight cap: skipped (and counted), not queued */
-        r->skipped += (uint64_t)due - r->next;
-        r->next = (uint64_t)due;
-    }
+    return DRIVER_BUSY;
 }
 
 static void open_cb(uv_timer_t *t)
@@ -215,31 +190,34 @@ static void stop_cb(uv_timer_t *t)
     esc_run *r = t->data;
     bench_procs_sample(&r->o->procs, &r->after);
     r->stopping = true;
-    (void)uv_timer_stop(&r->rate_timer); /* always 0 for an initialised timer */
+    driver_stop(r->d); /* requests in flight finish; then run_ended */
     maybe_close(r);
 }
 
 static int run_start(esc_run *r)
 {
     const bench_opts *o = r->o;
+    driver_config dc = {.lanes = o->inflight,
+                        .jobs_max = o->count,
+                        .rate_per_s = o->count > 0 ? 0 : o->rate,
+                        .next = slot_send,
+                        .end = run_ended,
+                        .arg = r};
     int rc = uv_timer_init(&r->loop, &r->open_timer);
     rc = rc ? rc : uv_timer_init(&r->loop, &r->stop_timer);
-    rc = rc ? rc : uv_timer_init(&r->loop, &r->rate_timer);
-    if (rc != 0) {
+    rc = rc ? rc : uv_timer_init(&r->loop, &r->settle_timer);
+    if (rc != 0 || driver_new(&r->loop, &dc, &r->d) != 0) {
         return ESC_EIO; /* nothing to close: handles that exist are not active */
     }
-    r->open_timer.data = r->stop_timer.data = r->rate_timer.data = r;
+    r->open_timer.data = r->stop_timer.data = r->settle_timer.data = r;
     for (uint32_t i = 0; i < o->inflight; i++) {
         r->slots[i].r = r;
-        r->free_slots[r->nfree++] = o->inflight - 1 - i;
+        r->slots[i].lane = i;
     }
     if (o->count > 0) {
         bench_meter_init(&r->m, 0, BENCH_SECONDS_MAX);
         bench_procs_sample(&o->procs, &r->before);
-        for (uint32_t i = 0; i < o->inflight && r->next < o->count; i++) {
-            slot_send(&r->slots[i]);
-        }
-        counted_end(r);
+        driver_start(r->d);
         return 0;
     }
     uv_update_time(&r->loop);
@@ -247,15 +225,7 @@ static int run_start(esc_run *r)
     uint64_t stop_ms = (uint64_t)(r->m.t1_us - esc_mono_us()) / 1000u + 1u;
     rc = uv_timer_start(&r->open_timer, open_cb, o->warmup_ms, 0);
     rc = rc ? rc : uv_timer_start(&r->stop_timer, stop_cb, stop_ms, 0);
-    if (o->rate > 0) {
-        r->rate_t0_us = esc_mono_us();
-        rc = rc ? rc : uv_timer_start(&r->rate_timer, rate_cb, 0, ESC_RATE_TICK_MS);
-    } else {
-        r->nfree = 0;
-        for (uint32_t i = 0; i < o->inflight; i++) {
-            slot_send(&r->slots[i]);
-        }
-    }
+    driver_start(r->d);
     return rc == 0 ? 0 : ESC_EIO;
 }
 
@@ -286,7 +256,7 @@ static void print_result(const esc_run *r)
            " %s_segment_empty=%" PRIu64 " %s_sold_out_cached=%" PRIu64 " %s_frames=%" PRIu64
            " %s_skipped=%" PRIu64,
            l, r->holds_total, l, r->no_sold_out, l, r->no_try_later, l, r->no_segment_empty, l,
-           r->stats.sold_out_cached, l, r->stats.frames_sent, l, r->skipped);
+           r->stats.sold_out_cached, l, r->stats.frames_sent, l, driver_skipped(r->d));
     if (cpu >= 0) {
         printf(" %s_cpu_us_per_hold=%.2f %s_cpu_us_per_answer=%.3f %s_cpu_cores=%.2f", l,
                r->m.ok ? cpu / (double)r->m.ok : 0.0, l, answers ? cpu / (double)answers : 0.0, l,
@@ -312,12 +282,7 @@ static void print_result(const esc_run *r)
 int bench_esc_run(const bench_opts *o)
 {
     esc_run *r = calloc(1, sizeof *r);
-    if (r == NULL || (r->slots = calloc(o->inflight, sizeof *r->slots)) == NULL ||
-        (r->free_slots = calloc(o->inflight, sizeof *r->free_slots)) == NULL) {
-        if (r != NULL) {
-            free(r->free_slots);
-            free(r->slots);
-        }
+    if (r == NULL || (r->slots = calloc(o->inflight, sizeof *r->slots)) == NULL) {
         free(r);
         fprintf(stderr, "escrow-bench: out of memory\n");
         return 1;
@@ -331,7 +296,6 @@ int bench_esc_run(const bench_opts *o)
     int rc = uv_loop_init(&r->loop);
     if (rc != 0) {
         fprintf(stderr, "escrow-bench: uv_loop_init: %s\n", uv_strerror(rc));
-        free(r->free_slots);
         free(r->slots);
         free(r);
         return 1;
@@ -343,6 +307,11 @@ int bench_esc_run(const bench_opts *o)
         /* what was sent drains; then everything closes */
         fprintf(stderr, "escrow-bench: cannot start the run\n");
         r->stopping = r->settled = true;
+        if (r->d != NULL) {
+            driver_stop(r->d); /* started: ends once nothing is in flight */
+        } else {
+            r->ended = true; /* never started */
+        }
         maybe_close(r);
     }
     (void)uv_run(&r->loop, UV_RUN_DEFAULT); /* returns once every handle is closed */
@@ -351,7 +320,7 @@ int bench_esc_run(const bench_opts *o)
         print_result(r);
     }
     print_errors(r);
-    free(r->free_slots);
+    driver_free(r->d);
     free(r->slots);
     free(r);
     return rc == 0 && crc == 0 ? 0 : 1;

@@ -82,7 +82,7 @@ int bench_procs_parse(bench_procs *p, const char *list);
 /* Reads /proc now. Never fails: a pid that cannot be read clears s->ok. */
 void bench_procs_sample(const bench_procs *p, bench_proc_sample *s);
 
-/* Options shared by the subcommands (main.c fills them from argv). */
+/* Options shared by the subcommands (escrow-bench.c fills them from argv). */
 typedef struct bench_opts {
     const char *label; /* borrowed; key prefix of the BENCH line */
     uint32_t seconds;

@@ -1,5 +1,5 @@
 /*
- * main.c - escrow-load: replays a flash sale against a segment node
+ * escrow-load.c - escrow-load: replays a flash sale against a segment node
  * (--endpoint) or a cluster (--coordinator, libescrow's routing mode).
  *
  * Thin: parses argv, runs load_run() on one uv loop, reads the item's

@@ -1,6 +1,8 @@
 /*
  * async.h - what the rest of libescrow needs from the asynchronous engine
- * beyond the public esc_async_* calls (async.c implements both).
+ * beyond the public esc_async_* calls (async.c implements both, and
+ * async_cart.c the carts), and the one life-cycle call the engine's own
+ * files make.
  */
 #ifndef ESC_CLIENT_ASYNC_H
 #define ESC_CLIENT_ASYNC_H
@@ -28,5 +30,9 @@ const cli_opts *cli_async_opts(const esc_async *a);
 int cli_async_cart(esc_async *a, const char *buyer_id, const esc_cart_line *lines, size_t nlines,
                    const char *cart_key, uint32_t ttl_ms, uint32_t deadline_ms, esc_cart_cb cb,
                    void *arg, size_t *bad_line);
+
+/* For the engine's files: one of a's libuv handles finished closing; the
+ * last one fails what is pending, frees a and runs the close callback. */
+void cli_async_handle_closed(esc_async *a);
 
 #endif

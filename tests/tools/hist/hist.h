@@ -1,13 +1,14 @@
 /*
- * hist.h - a fixed-size log-linear latency histogram for escrow-load.
+ * hist.h - a fixed-size log-linear latency histogram for escrow-load and
+ * escrow-bench.
  *
  * Values (microseconds) land in one of HIST_BUCKETS buckets: exact below
  * 32, then 32 buckets per power of two (about 3% relative error). Memory is
  * constant (15 KiB) however many samples a run records, so a run of a
  * hundred million buyers costs no more than one of ten.
  */
-#ifndef ESC_LOAD_HIST_H
-#define ESC_LOAD_HIST_H
+#ifndef ESC_TOOLS_HIST_H
+#define ESC_TOOLS_HIST_H
 
 #include <stdint.h>
 

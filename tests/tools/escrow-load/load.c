@@ -1,11 +1,12 @@
 /*
  * load.c - see load.h.
  *
- * Each of the `concurrency` slots walks buyers in index order: when its
- * buyer's story ends (rejected, errored, confirmed, released or abandoned)
- * the slot takes the next index. Every step is a libescrow callback or a
- * slot timer on the one loop; nothing blocks. When the last slot runs dry,
- * every handle is closed and uv_run returns.
+ * The driver (driver.h) runs `concurrency` lanes over buyers 0..buyers-1:
+ * a buyer is one job, and when its story ends (rejected, errored,
+ * confirmed, released or abandoned) the lane takes the next index. Every
+ * step is a libescrow callback or the lane's timer on the one loop; nothing
+ * blocks. When the last lane runs dry, every handle is closed and uv_run
+ * returns.
  */
 #include "load.h"
 
@@ -15,12 +16,13 @@
 #include <string.h>
 
 #include "clock.h"
+#include "driver.h"
 
 typedef struct run run;
 
 typedef struct buyer {
-    run *r;           /* borrowed */
-    uv_timer_t timer; /* embedded: think time and TRY_LATER backoff */
+    run *r;        /* borrowed */
+    uint32_t lane; /* the driver's lane: its timer waits think time and TRY_LATER backoff */
     uint64_t index;
     uint64_t hold_id;
     int64_t sent_us;
@@ -34,11 +36,8 @@ struct run {
     const load_config *cfg; /* borrowed */
     load_stats *st;         /* borrowed */
     esc_async *a;           /* owned until closed */
-    buyer *buyers;          /* owned, cfg->concurrency slots */
-    uint64_t next;          /* next buyer index to start */
-    uint32_t active;        /* slots with a buyer */
-    bool starting;
-    bool finished;
+    driver *d;              /* owned */
+    buyer *buyers;          /* owned, one per lane (cfg->concurrency) */
     bool progress_on;
     uv_timer_t progress; /* embedded, unreferenced */
     int64_t t0_us;
@@ -100,17 +99,13 @@ static void async_closed(void *arg)
     (void)arg;
 }
 
-/* Every buyer is done: stop the clock and close every handle. */
-static void run_finish(run *r)
+/* Every buyer is done (driver_end_fn): stop the clock and close every
+ * handle (the driver closes its own). */
+static void run_finish(driver *d, void *arg)
 {
-    if (r->finished) {
-        return;
-    }
-    r->finished = true;
+    (void)d;
+    run *r = arg;
     r->st->run_s = (double)(esc_mono_us() - r->t0_us) / 1e6;
-    for (uint32_t i = 0; i < r->cfg->concurrency; i++) {
-        uv_close((uv_handle_t *)&r->buyers[i].timer, noop_closed);
-    }
     if (r->progress_on) {
         uv_close((uv_handle_t *)&r->progress, noop_closed);
     }
@@ -134,45 +129,43 @@ static int reserve_send(buyer *b)
     return esc_async_reserve(b->r->a, &req, cfg->deadline_ms, reserve_cb, b);
 }
 
-/* The slot's buyer is done: start the next one, or retire the slot. */
-static void buyer_next(buyer *b)
+/* Starts buyer `job` on lane (driver_next_fn). A reserve the library
+ * refuses is that buyer's outcome: the lane takes the next buyer. */
+static int buyer_start(driver *d, uint32_t lane, uint64_t job, void *arg)
 {
-    run *r = b->r;
-    while (r->next < r->cfg->buyers) {
-        b->index = r->next++;
-        b->hold_id = 0;
-        b->try_later = 0;
-        snprintf(b->key, sizeof b->key, "%s-%" PRIu64, r->cfg->key_prefix, b->index);
-        char base[ESC_ID_MAX + 1];
-        uint64_t pick = b->index;
-        if (r->cfg->buyer_pool > 0) {
-            /* not prefixed: two load processes with a pool share their buyers */
-            pick = b->index % r->cfg->buyer_pool;
-            snprintf(base, sizeof base, "buyer-%" PRIu64, pick);
-        } else {
-            memcpy(base, b->key, sizeof base);
-        }
-        bool hot = false;
-        load_skew_buyer(r->cfg, base, pick, b->buyer_id, &hot);
-        r->st->hot_buyers += hot;
-        int rc = reserve_send(b);
-        if (rc == 0) {
-            return;
-        }
-        r->st->reserve_errors++;
-        r->st->buyers_done++;
-        count_error(r, rc);
+    (void)d;
+    run *r = arg;
+    buyer *b = &r->buyers[lane];
+    b->index = job;
+    b->hold_id = 0;
+    b->try_later = 0;
+    snprintf(b->key, sizeof b->key, "%s-%" PRIu64, r->cfg->key_prefix, b->index);
+    char base[ESC_ID_MAX + 1];
+    uint64_t pick = b->index;
+    if (r->cfg->buyer_pool > 0) {
+        /* not prefixed: two load processes with a pool share their buyers */
+        pick = b->index % r->cfg->buyer_pool;
+        snprintf(base, sizeof base, "buyer-%" PRIu64, pick);
+    } else {
+        memcpy(base, b->key, sizeof base);
     }
-    r->active--;
-    if (r->active == 0 && !r->starting) {
-        run_finish(r);
+    bool hot = false;
+    load_skew_buyer(r->cfg, base, pick, b->buyer_id, &hot);
+    r->st->hot_buyers += hot;
+    int rc = reserve_send(b);
+    if (rc == 0) {
+        return DRIVER_BUSY;
     }
+    r->st->reserve_errors++;
+    r->st->buyers_done++;
+    count_error(r, rc);
+    return DRIVER_NEXT;
 }
 
 static void buyer_done(buyer *b)
 {
     b->r->st->buyers_done++;
-    buyer_next(b);
+    driver_done(b->r->d, b->lane);
 }
 
 static void after_cb(int status, const esc_hold *hold, void *arg)
@@ -200,14 +193,16 @@ static void act(buyer *b)
     }
 }
 
-static void think_cb(uv_timer_t *t)
+static void think_cb(driver *d, uint32_t lane, void *arg)
 {
-    act(t->data);
+    (void)d;
+    act(&((run *)arg)->buyers[lane]);
 }
 
-static void retry_cb(uv_timer_t *t)
+static void retry_cb(driver *d, uint32_t lane, void *arg)
 {
-    buyer *b = t->data;
+    (void)d;
+    buyer *b = &((run *)arg)->buyers[lane];
     int rc = reserve_send(b);
     if (rc < 0) {
         b->r->st->reserve_errors++;
@@ -228,7 +223,7 @@ static void on_hold(buyer *b, const esc_hold *hold)
         buyer_done(b);
         return;
     }
-    if (r->cfg->think_ms == 0 || uv_timer_start(&b->timer, think_cb, r->cfg->think_ms, 0) != 0) {
+    if (r->cfg->think_ms == 0 || driver_later(r->d, b->lane, r->cfg->think_ms, think_cb) != 0) {
         act(b);
     }
 }
@@ -243,7 +238,7 @@ static bool try_later_again(buyer *b)
     uint32_t span = LOAD_TRY_LATER_BACKOFF_MS_MAX - LOAD_TRY_LATER_BACKOFF_MS_MIN + 1;
     uint64_t x = splitmix64(r->cfg->seed ^ (b->index * 31 + b->try_later));
     uint64_t ms = LOAD_TRY_LATER_BACKOFF_MS_MIN + x % span;
-    if (uv_timer_start(&b->timer, retry_cb, ms, 0) != 0) {
+    if (driver_later(r->d, b->lane, ms, retry_cb) != 0) {
         return false;
     }
     b->try_later++;
@@ -300,19 +295,27 @@ static int run_open(uv_loop_t *loop, run *r)
         .deadline_ms = r->cfg->deadline_ms,
         .credential = r->cfg->credential,
     };
+    driver_config dc = {.lanes = r->cfg->concurrency,
+                        .jobs_max = r->cfg->buyers,
+                        .next = buyer_start,
+                        .end = run_finish,
+                        .arg = r};
     r->buyers = calloc(r->cfg->concurrency, sizeof *r->buyers);
     if (r->buyers == NULL) {
         return ESC_ENOMEM;
     }
-    int rc = esc_async_new(loop, &opts, &r->a);
+    int rc = driver_new(loop, &dc, &r->d);
+    if (rc == 0) {
+        rc = esc_async_new(loop, &opts, &r->a);
+    }
     if (rc < 0) {
+        driver_free(r->d); /* never started: nothing on the loop */
         free(r->buyers);
         return rc;
     }
     for (uint32_t i = 0; i < r->cfg->concurrency; i++) {
-        (void)uv_timer_init(loop, &r->buyers[i].timer); /* cannot fail */
-        r->buyers[i].timer.data = &r->buyers[i];
         r->buyers[i].r = r;
+        r->buyers[i].lane = i;
     }
     if (!r->cfg->quiet && uv_timer_init(loop, &r->progress) == 0) {
         r->progress.data = r;
@@ -337,16 +340,9 @@ int load_run(uv_loop_t *loop, const load_config *cfg, load_stats *stats)
         return rc;
     }
     r.t0_us = esc_mono_us();
-    r.starting = true;
-    r.active = cfg->concurrency;
-    for (uint32_t i = 0; i < cfg->concurrency; i++) {
-        buyer_next(&r.buyers[i]);
-    }
-    r.starting = false;
-    if (r.active == 0) {
-        run_finish(&r);
-    }
+    driver_start(r.d);
     (void)uv_run(loop, UV_RUN_DEFAULT); /* returns once every handle closed */
+    driver_free(r.d);
     free(r.buyers);
     return 0;
 }
