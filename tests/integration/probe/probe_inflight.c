@@ -180,10 +180,13 @@ void probe_print_status_counts(const uint64_t by_status[32])
 static void slot_reserved_cb(int status, const esc_hold *hold, void *arg)
 {
     probe_slot *s = arg;
-    if (status == 0 && hold != NULL) {
-        s->hold_id = hold->hold_id;
+    probe_pool_count(s->pool, status);
+    if (status != 0 || hold == NULL) {
+        probe_slot_next(s); /* no hold: the story is over */
+        return;
     }
-    s->pool->story.reserved(s, status, hold, s->pool->story.arg);
+    s->hold_id = hold->hold_id;
+    s->pool->story.reserved(s, hold, s->pool->story.arg);
 }
 
 static void slot_ended_cb(int status, const esc_hold *hold, void *arg)

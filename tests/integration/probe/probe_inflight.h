@@ -100,14 +100,15 @@ typedef struct probe_slot {
 } probe_slot;
 
 /* A story: a reserve of 1 unit of args->item under key "<prefix>-<index>"
- * (buyer = key, ttl args->ttl_ms), then whatever reserved decides. more
- * says whether another story may start (asked before each); reserved and
- * ended (the reply to probe_slot_confirm / probe_slot_release) run with
- * the reply and end the story with probe_slot_next or go on with another
- * call. arg is passed through. */
+ * (buyer = key, ttl args->ttl_ms), its answer counted in by_status; a
+ * reserve without a hold ends the story, one with a hold goes on with
+ * whatever reserved decides. more says whether another story may start
+ * (asked before each); reserved (with the hold) and ended (with the reply
+ * to probe_slot_confirm / probe_slot_release) end the story with
+ * probe_slot_next or go on with another call. arg is passed through. */
 typedef struct probe_story {
     bool (*more)(const probe_pool *pool, void *arg);
-    void (*reserved)(probe_slot *s, int status, const esc_hold *hold, void *arg);
+    void (*reserved)(probe_slot *s, const esc_hold *hold, void *arg);
     void (*ended)(probe_slot *s, int status, const esc_hold *hold, void *arg);
     void *arg;
 } probe_story;

@@ -51,14 +51,9 @@ static bool rec_more(const probe_pool *pool, void *arg)
     return pool->next < pool->args->n && (r->stop_at_us == 0 || esc_mono_us() < r->stop_at_us);
 }
 
-static void rec_reserved(probe_slot *s, int status, const esc_hold *hold, void *arg)
+static void rec_reserved(probe_slot *s, const esc_hold *hold, void *arg)
 {
     rec_run *r = arg;
-    probe_pool_count(&r->pool, status);
-    if (status != 0 || hold == NULL) {
-        probe_slot_next(s);
-        return;
-    }
     rec_line(r, "R %s %" PRIu64 " %s %" PRId64 "\n", s->key, hold->hold_id, probe_state_name(hold),
              hold->qty);
     r->acked[0]++;
@@ -225,14 +220,9 @@ static bool fl_more(const probe_pool *pool, void *arg)
     return !((const fl_run *)arg)->stopping;
 }
 
-static void fl_reserved(probe_slot *s, int status, const esc_hold *hold, void *arg)
+static void fl_reserved(probe_slot *s, const esc_hold *hold, void *arg)
 {
     fl_run *r = arg;
-    probe_pool_count(&r->pool, status);
-    if (status != 0 || hold == NULL) {
-        probe_slot_next(s);
-        return;
-    }
     fprintf(r->out, "OK %" PRId64 " reserve %" PRIu64 " %s %s\n", esc_wall_ms(), hold->hold_id,
             s->key, probe_state_name(hold));
     fflush(r->out);
