@@ -19,7 +19,9 @@ used here: a real cluster's ground truth is the database dump (holds,
 segments, transfers, conservation view, terminal outbox events) plus the
 audits taken during the run (escrowctl check, epochs, counters).
 
-Properties; each violation names the first offending events (file:line):
+Properties (named as in chaos/history.py, the history library this checker
+shares with tests/sim/check_history.py); each violation names the first
+offending events (file:line):
   P1 no oversell: held + sold <= total in every audit and at the end; at
      every acknowledged reserve, acknowledged live holds + sold <= total
   P2 conservation incl. transfers in flight (every audit, and the end)
@@ -41,78 +43,33 @@ import argparse
 import json
 import os
 import sys
-from bisect import bisect_left
 
-PROPS = ["P1", "P2", "P3", "P4", "P5", "P6", "P7", "P8", "P9"]
-NAMES = {"P1": "no oversell", "P2": "conservation", "P3": "acknowledged = durable",
-         "P4": "one hold per key, identical replies", "P5": "units return exactly once",
-         "P6": "no confirm after expiry", "P7": "nothing acknowledged under a fenced epoch",
-         "P8": "carts all-or-nothing", "P9": "served again and the sale completes"}
-FINAL = ("converted", "cancelled", "expired")
+from history import (PROPERTIES, Calls, EpochLog, HoldLedger, KeyReplies, Violations,
+                     counters_broken, read_jsonl, unasked_reason)
 
-
-class Op:
-    __slots__ = ("f", "tenant", "inv", "comp", "where", "cwhere")
-
-    def __init__(self, f, tenant, inv, where):
-        self.f, self.tenant, self.inv, self.where = f, tenant, inv, where
-        self.comp, self.cwhere = None, None
-
-    @property
-    def type(self):
-        return self.comp["type"] if self.comp else "info"
-
-    @property
-    def val(self):
-        return self.comp.get("value", {}) if self.comp else {}
-
-    @property
-    def ival(self):
-        return self.inv.get("value", {})
+PROPS = list(PROPERTIES)
 
 
 class Checker:
     def __init__(self):
-        self.v = {p: [] for p in PROPS}
-        self.nv = {p: 0 for p in PROPS}
-        self.ops = []
+        self.v = Violations(PROPS)
+        self.calls = Calls(self.v)
         self.lost = self.unexpected = 0
 
+    @property
+    def ops(self):
+        return self.calls.ops
+
     def bad(self, p, msg, *events):
-        self.nv[p] += 1
-        if len(self.v[p]) < 5:
-            self.v[p].append((msg, [e for e in events if e is not None]))
+        self.v.add(p, msg, *events)
 
     # ---- input -----------------------------------------------------------
     def load(self, paths):
         for path in paths:
-            pending = {}
             name = os.path.basename(path)
-            with open(path) as f:
-                for n, text in enumerate(f, 1):
-                    text = text.strip()
-                    if not text:
-                        continue
-                    try:
-                        ev = json.loads(text)
-                    except ValueError:
-                        # a client killed mid-line leaves a torn last line
-                        continue
-                    where = "%s:%d" % (name, n)
-                    p = ev.get("process")
-                    if ev["type"] == "invoke":
-                        if p in pending:
-                            self.bad("P3", "process %s invoked again before its completion" % p,
-                                     (where, ev))
-                        op = Op(ev["f"], ev.get("tenant", ""), ev, where)
-                        pending[p] = op
-                        self.ops.append(op)
-                    else:
-                        op = pending.pop(p, None)
-                        if op is None:
-                            self.bad("P3", "completion without an invoke", (where, ev))
-                            continue
-                        op.comp, op.cwhere = ev, where
+            for n, ev in read_jsonl(path):
+                self.calls.feed(ev, "%s:%d" % (name, n))
+            self.calls.end_of_file()
 
     # ---- the checks ------------------------------------------------------
     def run(self, dump, audits, runinfo):
@@ -120,11 +77,12 @@ class Checker:
         holds = dump.get("holds") or []
         self.by_id = {h["hold"]: h for h in holds}
         self.by_key = {}
+        # The database's holds as a ledger (one per key: P4), ended by the
+        # outbox's terminal events (check_ends).
+        self.ledger = HoldLedger(self.v)
         for h in holds:
             k = (h["tenant"], h["key"])
-            if k in self.by_key:
-                self.bad("P4", "key %s/%s has two holds in the database: %s and %s"
-                         % (k[0], k[1], self.by_key[k]["hold"], h["hold"]), ("dump", h))
+            self.ledger.insert(h["hold"], k, h["qty"], h["seg"], evidence=("dump", h))
             self.by_key[k] = h
         self.totals = {(i["tenant"], i["item"]): i["total"] for i in dump.get("items") or []}
         self.check_ops()
@@ -139,7 +97,7 @@ class Checker:
         return (op.tenant, key)
 
     def check_ops(self):
-        self.key_reply = {}
+        self.key_replies = KeyReplies(self.v)
         self.invoked_keys = {}
         self.ended_by = {"confirm": set(), "release": set()}
         self.cart_keys = set()
@@ -183,11 +141,8 @@ class Checker:
             self.bad("P3", "acknowledged hold %s (key %s/%s) is lost or differs in the database"
                      % (v.get("hold"), k[0], k[1]), (op.where, op.inv), (op.cwhere, op.comp),
                      ("dump", h))
-        first = self.key_reply.setdefault(k, (v.get("hold"), v.get("hqty"), op))
-        if (first[0], first[1]) != (v.get("hold"), v.get("hqty")):
-            self.bad("P4", "key %s/%s answered hold %s qty %s, earlier hold %s qty %s"
-                     % (k[0], k[1], v.get("hold"), v.get("hqty"), first[0], first[1]),
-                     (first[2].cwhere, first[2].comp), (op.cwhere, op.comp))
+        self.key_replies.ack(k, "hold %s qty %s" % (v.get("hold"), v.get("hqty")),
+                             (op.cwhere, op.comp))
 
     def check_cart(self, op):
         iv, v = op.ival, op.val
@@ -219,20 +174,16 @@ class Checker:
         for h in holds:
             k = (h["tenant"], h["key"])
             ops = self.invoked_keys.get(k)
-            why = None
-            if not ops:
-                why = "no client asked for its key"
-            elif k not in self.cart_keys and all(
+            refused = None
+            if ops and k not in self.cart_keys and all(
                     o.type == "fail" and o.val.get("error") != "IDEMPOTENCY_MISMATCH"
                     for o in ops):
                 # (a failed cart's earlier lines were held, then compensated: P8)
-                why = "every request with its key was answered with a definite failure (%s)" % (
-                    ", ".join(sorted({o.val.get("error", "?") for o in ops})))
-            elif h["state"] == "converted" and h["hold"] not in self.ended_by["confirm"]:
-                why = "converted, but nobody confirmed it"
-            elif h["state"] == "cancelled" and h["hold"] not in self.ended_by["release"] \
-                    and k not in self.cart_keys:
-                why = "cancelled, but nobody released it"
+                refused = "every request with its key was answered with a definite failure " \
+                    "(%s)" % ", ".join(sorted({o.val.get("error", "?") for o in ops}))
+            why = unasked_reason(h, bool(ops), h["hold"] in self.ended_by["confirm"],
+                                 h["hold"] in self.ended_by["release"] or k in self.cart_keys,
+                                 refused)
             if why:
                 self.unexpected += 1
                 o = ops[0] if ops else None
@@ -246,14 +197,14 @@ class Checker:
                 self.bad("P2", "final: conservation broken for %s/%s" % (c["tenant_id"],
                                                                          c["item_id"]),
                          ("dump", c))
-            if c["held"] + c["sold"] > c["total"] or min(c["held"], c["sold"],
-                                                         c["available"]) < 0:
-                self.bad("P1", "final: %s/%s held %d + sold %d > total %d"
-                         % (c["tenant_id"], c["item_id"], c["held"], c["sold"], c["total"]),
+            why = counters_broken(c["available"], c["held"], c["sold"], c["total"])
+            if why:
+                self.bad("P1", "final: %s/%s: %s" % (c["tenant_id"], c["item_id"], why),
                          ("dump", c))
         for s in dump.get("segments") or []:
-            if min(s["available"], s["held"], s["sold"]) < 0:
-                self.bad("P1", "final: segment %d below zero" % s["id"], ("dump", s))
+            why = counters_broken(s["available"], s["held"], s["sold"])
+            if why:
+                self.bad("P1", "final: segment %d: %s" % (s["id"], why), ("dump", s))
         for a in dump.get("agree") or []:
             self.bad("P5", "final: segment %s counters held=%s sold=%s, its holds say %s/%s"
                      % (a["segment_id"], a["held"], a["sold"], a["holds_live"],
@@ -268,43 +219,38 @@ class Checker:
                     self.bad("P2", "audit: conservation broken for %s/%s"
                              % (c["tenant_id"], c["item_id"]), (where, c))
                 if c["held"] + c["sold"] > c["total"]:
-                    self.bad("P1", "audit: %s/%s held + sold > total"
-                             % (c["tenant_id"], c["item_id"]), (where, c))
+                    self.bad("P1", "audit: %s/%s: held %d + sold %d > total %d"
+                             % (c["tenant_id"], c["item_id"], c["held"], c["sold"], c["total"]),
+                             (where, c))
 
     def check_ends(self, holds, ends):
-        by_hold = {}
+        """Every ended hold ended exactly once, by an event of its kind: the
+        outbox's terminal events replayed on the database's holds (events of
+        holds the dump does not have are not judged)."""
+        first = {}
         for e in ends:
-            by_hold.setdefault(e["hold"], []).append(e)
+            if e["hold"] in self.ledger.holds:
+                first.setdefault(e["hold"], e)
+                self.ledger.end(e["hold"], e["kind"], e.get("qty", 0), evidence=("outbox", e))
         for h in holds:
-            es = by_hold.get(h["hold"], [])
-            if h["state"] == "held":
-                if es:
-                    self.bad("P5", "hold %s is held but has ended %d times" % (h["hold"],
-                                                                                len(es)),
-                             ("dump", h), ("outbox", es[0]))
-            elif len(es) != 1 or es[0]["kind"] != h["state"]:
-                self.bad("P5", "hold %s is %s with %d terminal events %s"
-                         % (h["hold"], h["state"], len(es), [e["kind"] for e in es]),
-                         ("dump", h), ("outbox", es[:3]))
+            why = self.ledger.disagrees(h["hold"], h["state"])
+            if why:
+                self.bad("P5", why, ("dump", h), ("outbox", first.get(h["hold"])))
 
     def check_epochs(self, holds, audits):
-        seen = {}  # seg -> [(at, epoch)] in time order
+        epochs = EpochLog()
         for where, a in audits:
             snap = a["value"].get("snap") or {}
             for seg, e in (snap.get("epochs") or {}).items():
-                seen.setdefault(int(seg), []).append((snap["at"], e, where))
-        for lst in seen.values():
-            lst.sort()
+                epochs.see(seg, e, snap["at"], where)
+        epochs.sort()
         for h in holds:
-            lst = seen.get(h["seg"])
-            if not lst:
-                continue
-            i = bisect_left(lst, (h["created"], -1, "")) - 1
-            if i >= 0 and lst[i][1] > h["epoch"]:
+            seen = epochs.fenced(h["seg"], h["epoch"], h["created"])
+            if seen:
                 self.bad("P7", "hold %s written by a transaction that began at %d under epoch "
                          "%d of segment %d, but the audit at %d had already seen epoch %d"
-                         % (h["hold"], h["created"], h["epoch"], h["seg"], lst[i][0],
-                            lst[i][1]), ("dump", h), (lst[i][2], None))
+                         % (h["hold"], h["created"], h["epoch"], h["seg"], seen[0], seen[1]),
+                         ("dump", h), (seen[2], None))
 
     def check_oversell_history(self):
         """At each acknowledged reserve, acknowledged holds that must still be
@@ -371,35 +317,28 @@ class Checker:
     # ---- output ----------------------------------------------------------
     def report(self):
         for p in PROPS:
-            for msg, evs in self.v[p]:
-                print("VIOLATION %s (%s): %s" % (p, NAMES[p], msg))
+            for msg, evs in self.v.examples(p):
+                print("VIOLATION %s (%s): %s" % (p, PROPERTIES[p], msg))
                 for where, ev in evs:
                     print("    %s: %s" % (where, json.dumps(ev, sort_keys=True)[:300]))
-            if self.nv[p] > len(self.v[p]):
-                print("VIOLATION %s: ... %d more" % (p, self.nv[p] - len(self.v[p])))
+            if self.v.count(p) > len(self.v.examples(p)):
+                print("VIOLATION %s: ... %d more" % (p, self.v.count(p) - len(self.v.examples(p))))
         n = {t: 0 for t in ("ok", "fail", "info")}
         for op in self.ops:
             n[op.type] += 1
         figs = ["ops=%d" % len(self.ops), "ok=%d" % n["ok"], "fail=%d" % n["fail"],
                 "info=%d" % n["info"], "lost=%d" % self.lost, "unexpected=%d" % self.unexpected]
-        figs += ["%s=%d" % (p, self.nv[p]) for p in PROPS]
+        figs += ["%s=%d" % (p, self.v.count(p)) for p in PROPS]
         print("FIGURES " + " ".join(figs))
-        return 1 if any(self.nv.values()) else 0
+        return 1 if self.v else 0
 
 
-def read_jsonl(path):
-    out = []
+def read_audits(path):
+    """The audits as (file:line, event); none without a path."""
     if not path:
-        return out
-    with open(path) as f:
-        for n, text in enumerate(f, 1):
-            text = text.strip()
-            if text:
-                try:
-                    out.append(("%s:%d" % (os.path.basename(path), n), json.loads(text)))
-                except ValueError:
-                    pass
-    return out
+        return []
+    name = os.path.basename(path)
+    return [("%s:%d" % (name, n), ev) for n, ev in read_jsonl(path)]
 
 
 def main(argv):
@@ -419,7 +358,7 @@ def main(argv):
                 runinfo = json.load(f)
         c = Checker()
         c.load(a.histories)
-        audits = read_jsonl(a.audits)
+        audits = read_audits(a.audits)
     except (OSError, ValueError, KeyError) as e:
         print("check.py: bad input: %s" % e, file=sys.stderr)
         return 2

@@ -1,7 +1,9 @@
 #!/usr/bin/env python3
 """test_check.py - proves chaos/check.py can fail: a small correct run
 (history, audits, dump, P9 figures) passes, and one doctored copy per
-property P1..P9 must be reported as a violation of that property.
+property P1..P9 (and a few more cases of the checks chaos/history.py
+shares with tests/sim/check_history.py) must be reported as a violation of
+that property.
 
     test_check.py        exit 0 when the clean case passes and every doctored
                          case names its property; 1 otherwise
@@ -77,6 +79,10 @@ def clean():
     return hist, dump, audits, run
 
 
+CASES = ["P%d" % i for i in range(1, 10)] + ["P3-unasked", "P4-stored", "P5-never-ended",
+                                              "P5-wrong-kind", "P5-held-but-ended"]
+
+
 def doctor(prop, hist, dump, audits, run):
     if prop == "P1":  # an audit saw more held + sold than the total
         audits[0]["value"]["snap"]["items"][0].update(held=1, sold=2)
@@ -107,6 +113,19 @@ def doctor(prop, hist, dump, audits, run):
                               "epoch": 2, "expires": EXP, "created": 3050, "ended": None})
     elif prop == "P9":  # a segment never served again after the heal
         run["p9"][0].update(served=1, met=False)
+    elif prop == "P3-unasked":  # a hold whose key no client sent
+        dump["holds"].append({"tenant": "t1", "hold": H2 + 1, "item": "i", "seg": 1,
+                              "key": "k9", "qty": 1, "qty_sold": 0, "state": "held",
+                              "epoch": 2, "expires": EXP, "created": 1600, "ended": None})
+    elif prop == "P4-stored":  # two holds for one key in the database
+        dump["holds"].append(dict(dump["holds"][0], hold=H2 + 1, state="held", qty_sold=0))
+    elif prop == "P5-never-ended":  # converted, but no terminal event
+        dump["ends"] = [e for e in dump["ends"] if e["hold"] != H2]
+    elif prop == "P5-wrong-kind":  # converted, its terminal event says cancelled
+        dump["ends"][1]["kind"] = "cancelled"
+    elif prop == "P5-held-but-ended":  # held in the database, ended in the outbox
+        hist[6:8] = []
+        dump["holds"][1].update(state="held", qty_sold=0)
 
 
 def check(d, name, hist, dump, audits, run):
@@ -132,13 +151,15 @@ def main():
         ok = rc == 0 and "VIOLATION" not in out
         print("clean case: exit %d %s" % (rc, "ok" if ok else "UNEXPECTED\n" + out))
         failures += not ok
-        for p in ["P%d" % i for i in range(1, 10)]:
+        for case in CASES:
+            p = case.split("-")[0]
             parts = [copy.deepcopy(x) for x in clean()]
-            doctor(p, *parts)
-            rc, out = check(d, p, *parts)
+            doctor(case, *parts)
+            rc, out = check(d, case, *parts)
             first = [l for l in out.splitlines() if l.startswith("VIOLATION %s " % p)]
             ok = rc == 1 and bool(first)
-            print("%s doctored: exit %d, %s" % (p, rc, first[0] if ok else "NOT REPORTED\n" + out))
+            print("%s doctored: exit %d, %s" % (case, rc,
+                                                first[0] if ok else "NOT REPORTED\n" + out))
             failures += not ok
     print("CHECKER-TEST %s" % ("ok" if failures == 0 else "FAILED (%d)" % failures))
     return 1 if failures else 0

@@ -6,6 +6,12 @@
  * trust; anything malformed is ESC_EPROTO, anything out of bounds ESC_EINVAL
  * (or ESC_ETOOBIG), with a sentence in *why for the error reply. Encoding
  * writes into caller memory (no allocation on the hot path).
+ *
+ * This header is proto/'s whole contract. Behind it, one file per job:
+ * wire_request.c (the Request frame, the tenant operations), wire_cluster.c
+ * (heartbeat and its answer, admin, quota), wire_reply.c (the Reply frame),
+ * wire_route.c (routes and the PUB frame), wire_field.c (the field rules),
+ * wire_arena.c (decoding memory); their own headers are proto/'s private.
  */
 #ifndef ESC_WIRE_H
 #define ESC_WIRE_H

@@ -1,6 +1,8 @@
 #!/usr/bin/env python3
 """check_history.py - checks an escrow history (JSON lines, Jepsen style)
-against a final state dump (JSON). Python 3 standard library only.
+against a final state dump (JSON). Python 3 standard library only; the
+history parsing, the hold model and the property checks it shares with
+chaos/check.py are chaos/history.py's.
 
     check_history.py HISTORY.jsonl FINAL.json [HISTORY2.jsonl FINAL2.json ...]
     check_history.py --dir DIR        (every seed-N.jsonl with its seed-N.final.json)
@@ -25,9 +27,11 @@ The dump: {"total":T,"segments":[{"id","epoch","available","held","sold",
 "initial"}],"transfers":[{"id","from","to","qty","state"}],"holds":[{"hold",
 "seg","key","qty","qty_sold","state","expires","decided_at",...}]}.
 
-Properties (each violation names the first offending events, with line numbers):
-  P1 no oversell        P2 conservation       P3 acknowledged = durable
-  P4 one hold per key   P5 units return once  P6 no confirm after expiry
+Properties (named as in chaos/history.py; each violation names the first
+offending events, with line numbers):
+  P1 no oversell        P2 conservation       P3 acknowledged = durable,
+  P4 one hold per key   P5 units return once     nothing unasked
+  P6 no confirm after expiry
   P7 nothing committed (and acknowledged) under a fenced epoch
 Exit status 0 when every history passes, 1 otherwise, 2 on bad input.
 """
@@ -36,16 +40,12 @@ import json
 import os
 import sys
 
-PROPS = {
-    "P1": "no oversell",
-    "P2": "conservation",
-    "P3": "acknowledged outcomes are durable",
-    "P4": "one hold per (tenant, key), identical replies",
-    "P5": "expired/released units return exactly once",
-    "P6": "no confirm after expiry",
-    "P7": "nothing acknowledged under a fenced epoch",
-}
-FINAL = ("converted", "cancelled", "expired")
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "chaos"))
+from history import (FINAL, PROPERTIES, Calls, EpochLog, HistoryError,  # noqa: E402
+                     HoldLedger, KeyReplies, Violations, converted_late, counters_broken,
+                     read_jsonl, unasked_reason)
+
+PROPS = ["P1", "P2", "P3", "P4", "P5", "P6", "P7"]
 
 
 class Checker:
@@ -56,37 +56,37 @@ class Checker:
         for s in dump["segments"]:
             self.segs[s["id"]] = {"available": s["initial"], "held": 0, "sold": 0,
                                   "alloc": s["initial"]}
-        self.epoch = {}
-        self.holds = {}
-        self.key_hold = {}
+        self.v = Violations(PROPS)
+        self.calls = Calls(self.v)
+        self.ledger = HoldLedger(self.v)  # the store's holds, replayed from its log
+        self.epochs = EpochLog()
+        self.key_replies = KeyReplies(self.v)
         self.xfers = {}
         self.batches = set()
-        self.pending = {}
-        self.violations = {p: [] for p in PROPS}
         self.acked_reserve = {}  # hold -> (key, qty, line)
         self.acked_confirm = {}  # hold -> (qty, line)
         self.acked_release = {}
-        self.key_replies = {}
         self.invoked_keys = set()
         self.invoked = {"confirm": set(), "release": set()}
         self.events = 0
         self.line = 0
         self.ev = None
 
+    def here(self, extra=None):
+        """The evidence of a violation found now: this line and its event."""
+        return (self.line, self.ev if extra is None else extra)
+
     def bad(self, prop, msg, extra=None):
-        v = self.violations[prop]
-        if len(v) < 5:
-            v.append((self.line, msg, self.ev if extra is None else extra))
+        self.v.add(prop, msg, self.here(extra))
 
     # ---- the store's log ------------------------------------------------
     def commit(self, val):
         for seg, e in val.get("epochs", {}).items():
-            seg = int(seg)
-            cur = self.epoch.get(seg)
+            cur = self.epochs.latest(seg)
             if cur is None:
-                self.epoch[seg] = e
+                self.epochs.see(seg, e, self.line)
             elif e != cur:
-                self.bad("P7", "batch %s committed seg %d under epoch %d, current %d"
+                self.bad("P7", "batch %s committed seg %s under epoch %d, current %d"
                          % (val.get("batch"), seg, e, cur))
         for row in val.get("rows", []):
             self.row(row)
@@ -96,52 +96,26 @@ class Checker:
     def row(self, r):
         op = r["op"]
         if op == "reserve":
-            self.reserve_row(r)
+            h = self.ledger.insert(r["hold"], r["key"], r["qty"], r["seg"], r["expires"],
+                                   self.here())
+            if h is not None:
+                s = self.segs[h["seg"]]
+                s["available"] -= h["qty"]
+                s["held"] += h["qty"]
         elif op in FINAL:
-            self.end_row(r, op)
+            h = self.ledger.end(r["hold"], op, r.get("sold", 0), r.get("decided_at"),
+                                self.here())
+            if h is not None:
+                s = self.segs[h["seg"]]
+                s["held"] -= h["qty"]
+                s["sold"] += h["qty_sold"]
+                s["available"] += h["qty"] - h["qty_sold"]
         elif op == "extend":
-            h = self.holds.get(r["hold"])
-            if h is None or h["state"] != "held":
-                self.bad("P5", "extend of hold %s that is not held" % r["hold"])
-            else:
-                h["expires"] = r["expires"]
+            self.ledger.extend(r["hold"], r["expires"], self.here())
         elif op in ("give", "receive"):
-            self.xfer_row(r, op)
+            self.xfer_row(r)
 
-    def reserve_row(self, r):
-        hid, seg = r["hold"], r["seg"]
-        if hid in self.holds:
-            self.bad("P4", "hold %d inserted twice" % hid)
-            return
-        other = self.key_hold.get(r["key"])
-        if other is not None:
-            self.bad("P4", "key %s got a second hold %d (first %d)" % (r["key"], hid, other))
-        self.key_hold.setdefault(r["key"], hid)
-        self.holds[hid] = {"seg": seg, "key": r["key"], "qty": r["qty"], "state": "held",
-                           "qty_sold": 0, "expires": r["expires"]}
-        s = self.segs[seg]
-        s["available"] -= r["qty"]
-        s["held"] += r["qty"]
-
-    def end_row(self, r, op):
-        h = self.holds.get(r["hold"])
-        if h is None:
-            self.bad("P5", "%s of unknown hold %s" % (op, r["hold"]))
-            return
-        if h["state"] != "held":
-            self.bad("P5", "hold %s ended twice (%s, then %s)" % (r["hold"], h["state"], op))
-            return
-        sold = r.get("sold", 0) if op == "converted" else 0
-        if op == "converted" and r.get("decided_at", 0) >= h["expires"]:
-            self.bad("P6", "hold %s converted at %s, expired at %s"
-                     % (r["hold"], r.get("decided_at"), h["expires"]))
-        h["state"], h["qty_sold"] = op, sold
-        s = self.segs[h["seg"]]
-        s["held"] -= h["qty"]
-        s["sold"] += sold
-        s["available"] += h["qty"] - sold
-
-    def xfer_row(self, r, op):
+    def xfer_row(self, r):
         verdict, xid, seg, qty = r.get("verdict"), r["transfer"], r["seg"], r["qty"]
         x = self.xfers.setdefault(xid, {"state": "planned", "qty": qty})
         if verdict == "sent":
@@ -165,11 +139,9 @@ class Checker:
     def books(self):
         s_all = 0
         for sid, s in sorted(self.segs.items()):
-            if min(s["available"], s["held"], s["sold"]) < 0:
-                self.bad("P1", "seg %d counter below zero: %s" % (sid, s))
-            if s["held"] + s["sold"] > s["alloc"]:
-                self.bad("P1", "seg %d sold %d + held %d > units given %d"
-                         % (sid, s["sold"], s["held"], s["alloc"]))
+            why = counters_broken(s["available"], s["held"], s["sold"], s["alloc"])
+            if why:
+                self.bad("P1", "seg %d: %s" % (sid, why))
             s_all += s["available"] + s["held"] + s["sold"]
         if s_all + self.inflight() != self.total:
             self.bad("P2", "segments %d + in flight %d != total %d"
@@ -177,35 +149,27 @@ class Checker:
 
     # ---- clients --------------------------------------------------------
     def client(self, ev):
-        p, t, f, val = ev["process"], ev["type"], ev["f"], ev.get("value") or {}
-        if t == "invoke":
-            self.pending[p] = ev
+        f, val = ev["f"], ev.get("value") or {}
+        if ev["type"] == "invoke":
             if f == "reserve":
                 self.invoked_keys.add(val["key"])
             elif f in self.invoked:
                 self.invoked[f].add(val["hold"])
-            return
-        inv = self.pending.pop(p, None)
-        if inv is None:
-            self.bad("P3", "completion without an invoke (process %s)" % p)
-            return
-        if t == "ok":
-            self.ack(f, inv.get("value") or {}, val)
+        op = self.calls.feed(ev, self.line)
+        if op is not None and op.type == "ok":
+            self.ack(f, op.ival, val)
 
     def ack(self, f, iv, val):
         hid = val.get("hold")
         batch = val.get("batch", 0)
         if batch and batch not in self.batches:
             self.bad("P7", "acknowledged from batch %s, which never committed" % batch)
-        h = self.holds.get(hid)
+        h = self.ledger.holds.get(hid)
         if f == "reserve":
             if h is None or h["key"] != iv["key"] or h["qty"] != iv["qty"]:
                 self.bad("P3", "reserve %s acknowledged hold %s before it was durable "
                          "(or with other parameters)" % (iv["key"], hid))
-            seen = self.key_replies.setdefault(iv["key"], hid)
-            if seen != hid:
-                self.bad("P4", "key %s answered with hold %s and earlier %s"
-                         % (iv["key"], hid, seen))
+            self.key_replies.ack(iv["key"], hid, self.here())
             self.acked_reserve[hid] = (iv["key"], iv["qty"], self.line)
         elif f == "confirm":
             if h is None or h["state"] != "converted" or (
@@ -226,7 +190,7 @@ class Checker:
             self.commit(ev["value"])
         elif proc == "nemesis" and ev.get("f") == "claim":
             for seg, e in ev["value"].get("epochs", {}).items():
-                self.epoch[int(seg)] = e
+                self.epochs.see(seg, e, self.line)
         elif proc == "coordinator" and ev.get("f") == "plan":
             v = ev["value"]
             self.xfers[v["transfer"]] = {"state": "planned", "qty": v["qty"]}
@@ -238,7 +202,28 @@ class Checker:
         self.line, self.ev = "final", None
         d = self.dump
         holds = {h["hold"]: h for h in d["holds"]}
-        lost = unexpected = 0
+        lost = self.final_lost(holds)
+        unexpected = 0
+        stored = HoldLedger(self.v)  # the dump's holds: one per key (P4)
+        for h in d["holds"]:
+            stored.insert(h["hold"], h["key"], h["qty"], h["seg"], h["expires"], self.here(h))
+            why = unasked_reason(h, h["key"] in self.invoked_keys,
+                                 h["hold"] in self.invoked["confirm"],
+                                 h["hold"] in self.invoked["release"])
+            if why:
+                unexpected += 1
+                self.bad("P3", "hold %s (%s, key %s) is in the store: %s"
+                         % (h["hold"], h["state"], h["key"], why), h)
+            if h["state"] == "converted" and converted_late(h.get("decided_at", 0),
+                                                            h["expires"]):
+                self.bad("P6", "hold %s converted at %s after its expiry %s"
+                         % (h["hold"], h["decided_at"], h["expires"]), h)
+        self.final_books(d, holds)
+        return lost, unexpected
+
+    def final_lost(self, holds):
+        """Acknowledged outcomes the final state does not have (P3)."""
+        lost = 0
         for hid, (key, qty, line) in sorted(self.acked_reserve.items()):
             h = holds.get(hid)
             if h is None or h["key"] != key or h["qty"] != qty:
@@ -254,23 +239,7 @@ class Checker:
             if h is None or h["state"] not in ("cancelled", "expired"):
                 lost += 1
                 self.bad("P3", "acknowledged release of hold %s (line %s) is lost" % (hid, line))
-        keys = {}
-        for h in d["holds"]:
-            keys.setdefault(h["key"], []).append(h["hold"])
-            if h["key"] not in self.invoked_keys or (
-                    h["state"] == "converted" and h["hold"] not in self.invoked["confirm"]) or (
-                    h["state"] == "cancelled" and h["hold"] not in self.invoked["release"]):
-                unexpected += 1
-                self.bad("P3", "hold %s (%s, key %s) is in the store but no client asked for it"
-                         % (h["hold"], h["state"], h["key"]), h)
-            if h["state"] == "converted" and h.get("decided_at", 0) >= h["expires"]:
-                self.bad("P6", "hold %s converted at %s after its expiry %s"
-                         % (h["hold"], h["decided_at"], h["expires"]), h)
-        for key, ids in sorted(keys.items()):
-            if len(ids) > 1:
-                self.bad("P4", "key %s has %d holds: %s" % (key, len(ids), ids))
-        self.final_books(d, holds)
-        return lost, unexpected
+        return lost
 
     def final_books(self, d, holds):
         sent = {s["id"]: 0 for s in d["segments"]}
@@ -287,9 +256,9 @@ class Checker:
         for s in d["segments"]:
             sid = s["id"]
             given = s["initial"] + recv[sid] - sent[sid]
-            if s["held"] + s["sold"] > given or min(s["available"], s["held"], s["sold"]) < 0:
-                self.bad("P1", "final seg %d: sold %d + held %d > given %d"
-                         % (sid, s["sold"], s["held"], given), s)
+            why = counters_broken(s["available"], s["held"], s["sold"], given)
+            if why:
+                self.bad("P1", "final seg %d: %s" % (sid, why), s)
             if s["available"] + s["held"] + s["sold"] != given:
                 self.bad("P2", "final seg %d: available+held+sold != given %d" % (sid, given), s)
             mine = [h for h in holds.values() if h["seg"] == sid]
@@ -308,38 +277,36 @@ class Checker:
                      % (total, inflight, d["total"]))
 
 
-def check(hist_path, dump_path):
-    with open(dump_path) as f:
-        dump = json.load(f)
-    c = Checker(dump)
-    with open(hist_path) as f:
-        for n, text in enumerate(f, 1):
-            text = text.strip()
-            if not text:
-                continue
-            c.line = n
-            try:
-                c.ev = json.loads(text)
-            except ValueError as e:
-                print("%s:%d: not JSON: %s" % (hist_path, n, e))
-                return 2
-            c.event(c.ev)
-    lost, unexpected = c.final()
-    nviol = 0
-    for p, name in PROPS.items():
-        v = c.violations[p]
-        nviol += len(v)
-        if not v:
+def report(name, c, lost, unexpected):
+    """Prints the history's violations and its CHECK line; 1 if any."""
+    for p in PROPS:
+        if not c.v.count(p):
             continue
-        print("%s %s %s: VIOLATED" % (os.path.basename(hist_path), p, name))
-        for line, msg, ev in v:
+        print("%s %s %s: VIOLATED" % (name, p, PROPERTIES[p]))
+        for msg, evidence in c.v.examples(p):
+            line, ev = evidence[-1] if evidence else ("?", None)
             print("    line %s: %s" % (line, msg))
             if ev is not None:
                 print("      event: %s" % json.dumps(ev, sort_keys=True)[:400])
     acked = len(c.acked_reserve) + len(c.acked_confirm) + len(c.acked_release)
     print("CHECK %s events=%d acked=%d lost=%d unexpected=%d violations=%d"
-          % (os.path.basename(hist_path), c.events, acked, lost, unexpected, nviol))
-    return 1 if nviol else 0
+          % (name, c.events, acked, lost, unexpected, c.v.total()))
+    return 1 if c.v else 0
+
+
+def check(hist_path, dump_path):
+    with open(dump_path) as f:
+        dump = json.load(f)
+    c = Checker(dump)
+    try:
+        for n, ev in read_jsonl(hist_path, strict=True):
+            c.line, c.ev = n, ev
+            c.event(ev)
+    except HistoryError as e:
+        print(e)
+        return 2
+    lost, unexpected = c.final()
+    return report(os.path.basename(hist_path), c, lost, unexpected)
 
 
 def main(argv):
