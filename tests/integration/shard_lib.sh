@@ -9,7 +9,7 @@
 #                                 SHARD_COORD_PID, SHARD_COORD_LOG. The same ports are reused
 #                                 by a restart (call it again after a kill).
 #   shard_node_start NODE [ARGS...]   start a managed escrow-segment on a free port; sets
-#                                 SHARD_NODE_PID, SHARD_NODE_EP; records NODE's pid and
+#                                 SHARD_NODE_PID, SHARD_NODE_EP, SHARD_NODE_LOG; records NODE's pid and
 #                                 endpoint in SHARD_PID[NODE], SHARD_EP[NODE]
 #   shard_wait_served ITEM TIMEOUT_S  wait until every non-retired segment of ITEM is owned by
 #                                 a node that heartbeats (nodes.state = 'up') and the owner
@@ -59,6 +59,7 @@ shard_node_start() {
     itest_node "$node" "$port" --coordinator "$SHARD_COORD_URL" "$@"
     SHARD_NODE_PID=$ITEST_NODE_PID
     SHARD_NODE_EP=tcp://127.0.0.1:$port
+    SHARD_NODE_LOG=$ITEST_NODE_LOG
     SHARD_PID[$node]=$SHARD_NODE_PID
     SHARD_EP[$node]=$SHARD_NODE_EP
 }
