@@ -34,7 +34,8 @@ rc=0
 esc_ctl quota move t1 seat 100 --from us --to eu "${cfgs[@]}" --timeout-ms 2000 || rc=$?
 esc_wait_for 10 grep -q 'ESC_FAILPOINT_QUOTA_EXIT_AFTER_SENT' "$REGION_COORD_LOG" ||
     esc_fail "the failpoint did not fire"
-esc_wait_for 10 gone "$(region_get COORD_PID us)" ||
+us_coord=$(region_get COORD_PID us)
+esc_wait_for 10 gone "$us_coord" ||
     esc_fail "the donor did not exit at the failpoint"
 echo "escrowctl quota move exited $rc (the donor died before answering)"
 esc_assert_eq "$(region_psql us "SELECT state || ' ' || qty FROM quota_transfers")" "sent 100" "us row"
@@ -53,7 +54,8 @@ region_coord_restart eu ESC_FAILPOINT_QUOTA_EXIT_AFTER_APPLY=1
 esc_ctl quota move t1 seat 50 --from us --to eu "${cfgs[@]}" || esc_fail "second move"
 esc_wait_for 10 grep -q 'ESC_FAILPOINT_QUOTA_EXIT_AFTER_APPLY' "$REGION_COORD_LOG" ||
     esc_fail "the receiver's failpoint did not fire"
-esc_wait_for 10 gone "$(region_get COORD_PID eu)" ||
+eu_coord=$(region_get COORD_PID eu)
+esc_wait_for 10 gone "$eu_coord" ||
     esc_fail "the receiver did not exit at the failpoint"
 esc_assert_eq "$(region_psql eu "SELECT count(*) FROM quota_receipts WHERE outcome = 'applied'")" 2 "eu applied the second"
 esc_assert_eq "$(total_of eu)" 650 "eu quota after applying"

@@ -93,7 +93,8 @@ _served() {
     b=$(fnode stats shop-b "$KB" --item tee)
     [[ $a == OK* && $(itest_field nsegs "$a") == 1 && $b == OK* && $(itest_field nsegs "$b") == 1 ]]
 }
-esc_wait_for 20 _served || esc_fail "the node does not serve both items: $(fnode stats shop-a "$KA")"
+esc_wait_for 20 _served ||
+    esc_fail "the node does not serve both items: $(fnode stats shop-a "$KA")"
 
 esc_step "setup: the same item id and the same idempotency key in both tenants (libescrow)"
 hold_of() { itest_field hold "$1"; }
