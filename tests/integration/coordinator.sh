@@ -36,7 +36,11 @@ done
 esc_step "an item with 4 unassigned segments"
 # The lease (3 s) is 60 heartbeats of the fake nodes: a loaded machine does
 # not make a live node miss it (the owners and epochs asserted below would
-# change), and a's planned silence still ends it in seconds.
+# change), and a's planned silence still ends it in seconds. The catalog is
+# read at the start and never polled again (600 s): the script writes what a
+# node's commit would and then reports it; a poll in between would find the
+# transfer closed and drop it before the report (no COORD-XFER line), the
+# slower the machine the likelier.
 itest_q "INSERT INTO tenants (tenant_id) VALUES ('t1');
   INSERT INTO items (tenant_id, item_id, total, unallocated, segments_wanted) VALUES ('t1', 'shoe', 1000, 0, 4);
   INSERT INTO segments (tenant_id, item_id, seg_no, available)
@@ -48,7 +52,7 @@ CURL=tcp://127.0.0.1:$CPORT
 PURL=tcp://127.0.0.1:$PPORT
 esc_spawn "$ITEST_DIR/coordinator.log" "$ESC_BIN/escrow-coordinator" --dsn "$ESCROW_DSN" \
     --listen "$CURL" --publish "$PURL" --lease-ms 3000 --heartbeat-ms 100 --rebalance-ms 100 \
-    --catalog-poll-ms 5000 --log-level info
+    --catalog-poll-ms 600000 --log-level info
 CPID=$ESC_SPAWN_PID
 esc_wait_for 60 grep -q COORD-READY "$ITEST_DIR/coordinator.log" || esc_fail "coordinator: no COORD-READY"
 
