@@ -4,7 +4,9 @@
 #   (b) releases racing expiry (sweeper every 10 ms): one final state, units back once
 #   (c) confirm racing release on 50 holds: exactly one winner per hold
 #   (d) confirm / release / extend after expiry on a node whose sweeper cannot
-#       have run (--sweep-ms 10000): EXPIRED / OK expired / EXPIRED
+#       have run (--sweep-ms 10000, its first sweep 10 s after the start):
+#       EXPIRED / OK expired / EXPIRED. A machine too slow to finish within
+#       those 10 s gets another try on a fresh node (the try proved nothing)
 #   (e) partial confirm: hold 3, confirm 2 -> sold 2, 1 back
 #   (f) extend once, then ALREADY_EXTENDED
 # Each part has its own item, so each part's counters are exact.
@@ -15,7 +17,6 @@ itest_begin transitions
 for it in ta tb tc te tf; do
     esc_ctl item create t1 $it --total 50 --segments 1 --node n1 >/dev/null
 done
-esc_ctl item create t1 td --total 10 --segments 1 --node n2 >/dev/null
 PORT=$(itest_port)
 itest_node n1 "$PORT" --sweep-ms 10
 EP=tcp://127.0.0.1:$PORT
@@ -83,8 +84,9 @@ out=$(itest_probe rx-race --endpoint "$EP" --item tb --prefix b --n 20 --ttl-ms 
     esc_fail "transitions: releases racing expiry disagreed"
 }
 echo "$out"
-sleep 0.2 # let the sweeper finish any hold the releases did not end
-itest_eq "$(counters tb)" "50/0/0" "tb after release-vs-expiry (every unit back, once)"
+# the sweeper ends any hold the releases did not
+esc_wait_sql 30 "SELECT available || '/' || held || '/' || sold FROM segments WHERE item_id = 'tb'" \
+    "50/0/0" || esc_fail "transitions: tb after release-vs-expiry: not every unit back, once"
 values=$(sql_values "$ITEST_DIR/rx.txt")
 itest_eq "$(itest_q "SELECT count(*) FROM holds h JOIN (VALUES $values) AS p(hold_id, state)
     USING (hold_id) WHERE h.state = p.state")" 20 "holds whose stored state is the one every release reported"
@@ -139,36 +141,64 @@ itest_eq "$(events "$H" extended)" 1 "'extended' events"
 itest_eq "$(brief "$(itest_probe confirm --endpoint "$EP" --hold "$H")")" "OK converted 1" "confirm of an extended hold"
 itest_eq "$(counters tf)" "49/0/1" "tf at the end"
 
-esc_step "(d) after expiry, with a sweeper that has not run (node n2, --sweep-ms 10000)"
-PORT2=$(itest_port)
-itest_node n2 "$PORT2" --sweep-ms 10000
-N2_READY=$SECONDS
-EP2=tcp://127.0.0.1:$PORT2
-RESERVE_EP=$EP2
-D1=$(reserve td d-1 --qty 2 --ttl-ms 200)
-D2=$(reserve td d-2 --qty 2 --ttl-ms 200)
-D3=$(reserve td d-3 --qty 2 --ttl-ms 200)
-D4=$(reserve td d-4 --qty 2 --ttl-ms 200)
-itest_eq "$(counters td)" "2/8/0" "td with 4 holds"
-sleep 0.5
-itest_eq "$(itest_q "SELECT count(*) FROM holds WHERE item_id = 'td' AND state = 'held' AND expires_at < now()")" 4 \
-    "expired holds still 'held' in the database (the sweeper has not run)"
-itest_eq "$(brief "$(itest_probe confirm --endpoint "$EP2" --hold "$D1")")" "EXPIRED expired 0" "confirm after expiry"
-itest_eq "$(brief "$(itest_probe confirm --endpoint "$EP2" --hold "$D2" --qty 1)")" "EXPIRED expired 0" \
-    "partial confirm after expiry"
-itest_eq "$(brief "$(itest_probe release --endpoint "$EP2" --hold "$D3")")" "OK expired 0" "release after expiry"
-itest_eq "$(brief "$(itest_probe extend --endpoint "$EP2" --hold "$D4" --ttl-ms 60000)")" "EXPIRED expired 0" \
-    "extend after expiry"
-itest_eq "$(brief "$(itest_probe confirm --endpoint "$EP2" --hold "$D1")")" "EXPIRED expired 0" "confirm again"
-itest_eq "$(brief "$(itest_probe release --endpoint "$EP2" --hold "$D1")")" "OK expired 0" "release of an expired hold"
-((SECONDS - N2_READY < 9)) || esc_fail "transitions: (d) took too long; the sweeper may have run"
-itest_eq "$(counters td)" "10/0/0" "td after the expiries"
-itest_eq "$(itest_q "SELECT string_agg(state, ',' ORDER BY hold_id) FROM holds WHERE item_id = 'td'")" \
-    "expired,expired,expired,expired" "stored states of td"
-itest_eq "$(itest_q "SELECT count(*) FROM outbox WHERE item_id = 'td' AND kind = 'expired'")" 4 "'expired' events of td"
-itest_eq "$(itest_q "SELECT count(*) FROM outbox WHERE item_id = 'td' AND kind NOT IN ('held', 'expired')")" 0 \
-    "other terminal events of td"
+# part_d ITEM NODE: one try of (d) on a fresh node NODE (static, owner of
+# ITEM). Sets PART_D to "done", or to "slow" when the try ended past the
+# node's first sweep (10 s after its start): the sweeper may have expired
+# the holds first, so that try proves nothing (its answers would be the same).
+part_d() {
+    local item=$1 node=$2 port ep t0 d1 d2 d3 d4 held_expired took
+    local r_confirm r_partial r_release r_extend r_again r_release2
+    esc_ctl item create t1 "$item" --total 10 --segments 1 --node "$node" >/dev/null
+    port=$(itest_port)
+    t0=$(date +%s%3N) # before the node's sweep timer starts
+    itest_node "$node" "$port" --sweep-ms 10000
+    ep=tcp://127.0.0.1:$port
+    RESERVE_EP=$ep
+    d1=$(reserve "$item" "$item-1" --qty 2 --ttl-ms 200)
+    d2=$(reserve "$item" "$item-2" --qty 2 --ttl-ms 200)
+    d3=$(reserve "$item" "$item-3" --qty 2 --ttl-ms 200)
+    d4=$(reserve "$item" "$item-4" --qty 2 --ttl-ms 200)
+    itest_eq "$(counters "$item")" "2/8/0" "$item with 4 holds"
+    sleep 0.5 # the holds' ttl (200 ms) runs out
+    held_expired=$(itest_q "SELECT count(*) FROM holds WHERE item_id = '$item' AND state = 'held'
+        AND expires_at < now()")
+    r_confirm=$(brief "$(itest_probe confirm --endpoint "$ep" --hold "$d1")")
+    r_partial=$(brief "$(itest_probe confirm --endpoint "$ep" --hold "$d2" --qty 1)")
+    r_release=$(brief "$(itest_probe release --endpoint "$ep" --hold "$d3")")
+    r_extend=$(brief "$(itest_probe extend --endpoint "$ep" --hold "$d4" --ttl-ms 60000)")
+    r_again=$(brief "$(itest_probe confirm --endpoint "$ep" --hold "$d1")")
+    r_release2=$(brief "$(itest_probe release --endpoint "$ep" --hold "$d1")")
+    took=$(($(date +%s%3N) - t0))
+    if ((took >= 9500)); then
+        echo "note: (d) on $node took $took ms, past its sweeper's first run: again on a fresh node" >&2
+        PART_D=slow
+        return 0
+    fi
+    itest_eq "$held_expired" 4 "expired holds still 'held' in the database (the sweeper has not run)"
+    itest_eq "$r_confirm" "EXPIRED expired 0" "confirm after expiry"
+    itest_eq "$r_partial" "EXPIRED expired 0" "partial confirm after expiry"
+    itest_eq "$r_release" "OK expired 0" "release after expiry"
+    itest_eq "$r_extend" "EXPIRED expired 0" "extend after expiry"
+    itest_eq "$r_again" "EXPIRED expired 0" "confirm again"
+    itest_eq "$r_release2" "OK expired 0" "release of an expired hold"
+    itest_eq "$(counters "$item")" "10/0/0" "$item after the expiries"
+    itest_eq "$(itest_q "SELECT string_agg(state, ',' ORDER BY hold_id) FROM holds WHERE item_id = '$item'")" \
+        "expired,expired,expired,expired" "stored states of $item"
+    itest_eq "$(itest_q "SELECT count(*) FROM outbox WHERE item_id = '$item' AND kind = 'expired'")" 4 \
+        "'expired' events of $item"
+    itest_eq "$(itest_q "SELECT count(*) FROM outbox WHERE item_id = '$item' AND kind NOT IN ('held', 'expired')")" 0 \
+        "other terminal events of $item"
+    PART_D=done
+}
+
+esc_step "(d) after expiry, with a sweeper that has not run (--sweep-ms 10000)"
+PART_D=slow
+for try in 1 2 3; do
+    part_d "td$try" "n$((try + 1))"
+    [[ $PART_D == done ]] && break
+done
+[[ $PART_D == done ]] || esc_fail "transitions: (d) never finished within its node's first 10 s (3 tries)"
 
 itest_invariants
-esc_node_stop "$ITEST_NODE_PID" || esc_fail "transitions: node n2 did not stop cleanly"
+esc_node_stop "$ITEST_NODE_PID" || esc_fail "transitions: the last node of (d) did not stop cleanly"
 itest_pass
