@@ -93,7 +93,7 @@ region_wait_placed() {
 # pass and logs only changes).
 _region_proxy_mode() {
     local last
-    last=$(grep -o 'PROXY mode=.*' "$REGION_DIR/proxy-$1.log" 2>/dev/null | tail -n 1)
+    last=$(grep -o 'PROXY mode=.*' "$REGION_DIR/proxy-$1.log" 2>/dev/null | tail -n 1 || true)
     [[ $last == "PROXY mode=$2" || (-z $last && $2 == pass) ]]
 }
 
