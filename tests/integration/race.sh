@@ -25,23 +25,36 @@ EP=tcp://127.0.0.1:$PORT
 esc_step "$PROCS x escrow-load: $((PROCS * BUYERS_PER_PROC)) buyers, $((PROCS * CONCURRENCY)) in flight"
 # A starting line: the node is paused (SIGSTOP) while the 4 processes start
 # and queue their first $((PROCS * CONCURRENCY)) requests, then all of them
-# land at once (SIGCONT); otherwise the first process sells out alone.
+# land at once (SIGCONT); otherwise the first process sells out alone. The
+# line is drawn when each process has connected (the kernel completes the
+# handshake of a stopped listener; nanomsg holds the requests until the
+# node answers its protocol header), however long the processes take to
+# start. Their deadline (30 s) counts from before the SIGCONT.
 kill -STOP "$ITEST_NODE_PID"
 esc_on_exit "kill -CONT $ITEST_NODE_PID 2>/dev/null"
 pids=()
 for p in $(seq 1 $PROCS); do
     "$ESC_BIN/escrow-load" --endpoint "$EP" --tenant t1 --item flash \
         --buyers $BUYERS_PER_PROC --concurrency $CONCURRENCY --confirm 1 --release 0 \
-        --key-prefix "race$p" --seed "$p" --deadline-ms 10000 --quiet \
+        --key-prefix "race$p" --seed "$p" --deadline-ms 30000 --quiet \
         >"$ITEST_DIR/load$p.out" 2>"$ITEST_DIR/load$p.log" &
     pids+=($!)
     ESC_PIDS+=($!)
 done
-sleep 1
+# every load process has a connection to the node's port established
+connected() {
+    local out p n=0
+    out=$(ss -Htnp state established "( dport = :$PORT )")
+    for p in "${pids[@]}"; do
+        [[ $out == *"pid=$p,"* ]] && n=$((n + 1))
+    done
+    ((n == PROCS))
+}
+esc_wait_for 60 connected || esc_fail "race: the $PROCS load processes did not connect within 60 s"
 kill -CONT "$ITEST_NODE_PID"
 failed=0
 for i in "${!pids[@]}"; do
-    if ! itest_wait_pid "${pids[$i]}" 45 "escrow-load #$((i + 1))"; then
+    if ! itest_wait_pid "${pids[$i]}" 120 "escrow-load #$((i + 1))"; then
         echo "escrow-load #$((i + 1)) failed:" >&2
         cat "$ITEST_DIR/load$((i + 1)).out" "$ITEST_DIR/load$((i + 1)).log" >&2
         failed=1

@@ -42,7 +42,7 @@ while kill -0 $LOAD 2>/dev/null && ((SECONDS < deadline)); do
     kills=$((kills + n))
 done
 echo "terminated $kills backends in the middle of a commit"
-itest_wait_pid $LOAD 60 "escrow-load"
+itest_wait_pid $LOAD 120 "escrow-load"
 confirmed=$(check_sale "$ITEST_DIR/load.out" rec)
 itest_eq "$(itest_q "SELECT sum(sold) FROM segments WHERE item_id = 'rec'")" "$confirmed" "units sold"
 (( kills > 0 )) || esc_fail "reconcile: no commit was ever caught in flight; the test proved nothing"

@@ -7,14 +7,19 @@
 #   region_get WHAT R             $ESC_REGION_<WHAT>_<R> (CONFIG, DSN, COORD, PUBLISH, NODES,
 #                                 COORD_PID)
 #   region_psql R SQL             one statement in region R's database, unaligned output
-#   region_load R ARGS...         escrow-load through R's coordinator (tenant t1)
+#   region_load R ARGS...         escrow-load through R's coordinator (tenant t1; a 30 s
+#                                 deadline: the tests count every buyer's unit)
 #   region_coord_restart R [ENV=VALUE...]   kill -9 R's coordinator and start a new one
 #                                 (with the environment given: failpoints); waits for
 #                                 COORD-READY; sets REGION_COORD_LOG
 #   region_wait R SQL WANT SECONDS  wait until the statement in R's database prints WANT;
 #                                 returns 1 (printing the last value) on timeout
+#   region_wait_placed ITEM       wait (60 s) until every region's coordinator has read ITEM:
+#                                 each of its segments in each region has an owner (epoch > 0)
+#   region_gone PID               true once PID has exited (a zombie counts as exited)
 #   region_link MODE              every link between the coordinators: pass|cut|blackhole
-#                                 (needs region_start --proxy)
+#                                 (needs region_start --proxy); returns once every proxy
+#                                 logged the mode
 #   region_load_bg R OUT ARGS...  region_load in the background, output to OUT
 #   region_load_wait              waits for those, prints their output, fails if any did
 # shellcheck source=tests/support/lib.sh
@@ -44,7 +49,8 @@ region_load() {
     local r=$1
     shift
     "$ESC_BIN/escrow-load" --coordinator "$(region_get COORD "$r")" \
-        --routes "$(region_get PUBLISH "$r")" --dsn "$(region_get DSN "$r")" --tenant t1 "$@"
+        --routes "$(region_get PUBLISH "$r")" --dsn "$(region_get DSN "$r")" --tenant t1 \
+        --deadline-ms 30000 "$@"
 }
 
 region_coord_restart() {
@@ -53,16 +59,42 @@ region_coord_restart() {
     local pid
     pid=$(region_get COORD_PID "$r")
     kill -KILL -- "-$pid" 2>/dev/null || kill -KILL "$pid" 2>/dev/null || true
-    while kill -0 "$pid" 2>/dev/null; do sleep 0.05; done
+    esc_wait_for 60 region_gone "$pid" || esc_fail "the coordinator of $r (pid $pid) survived SIGKILL"
     REGION_STARTS=$((REGION_STARTS + 1))
     local log=$REGION_DIR/$r-coordinator.$REGION_STARTS.log
     esc_spawn "$log" env "$@" "$ESC_BIN/escrow-coordinator" --config "$(region_get CONFIG "$r")"
     printf -v "ESC_REGION_COORD_PID_$rv" '%s' "$ESC_SPAWN_PID"
     REGION_COORD_LOG=$log
-    esc_wait_for 15 grep -q COORD-READY "$log" || {
+    esc_wait_for 60 grep -q COORD-READY "$log" || {
         tail -n 30 "$log" >&2
         esc_fail "the coordinator of $r did not restart"
     }
+}
+
+region_gone() {
+    ! kill -0 "$1" 2>/dev/null || [[ $(awk '{print $3}' "/proc/$1/stat" 2>/dev/null) == Z ]]
+}
+
+# True when every region has ITEM and each of its segments there has an owner
+# at an epoch > 0 (the coordinator read the item and placed it).
+_region_placed() {
+    local r
+    for r in $ESC_REGIONS; do
+        [[ $(region_psql "$r" "SELECT count(*) > 0 AND count(*) FILTER (WHERE node_id IS NULL OR epoch = 0) = 0
+            FROM segments WHERE item_id = '$1'") == t ]] || return 1
+    done
+}
+
+region_wait_placed() {
+    esc_wait_for 60 _region_placed "$1" || esc_fail "the coordinators did not place $1 in every region within 60 s"
+}
+
+# True when the proxy of link $1 has logged mode $2 last (a proxy starts in
+# pass and logs only changes).
+_region_proxy_mode() {
+    local last
+    last=$(grep -o 'PROXY mode=.*' "$REGION_DIR/proxy-$1.log" 2>/dev/null | tail -n 1 || true)
+    [[ $last == "PROXY mode=$2" || (-z $last && $2 == pass) ]]
 }
 
 region_link() {
@@ -71,7 +103,10 @@ region_link() {
         mv=ESC_PROXY_MODE_$link
         echo "$1" >"${!mv}"
     done
-    sleep 0.3 # the proxies look at their mode file every 100 ms
+    # the proxies look at their mode file every 100 ms and log each change
+    for link in $ESC_PROXIES; do
+        esc_wait_for 60 _region_proxy_mode "$link" "$1" || esc_fail "the proxy of link $link did not switch to $1"
+    done
 }
 
 region_wait() {

@@ -9,7 +9,7 @@
 #                                 SHARD_COORD_PID, SHARD_COORD_LOG. The same ports are reused
 #                                 by a restart (call it again after a kill).
 #   shard_node_start NODE [ARGS...]   start a managed escrow-segment on a free port; sets
-#                                 SHARD_NODE_PID, SHARD_NODE_EP; records NODE's pid and
+#                                 SHARD_NODE_PID, SHARD_NODE_EP, SHARD_NODE_LOG; records NODE's pid and
 #                                 endpoint in SHARD_PID[NODE], SHARD_EP[NODE]
 #   shard_wait_served ITEM TIMEOUT_S  wait until every non-retired segment of ITEM is owned by
 #                                 a node that heartbeats (nodes.state = 'up') and the owner
@@ -25,7 +25,10 @@ source "$(dirname "${BASH_SOURCE[0]}")/itest_lib.sh"
 COORD_PROBE=${COORD_PROBE:-$ESC_BIN/../tests/coord_probe}
 [[ -x $COORD_PROBE ]] || esc_fail "coord_probe not found (COORD_PROBE)"
 declare -A SHARD_PID SHARD_EP
-SHARD_LEASE_MS=${SHARD_LEASE_MS:-1000}
+# The coordinator's lease: 50 heartbeats, so that a loaded machine does not
+# make a live node miss it (its segments would move mid-sale). The tests
+# whose subject is a lost lease (failover, zombie) set 1000 before sourcing.
+SHARD_LEASE_MS=${SHARD_LEASE_MS:-5000}
 SHARD_COORD_STARTS=0
 
 shard_coord_start() {
@@ -40,13 +43,13 @@ shard_coord_start() {
         --listen "$SHARD_COORD_URL" --publish "$SHARD_PUB_URL" --lease-ms "$SHARD_LEASE_MS" \
         --heartbeat-ms 100 "$@"
     SHARD_COORD_PID=$ESC_SPAWN_PID
-    local deadline=$((SECONDS + 15))
+    local deadline=$((SECONDS + 60))
     until grep -q 'COORD-READY' "$SHARD_COORD_LOG" 2>/dev/null; do
         if ! kill -0 "$SHARD_COORD_PID" 2>/dev/null; then
             tail -n 30 "$SHARD_COORD_LOG" >&2
             esc_fail "the coordinator exited before it was ready"
         fi
-        ((SECONDS < deadline)) || esc_fail "the coordinator did not log COORD-READY within 15 s"
+        ((SECONDS < deadline)) || esc_fail "the coordinator did not log COORD-READY within 60 s"
         sleep 0.1
     done
 }
@@ -59,6 +62,7 @@ shard_node_start() {
     itest_node "$node" "$port" --coordinator "$SHARD_COORD_URL" "$@"
     SHARD_NODE_PID=$ITEST_NODE_PID
     SHARD_NODE_EP=tcp://127.0.0.1:$port
+    SHARD_NODE_LOG=$ITEST_NODE_LOG
     SHARD_PID[$node]=$SHARD_NODE_PID
     SHARD_EP[$node]=$SHARD_NODE_EP
 }

@@ -16,14 +16,14 @@ itest_begin sharded_race
 esc_ctl item create t1 flash --total $TOTAL --segments $SEGMENTS >/dev/null
 shard_coord_start --collapse-pct 10
 for n in n1 n2 n3; do shard_node_start "$n"; done
-shard_wait_served flash 15
+shard_wait_served flash 60
 itest_eq "$(itest_q "SELECT count(DISTINCT node_id) FROM segments WHERE item_id = 'flash'")" 3 \
     "nodes that own segments of the item"
 
 esc_step "$BUYERS buyers, 80% of them on 20% of the segments"
 shard_sampler_start flash
 shard_load --item flash --buyers $BUYERS --concurrency 200 --confirm 1 --release 0 \
-    --skew 80:20 --segments $SEGMENTS --try-later-retries 100 --deadline-ms 10000 --seed 7 \
+    --skew 80:20 --segments $SEGMENTS --try-later-retries 100 --deadline-ms 30000 --seed 7 \
     --quiet >"$ITEST_DIR/load.out" 2>"$ITEST_DIR/load.log" ||
     { cat "$ITEST_DIR/load.out" "$ITEST_DIR/load.log" >&2; esc_fail "escrow-load failed"; }
 shard_sampler_stop

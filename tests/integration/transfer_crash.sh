@@ -17,7 +17,7 @@ ESC_FAILPOINT_COORD_EXIT_AFTER_SENT=1 shard_coord_start --collapse-pct 0
 FIRST_COORD=$SHARD_COORD_PID
 shard_node_start n1
 shard_node_start n2
-shard_wait_served tx 15
+shard_wait_served tx 60
 shard_sampler_start tx
 
 esc_step "every buyer on the first segment: it runs dry and asks for stock"
@@ -29,7 +29,7 @@ esc_step "every buyer on the first segment: it runs dry and asks for stock"
 LOAD_PID=$!
 ESC_PIDS+=("$LOAD_PID")
 rc=0
-itest_wait_pid "$FIRST_COORD" 20 "the coordinator (failpoint)" || rc=$?
+itest_wait_pid "$FIRST_COORD" 60 "the coordinator (failpoint)" || rc=$?
 itest_kill9 "$LOAD_PID"
 itest_eq "$rc" 99 "the coordinator's exit status at the failpoint"
 grep -h 'FAILPOINT' "$ITEST_DIR"/coord1.log || true
@@ -47,7 +47,7 @@ itest_eq "$(itest_q "SELECT state FROM transfers WHERE transfer_id = $XID")" sen
 esc_step "restart the coordinator: it resumes the transfer"
 shard_coord_start --collapse-pct 0
 received() { [[ $(itest_q "SELECT state FROM transfers WHERE transfer_id = $XID") == received ]]; }
-esc_wait_for 10 received || esc_fail "transfer $XID was not received after the restart"
+esc_wait_for 60 received || esc_fail "transfer $XID was not received after the restart"
 itest_eq "$(itest_q "SELECT count(*) FROM outbox WHERE item_id = 'tx' AND kind = 'transfer_received' AND qty = $QTY
     AND segment_id = (SELECT to_segment FROM transfers WHERE transfer_id = $XID)")" \
     "$(itest_q "SELECT count(*) FROM transfers WHERE item_id = 'tx' AND state = 'received' AND qty = $QTY")" \
@@ -56,12 +56,12 @@ itest_invariants tx
 
 esc_step "the sale completes exactly"
 no_holds() { [[ $(itest_q "SELECT sum(held) FROM segments WHERE item_id = 'tx'") == 0 ]]; }
-esc_wait_for 10 no_holds || esc_fail "the holds of the stopped buyers did not expire"
+esc_wait_for 60 no_holds || esc_fail "the holds of the stopped buyers did not expire"
 left=$(itest_q "SELECT $TOTAL - sum(sold) FROM segments WHERE item_id = 'tx'")
 echo "units left to sell: $left"
 ((left >= QTY)) || esc_fail "only $left units left: the received transfer was not sold after the restart"
-shard_load --item tx --buyers 1500 --concurrency 32 --confirm 1 --release 0 --try-later-retries 50 \
-    --deadline-ms 5000 --key-prefix b --quiet >"$ITEST_DIR/load2.out" 2>"$ITEST_DIR/load2.log" ||
+shard_load --item tx --buyers 1500 --concurrency 32 --confirm 1 --release 0 --try-later-retries 300 \
+    --deadline-ms 30000 --key-prefix b --quiet >"$ITEST_DIR/load2.out" 2>"$ITEST_DIR/load2.log" ||
     { cat "$ITEST_DIR/load2.out" "$ITEST_DIR/load2.log" >&2; esc_fail "escrow-load failed"; }
 line=$(grep '^RESULT' "$ITEST_DIR/load2.out")
 echo "$line"

@@ -101,7 +101,7 @@ segments_served() { # ITEM COUNT
 
 create_item() { # ITEM TOTAL SEGMENTS
     esc_ctl item create "$tenant" "$1" --total "$2" --segments "$3" --hold-ttl-ms 600000 >/dev/null
-    esc_wait_for 30 segments_served "$1" "$3" || esc_fail "item $1 was not placed within 30 s"
+    esc_wait_for 60 segments_served "$1" "$3" || esc_fail "item $1 was not placed within 60 s"
 }
 
 escrow_routed() {
@@ -145,8 +145,8 @@ redis_start() { # MODE (mem|aof): starts redis-server on a free port, sets redis
     esc_spawn "$rdir/redis.log" redis-server --bind 127.0.0.1 --port "$redis_port" \
         --dir "$rdir" --daemonize no --protected-mode yes --maxclients 1000 "${persist[@]}"
     redis_pid=$ESC_SPAWN_PID
-    esc_wait_for 10 redis-cli -p "$redis_port" ping >/dev/null ||
-        esc_fail "redis-server ($mode) did not answer within 10 s"
+    esc_wait_for 60 redis-cli -p "$redis_port" ping >/dev/null ||
+        esc_fail "redis-server ($mode) did not answer within 60 s"
 }
 
 redis_stop() {
@@ -184,7 +184,7 @@ create_item gone 100 1
 "$ESC_BIN/escrow-load" --coordinator "$ESCROW_COORDINATOR" --routes "$ESC_CLUSTER_PUBLISH" \
     --tenant "$tenant" --item gone --buyers 200 --concurrency 50 --confirm 1 --release 0 \
     --key-prefix gone --quiet >"$dir/sellout.out" 2>&1 || true
-esc_wait_for 20 grep -q "COORD-SOLD-OUT item=$tenant/gone sold_out=1" "$dir/cluster/coordinator.log" ||
+esc_wait_for 60 grep -q "COORD-SOLD-OUT item=$tenant/gone sold_out=1" "$dir/cluster/coordinator.log" ||
     esc_fail "the coordinator did not flag item gone sold out (see $dir/sellout.out)"
 escrow_direct --item gone --inflight "$inflight" --pids "$n1_pid" --key-prefix nonode \
     --label nonode

@@ -27,7 +27,7 @@
 #       per node n ESC_NODE_EP_n, ESC_NODE_PID_n (names with '-' as '_').
 #   cluster.sh stop DIR
 #       SIGTERM to the nodes (they hand their segments back), then the
-#       coordinator, SIGKILL after ESC_CLUSTER_STOP_S (10) seconds; stops
+#       coordinator, SIGKILL after ESC_CLUSTER_STOP_S (30) seconds; stops
 #       PostgreSQL and removes its data; keeps the logs; removes DIR/env.
 #       Safe to call twice. Exit 0 if every daemon stopped on SIGTERM, 1 if
 #       one needed SIGKILL (the daemons are not its children: their exit
@@ -51,9 +51,10 @@ _cl_dir=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 source "$_cl_dir/pg.sh"
 ESC_BIN=${ESC_BIN:-$(cd "$_cl_dir/../.." && pwd)/build/bin}
 
-# Seconds a daemon gets to become ready, and to exit after SIGTERM.
-ESC_CLUSTER_READY_S=${ESC_CLUSTER_READY_S:-20}
-ESC_CLUSTER_STOP_S=${ESC_CLUSTER_STOP_S:-10}
+# Seconds a daemon gets to become ready, and to exit after SIGTERM: bounds on
+# a hang, generous so that a loaded machine never reaches them in a passing run.
+ESC_CLUSTER_READY_S=${ESC_CLUSTER_READY_S:-60}
+ESC_CLUSTER_STOP_S=${ESC_CLUSTER_STOP_S:-30}
 # Nodes at most (each is a process with its own connections to PostgreSQL).
 ESC_CLUSTER_NODES_MAX=16
 

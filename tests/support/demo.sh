@@ -102,7 +102,7 @@ no_units_held() {
 }
 
 wait_holds_expired() {
-    if esc_wait_for $((load_ttl_ms / 1000 + 5)) no_units_held; then
+    if esc_wait_for $((load_ttl_ms / 1000 + 60)) no_units_held; then
         echo "no units are held any more"
     else
         echo "still held: $(esc_psql "SELECT sum(held) FROM segments") units (the check below still applies)"
@@ -152,9 +152,9 @@ demo_cluster() {
         --max-per-order 5 --hold-ttl-ms 30000
 
     esc_step "3/8 waiting for the coordinator to place every segment; escrowctl nodes"
-    esc_wait_for 30 all_segments_served || {
+    esc_wait_for 60 all_segments_served || {
         esc_ctl status "$tenant" "$item" >&2 || true
-        esc_fail "the segments were not placed on live nodes within 30 s"
+        esc_fail "the segments were not placed on live nodes within 60 s"
     }
     esc_ctl nodes
 
@@ -169,7 +169,7 @@ demo_cluster() {
     esc_step "5/8 escrowctl status during the sale (sample $(((samples + 1) / 2)) of $samples; all in $dir/status-live.txt)"
     awk -v want=$(((samples + 1) / 2)) '/^--- /{n++} n==want' "$dir/status-live.txt"
 
-    esc_step "6/8 waiting up to $((load_ttl_ms / 1000 + 5)) s for abandoned holds to expire"
+    esc_step "6/8 waiting up to $((load_ttl_ms / 1000 + 60)) s for abandoned holds to expire"
     wait_holds_expired
 
     esc_step "7/8 escrowctl status $tenant, the transfers that moved stock, escrowctl check"
@@ -207,7 +207,7 @@ demo_single() {
     esc_step "5/8 the sale: escrow-load, 70% confirm / 20% release / 10% abandon, holds of ${load_ttl_ms} ms"
     run_load --endpoint "$endpoint"
 
-    esc_step "6/8 waiting up to $((load_ttl_ms / 1000 + 5)) s for abandoned holds to expire"
+    esc_step "6/8 waiting up to $((load_ttl_ms / 1000 + 60)) s for abandoned holds to expire"
     wait_holds_expired
 
     esc_step "7/8 escrowctl status $tenant, escrowctl check"

@@ -14,11 +14,28 @@
 #   esc_fail MSG                  print "FAIL: MSG" on stderr and exit 1
 #   esc_assert_eq ACTUAL EXPECTED MSG   esc_fail unless equal (as strings)
 #   esc_free_port                 print a free TCP port on 127.0.0.1
-#   esc_psql SQL                  run SQL in $ESCROW_DSN (psql -At -X, ON_ERROR_STOP); prints rows
+#   esc_psql SQL                  run SQL in $ESCROW_DSN (psql -At -X, ON_ERROR_STOP); prints rows.
+#                                 SQL travels on psql's command line: statements only, never
+#                                 data whose size grows with throughput (the kernel refuses
+#                                 one argument over 128 KiB: "Argument list too long")
+#   esc_psql_with_rows TABLE SQL < LINES
+#                                 COPY stdin (one value per line; no tab or backslash) into
+#                                 a temporary table TABLE (v text), then run SQL in the same
+#                                 session; prints its rows. The way to hand psql a list
+#                                 (acknowledged keys, hold ids) of any length
 #   esc_ctl ARGS...               run $ESC_BIN/escrowctl ARGS...
 #   esc_ctl_expect DIR RC ARGS... run escrowctl ARGS (stdout to DIR/out, stderr to DIR/err);
 #                                 esc_fail (showing both) unless it exits with RC
-#   esc_wait_for TIMEOUT_S CMD... poll CMD every 0.1 s until it succeeds; 1 on timeout
+#   esc_wait_for TIMEOUT_S CMD... poll CMD every 0.1 s until it succeeds; 1 on timeout.
+#                                 CMD runs again on every try, but its words are expanded
+#                                 ONCE, by the caller: `esc_wait_for 5 test "$(query)" = x`
+#                                 tests one stale value for 5 s. Put the condition in a
+#                                 function (or use esc_wait_sql); tests/support/lint_shell.sh
+#                                 refuses "$(" and backquotes on an esc_wait_for line.
+#                                 TIMEOUT_S only bounds a hang: make it generous (30 s and
+#                                 more); a passing run never waits for it
+#   esc_wait_sql TIMEOUT_S SQL WANT  poll SQL (esc_psql, run again on every try) until it
+#                                 prints WANT; 1 on timeout, with the last value on stderr
 #   esc_spawn LOGFILE CMD...      start CMD in the background (stdout+stderr to LOGFILE),
 #                                 tracked for cleanup; sets ESC_SPAWN_PID
 #   esc_node_start NODE_ID ENDPOINT LOGFILE [EXTRA_ARGS...]
@@ -41,9 +58,11 @@ _esc_lib_dir=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 # shellcheck source=tests/support/pg.sh
 source "$_esc_lib_dir/pg.sh"
 
-# Seconds a node gets to log SEG-READY, and to exit after SIGTERM.
-ESC_NODE_READY_S=${ESC_NODE_READY_S:-15}
-ESC_NODE_STOP_S=${ESC_NODE_STOP_S:-10}
+# Seconds a node gets to log SEG-READY, and to exit after SIGTERM: bounds on
+# a hang, generous so that a loaded machine (sanitizers, shared cores) never
+# reaches them in a passing run.
+ESC_NODE_READY_S=${ESC_NODE_READY_S:-60}
+ESC_NODE_STOP_S=${ESC_NODE_STOP_S:-30}
 
 ESC_PIDS=()
 ESC_EXIT_HOOKS=()
@@ -65,6 +84,15 @@ esc_assert_eq() {
 
 esc_psql() {
     "$ESC_PG_BINDIR/psql" "$ESCROW_DSN" -At -X -q -v ON_ERROR_STOP=1 -c "$1"
+}
+
+esc_psql_with_rows() {
+    local table=$1 sql=$2
+    {
+        printf 'CREATE TEMP TABLE %s (v text);\nCOPY %s (v) FROM STDIN;\n' "$table" "$table"
+        awk 1 # every line terminated, also the last one
+        printf '\\.\n%s\n' "$sql"
+    } | "$ESC_PG_BINDIR/psql" "$ESCROW_DSN" -At -X -q -v ON_ERROR_STOP=1 -f -
 }
 
 esc_ctl() {
@@ -91,6 +119,17 @@ esc_wait_for() {
         fi
         sleep 0.1
     done
+}
+
+_esc_sql_is() {
+    [[ $(esc_psql "$1" 2>/dev/null) == "$2" ]]
+}
+
+esc_wait_sql() {
+    local timeout_s=$1 sql=$2 want=$3
+    esc_wait_for "$timeout_s" _esc_sql_is "$sql" "$want" && return 0
+    echo "esc_wait_sql: after ${timeout_s} s '$sql' prints '$(esc_psql "$sql" 2>&1)', not '$want'" >&2
+    return 1
 }
 
 esc_on_exit() {
