@@ -25,6 +25,7 @@
 #include <stdint.h>
 
 #include "esc_limits.h"
+#include "heap.h"
 #include "hmap.h"
 #include "seg_void.h"
 
@@ -83,6 +84,7 @@ struct seg_hold {
     hmap_node by_id;
     hmap_node by_key;
     hmap_node by_buyer; /* in pending_buyers while a reserve of a limited item is pending */
+    heap_node expiry;   /* in seg_core.expiry while held, keyed by expires_at_ms */
     uint64_t hold_id;
     seg_segment *seg; /* borrowed */
     int64_t expires_at_ms;
@@ -162,12 +164,9 @@ typedef struct seg_core {
     size_t live_holds;
     int64_t retain_ms;
     size_t retain_max;
-    /* expiry heap of (expires_at_ms, hold_id), lazy: stale entries skipped */
-    struct seg_expiry {
-        int64_t at_ms;
-        uint64_t hold_id;
-    } * heap;
-    size_t heap_len, heap_cap;
+    /* Held holds by expiry, soonest first. A held hold is in it unless the
+     * sweeper found it busy (an op pending), until that op settles. */
+    heap expiry;
     /* Managed mode (a coordinator assigns segments): a reserve never hears
      * SOLD_OUT or TRY_LATER from a node, only the coordinator sees the whole
      * item; a segment hint that is not served here, or is draining, is
