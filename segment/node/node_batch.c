@@ -18,6 +18,7 @@
 #include "node_internal.h"
 #include "node_metrics.h"
 #include "seg_store.h"
+#include "sqlstate.h"
 
 #define BATCH_CAP (ESC_BATCH_ROWS_MAX + ESC_SWEEP_ROWS_MAX)
 #define RECONNECT_MS_MIN 100
@@ -572,9 +573,10 @@ static void log_batch_error(const node *n, const node_batch *b, const pgx_err *e
         meaning = "per-buyer maximum tripped outside the arbiter";
     } else if (strcmp(err->constraint, "holds_pkey") == 0) {
         meaning = "hold id reused";
-    } else if (strcmp(err->sqlstate, "ES002") == 0) {
+    } else if (sqlstate_is(err->sqlstate, SQLSTATE_ESC_HOLD_DIVERGED)) {
         meaning = "hold state diverged from the record";
-    } else if (strcmp(err->sqlstate, "40P01") == 0 || strcmp(err->sqlstate, "40001") == 0) {
+    } else if (sqlstate_is(err->sqlstate, SQLSTATE_DEADLOCK_DETECTED) ||
+               sqlstate_is(err->sqlstate, SQLSTATE_SERIALIZATION_FAILURE)) {
         meaning = "transient conflict; retried";
     }
     ESC_LOG(ESC_LOG_WARN, "SEG-COMMIT",
@@ -629,7 +631,7 @@ static void on_commit(pgx_conn *c, PGresult *res, const pgx_err *err, void *arg)
         return; /* the state callback reconnects, then reconciles */
     }
     log_batch_error(n, b, err);
-    if (strcmp(err->sqlstate, "ES001") == 0) {
+    if (sqlstate_is(err->sqlstate, SQLSTATE_ESC_FENCED)) {
         start_fence_check(n);
         return;
     }
