@@ -13,6 +13,7 @@
 #include "auth_guard.h"
 #include "clock.h"
 #include "escrow_errors.h"
+#include "failpoint.h"
 #include "log.h"
 #include "metrics_http.h"
 #include "node.h"
@@ -107,38 +108,6 @@ static int apply_config(const char *path, node_config *cfg)
     return 0;
 }
 
-/* $ESC_FAILPOINT_NODE_EXIT = before-commit|after-commit|after-give[:PCT]
- * (node.h). Returns 0, or -1 with a message. */
-static int parse_failpoint_exit(const char *v, node_config *cfg)
-{
-    if (v == NULL || v[0] == '\0') {
-        return 0;
-    }
-    static const struct {
-        const char *name;
-        int fp;
-    } names[] = {{"before-commit", NODE_FP_BEFORE_COMMIT},
-                 {"after-commit", NODE_FP_AFTER_COMMIT},
-                 {"after-give", NODE_FP_AFTER_GIVE}};
-    const char *colon = strchr(v, ':');
-    size_t len = colon != NULL ? (size_t)(colon - v) : strlen(v);
-    for (size_t i = 0; i < sizeof names / sizeof names[0]; i++) {
-        if (strlen(names[i].name) == len && strncmp(v, names[i].name, len) == 0) {
-            cfg->failpoint_exit = names[i].fp;
-            cfg->failpoint_exit_pct = colon != NULL ? (uint32_t)strtoul(colon + 1, NULL, 10) : 100;
-            if (cfg->failpoint_exit_pct > 100) {
-                cfg->failpoint_exit_pct = 100;
-            }
-            return 0;
-        }
-    }
-    fprintf(stderr,
-            "escrow-segment: ESC_FAILPOINT_NODE_EXIT=%s: expected before-commit, "
-            "after-commit or after-give, optionally :PCT\n",
-            v);
-    return -1;
-}
-
 int main(int argc, char **argv)
 {
     static const struct option opts[] = {{"node-id", required_argument, NULL, 'n'},
@@ -159,11 +128,9 @@ int main(int argc, char **argv)
     node_config cfg;
     memset(&cfg, 0, sizeof cfg);
     cfg.dsn = getenv("ESCROW_DSN");
-    const char *fp = getenv("ESC_FAILPOINT_COMMIT_LOST_PCT");
-    if (fp != NULL) {
-        cfg.failpoint_commit_lost_pct = (uint32_t)strtoul(fp, NULL, 10) % 101;
-    }
-    if (parse_failpoint_exit(getenv("ESC_FAILPOINT_NODE_EXIT"), &cfg) != 0) {
+    char why[256];
+    if (failpoint_load(FAILPOINT_NODE_EXIT, why, sizeof why) != 0) {
+        fprintf(stderr, "escrow-segment: %s\n", why);
         return 2;
     }
     const char *config = NULL;
@@ -281,7 +248,6 @@ int main(int argc, char **argv)
     }
     static char cluster_key[ESC_CREDENTIAL_LEN_MAX + 1];
     bool have_cluster_key = false;
-    char why[256];
     if (auth_cluster_key_load(cluster_key_file, cluster_key, &have_cluster_key, why, sizeof why) !=
         0) {
         fprintf(stderr, "escrow-segment: %s\n", why);

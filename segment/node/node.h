@@ -54,8 +54,6 @@ typedef struct node_batch {
     uint64_t batch_id;
 } node_batch;
 
-enum { NODE_FP_NONE = 0, NODE_FP_BEFORE_COMMIT, NODE_FP_AFTER_COMMIT, NODE_FP_AFTER_GIVE };
-
 typedef struct node_config {
     const char *node_id;                 /* borrowed */
     const char *coordinator;             /* borrowed; NULL = static mode */
@@ -66,18 +64,6 @@ typedef struct node_config {
     int nlisten;
     uint32_t sweep_ms;   /* expiry sweeper period */
     const char *metrics; /* borrowed: --metrics address (node_metrics.h); NULL = off */
-    /* Failpoint for tests: percent of committed batches whose result is
-     * thrown away with the connection, as if the network lost the reply
-     * after COMMIT ($ESC_FAILPOINT_COMMIT_LOST_PCT). 0 in production. */
-    uint32_t failpoint_commit_lost_pct;
-    /* Failpoints for the chaos suite ($ESC_FAILPOINT_NODE_EXIT = WHERE[:PCT]):
-     * the process exits (status 99) at WHERE in PCT % of the batches (100
-     * when absent): before-commit (the batch never reaches PostgreSQL),
-     * after-commit (committed, nobody answered), after-give (a batch that
-     * gave units to a transfer committed; the coordinator has not heard).
-     * NODE_FP_NONE in production. */
-    int failpoint_exit;
-    uint32_t failpoint_exit_pct;
     /* Credentials (auth_guard.h): auth on = every request needs a valid key;
      * cluster_key (borrowed, the key's text or NULL) is what internal
      * requests must carry. */

@@ -14,6 +14,7 @@
 
 #include "clock.h"
 #include "escrow_errors.h"
+#include "failpoint.h"
 #include "log.h"
 #include "node_internal.h"
 #include "node_metrics.h"
@@ -28,13 +29,14 @@ struct node_touched {
     int64_t da, dh, ds;
 };
 
-/* The chaos suite's failpoints (node.h): exits at WHERE when configured. */
-static void failpoint_exit(node *n, const node_batch *b, int where)
+/* ESC_FAILPOINT_NODE_EXIT (failpoint.h): the chaos suite's crash points.
+ * after-give fires only for a batch that gives units to a transfer. */
+static void failpoint_check_exit(const node_batch *b, failpoint_where where)
 {
-    if (n->cfg.failpoint_exit != where || (uint32_t)(rand() % 100) >= n->cfg.failpoint_exit_pct) {
+    if (!failpoint_node_exit(where)) {
         return;
     }
-    if (where == NODE_FP_AFTER_GIVE) {
+    if (where == FAILPOINT_AFTER_GIVE) {
         bool gives = false;
         for (size_t i = 0; i < b->n && !gives; i++) {
             gives = b->ops[i].kind == SEG_OP_GIVE;
@@ -43,10 +45,9 @@ static void failpoint_exit(node *n, const node_batch *b, int where)
             return;
         }
     }
-    static const char *names[] = {"", "before-commit", "after-commit", "after-give"};
     ESC_LOG(ESC_LOG_WARN, "SEG-FAILPOINT", "ESC_FAILPOINT_NODE_EXIT=%s batch=%" PRIu64 ": exiting",
-            names[where], b->batch_id);
-    _exit(99);
+            failpoint_where_name(where), b->batch_id);
+    _exit(FAILPOINT_EXIT_STATUS);
 }
 
 static void on_commit(pgx_conn *c, PGresult *res, const pgx_err *err, void *arg);
@@ -255,7 +256,7 @@ static void send_batch(node *n)
     n->commit_backend_pid = PQbackendPID(n->commit_conn.conn);
     n->inflight_start_us = esc_mono_us();
     n->inflight_unknown = false;
-    failpoint_exit(n, b, NODE_FP_BEFORE_COMMIT);
+    failpoint_check_exit(b, FAILPOINT_BEFORE_COMMIT);
     int rc =
         pgx_query(&n->commit_conn, SEG_STMT_COMMIT, NULL, SEG_COMMIT_NPARAMS, values, on_commit, n);
     if (rc != 0) {
@@ -603,11 +604,10 @@ static void on_commit(pgx_conn *c, PGresult *res, const pgx_err *err, void *arg)
     }
     memset(n->rejected, 0, b->n * sizeof *n->rejected);
     if (err->code == 0) {
-        failpoint_exit(n, b, NODE_FP_AFTER_COMMIT);
-        failpoint_exit(n, b, NODE_FP_AFTER_GIVE);
+        failpoint_check_exit(b, FAILPOINT_AFTER_COMMIT);
+        failpoint_check_exit(b, FAILPOINT_AFTER_GIVE);
     }
-    if (err->code == 0 && n->cfg.failpoint_commit_lost_pct > 0 &&
-        (uint32_t)(rand() % 100) < n->cfg.failpoint_commit_lost_pct) {
+    if (err->code == 0 && failpoint_commit_lost()) {
         ESC_LOG(ESC_LOG_WARN, "SEG-FAILPOINT",
                 "batch=%" PRIu64 " committed; dropping the reply and the connection", b->batch_id);
         n->stats.batch_failures++;
