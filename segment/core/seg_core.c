@@ -8,6 +8,7 @@
 #include <string.h>
 
 #include "escrow_errors.h"
+#include "log.h"
 
 #define RETAIN_MS_DEFAULT (15 * 60 * 1000)
 #define RETAIN_MAX_DEFAULT (256u * 1024u)
@@ -219,6 +220,7 @@ int seg_core_add_segment(seg_core *c, seg_item *item, const seg_segment *proto, 
     }
     s->returning = 0;
     s->allocated = s->available + s->held + s->sold;
+    s->holds_qty = 0; /* its holds are added next (seg_core_add_hold) */
     s->fenced = false;
     s->dry = false;
     s->xfer_pending = false;
@@ -305,6 +307,7 @@ int seg_core_add_hold(seg_core *c, seg_segment *seg, const seg_hold *proto, cons
     h->extended = proto->extended;
     index_hold(c, h);
     if (h->state == SEG_HELD) {
+        seg->holds_qty += h->qty;
         c->live_holds++;
         expiry_arm(c, h);
     } else {
@@ -556,6 +559,7 @@ void seg_core_reserve(seg_core *c, const seg_reserve_in *in, int64_t now_ms, seg
     }
     s->available -= in->qty;
     s->held += in->qty;
+    s->holds_qty += h->qty;
     c->live_holds++;
     expiry_arm(c, h);
     res->disp = SEG_COMMIT;
@@ -602,8 +606,11 @@ static void finish_hold(seg_core *c, seg_hold *h, int kind, int state, int64_t s
 {
     seg_segment *s = h->seg;
     int64_t returned = h->qty - sold;
+    ESC_ASSERT(h->state == SEG_HELD && h->pending == SEG_PENDING_NONE && !s->fenced);
+    ESC_ASSERT(sold >= 0 && returned >= 0);
     expiry_disarm(c, h);
     h->state = (uint8_t)state;
+    s->holds_qty -= h->qty;
     h->qty_sold = sold;
     h->pending = SEG_PENDING_CHANGE;
     s->held -= h->qty;
@@ -797,6 +804,7 @@ static void settle_pending_buyer(seg_core *c, seg_hold *h)
 static void commit_xfer(const seg_op *op)
 {
     seg_segment *s = op->seg;
+    ESC_ASSERT(s->xfer_pending && op->qty >= 0);
     s->xfer_pending = false;
     if (op->kind == SEG_OP_RECEIVE) {
         s->available += op->qty;
@@ -809,6 +817,7 @@ static void commit_xfer(const seg_op *op)
 static void undo_xfer(const seg_op *op)
 {
     seg_segment *s = op->seg;
+    ESC_ASSERT(s->xfer_pending);
     s->xfer_pending = false;
     if (op->kind == SEG_OP_GIVE) {
         s->available += op->qty;
@@ -823,6 +832,7 @@ void seg_core_commit_op(seg_core *c, const seg_op *op, int64_t now_ms)
         return;
     }
     seg_hold *h = op->hold;
+    ESC_ASSERT(h->pending != SEG_PENDING_NONE && h->seg == op->seg);
     settle_pending_buyer(c, h);
     h->pending = SEG_PENDING_NONE;
     switch (op->kind) {
@@ -839,6 +849,7 @@ void seg_core_commit_op(seg_core *c, const seg_op *op, int64_t now_ms)
         return;
     default:
         h->seg->returning -= op->returned;
+        ESC_ASSERT(h->seg->returning >= 0);
         h->seg->available += op->returned;
         h->seg->dry = h->seg->dry && op->returned == 0;
         h->ended_at_ms = now_ms;
@@ -856,12 +867,14 @@ void seg_core_undo_op(seg_core *c, const seg_op *op)
     }
     seg_hold *h = op->hold;
     seg_segment *s = h->seg;
+    ESC_ASSERT(h->pending != SEG_PENDING_NONE && s == op->seg);
     settle_pending_buyer(c, h);
     h->pending = SEG_PENDING_NONE;
     switch (op->kind) {
     case SEG_OP_RESERVE:
         s->available += h->qty;
         s->held -= h->qty;
+        s->holds_qty -= h->qty;
         c->live_holds--;
         expiry_disarm(c, h);
         unindex_hold(c, h);
@@ -877,6 +890,7 @@ void seg_core_undo_op(seg_core *c, const seg_op *op)
         s->sold -= op->sold;
         s->held += h->qty;
         h->state = SEG_HELD;
+        s->holds_qty += h->qty;
         h->qty_sold = 0;
         expiry_arm(c, h);
         return;
@@ -913,6 +927,7 @@ void seg_core_fence(seg_core *c, seg_segment *seg, void (*waiters_cb)(void *wait
                 }
                 settle_pending_buyer(c, h);
                 if (h->state == SEG_HELD) {
+                    seg->holds_qty -= h->qty;
                     c->live_holds--;
                 }
                 expiry_disarm(c, h);
@@ -935,9 +950,22 @@ void seg_core_trim(seg_core *c, int64_t now_ms)
             c->retain_tail = NULL;
         }
         c->nretained--;
+        ESC_ASSERT(h->state != SEG_HELD && !heap_node_in(&h->expiry));
         unindex_hold(c, h);
         hold_free(h);
     }
+}
+
+/* Every hold in the expiry order is held and keyed by its expiry. */
+static bool expiry_ok(const seg_core *c)
+{
+    for (uint32_t i = 0; i < c->expiry.len; i++) {
+        const seg_hold *h = HEAP_ENTRY(c->expiry.nodes[i], seg_hold, expiry);
+        if (h->state != SEG_HELD || h->expiry.key != h->expires_at_ms) {
+            return false;
+        }
+    }
+    return true;
 }
 
 int seg_core_check(const seg_core *c, uint64_t *bad_segment)
@@ -960,7 +988,7 @@ int seg_core_check(const seg_core *c, uint64_t *bad_segment)
         const seg_segment *s = &c->segs[i];
         if (!s->fenced && (s->available < 0 || s->held < 0 || s->sold < 0 || s->returning < 0 ||
                            s->available + s->held + s->sold + s->returning != s->allocated ||
-                           live[i] != s->held)) {
+                           live[i] != s->held || s->holds_qty != s->held)) {
             if (bad_segment != NULL) {
                 *bad_segment = s->segment_id;
             }
@@ -968,5 +996,18 @@ int seg_core_check(const seg_core *c, uint64_t *bad_segment)
         }
     }
     free(live);
+    if (rc == 0 && !expiry_ok(c)) {
+        rc = ESC_EINTERNAL; /* no segment to name: the order itself is wrong */
+    }
     return rc;
+}
+
+void seg_core_assert_segment(const seg_segment *s)
+{
+    if (s->fenced) {
+        return;
+    }
+    ESC_ASSERT(s->available >= 0 && s->held >= 0 && s->sold >= 0 && s->returning >= 0);
+    ESC_ASSERT(s->available + s->held + s->sold + s->returning == s->allocated);
+    ESC_ASSERT(s->held == s->holds_qty);
 }

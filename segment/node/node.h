@@ -40,13 +40,13 @@
 #include "ratelim.h"
 #include "sbuf.h"
 #include "seg_core.h"
+#include "seg_delta.h"
 #include "seg_store.h"
 #include "wire.h"
 
 #define NODE_LISTEN_MAX 8
 
 typedef struct node_req node_req;
-typedef struct node_touched node_touched;
 
 typedef struct node_batch {
     seg_op *ops; /* owned, cap ESC_BATCH_ROWS_MAX + ESC_SWEEP_ROWS_MAX */
@@ -146,7 +146,7 @@ typedef struct node {
     int64_t inflight_start_us;
     uint64_t next_batch_id;
     sbuf params[SEG_COMMIT_NPARAMS];       /* text parameters of the commit call */
-    node_touched *touched;                 /* owned scratch: segments of the batch being built */
+    seg_delta *deltas;                     /* owned scratch: segments of the batch being built */
     bool *rejected;                        /* owned scratch: reserves the database refused */
     uint64_t *present;                     /* owned scratch: hold ids found by a reconcile */
     node_req *lookups_head, *lookups_tail; /* waiting for query_conn */

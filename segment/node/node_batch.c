@@ -18,16 +18,12 @@
 #include "log.h"
 #include "node_internal.h"
 #include "node_metrics.h"
+#include "seg_delta.h"
 #include "seg_store.h"
 #include "sqlstate.h"
 
 #define BATCH_CAP (ESC_BATCH_ROWS_MAX + ESC_SWEEP_ROWS_MAX)
 #define RECONNECT_MS_MIN 100
-
-struct node_touched {
-    seg_segment *s;
-    int64_t da, dh, ds;
-};
 
 /* ESC_FAILPOINT_NODE_EXIT (failpoint.h): the chaos suite's crash points.
  * after-give fires only for a batch that gives units to a transfer. */
@@ -65,7 +61,7 @@ void node_batch_init(node *n)
     for (int i = 0; i < SEG_COMMIT_NPARAMS; i++) {
         sbuf_init(&n->params[i]);
     }
-    n->touched = esc_xcalloc(BATCH_CAP, sizeof *n->touched);
+    n->deltas = esc_xcalloc(BATCH_CAP, sizeof *n->deltas);
     n->rejected = esc_xcalloc(BATCH_CAP, sizeof *n->rejected);
     n->present = esc_xcalloc(BATCH_CAP, sizeof *n->present);
 }
@@ -76,15 +72,15 @@ void node_batch_fini(node *n)
         free(n->batches[i].ops);
         n->batches[i].ops = NULL;
     }
-    if (n->touched != NULL) {
+    if (n->deltas != NULL) {
         for (int i = 0; i < SEG_COMMIT_NPARAMS; i++) {
             sbuf_fini(&n->params[i]);
         }
     }
-    free(n->touched);
+    free(n->deltas);
     free(n->rejected);
     free(n->present);
-    n->touched = NULL;
+    n->deltas = NULL;
     n->rejected = NULL;
     n->present = NULL;
 }
@@ -126,26 +122,6 @@ void node_batch_sweep(node *n, int64_t now_ms)
 }
 
 /* ---- building the commit call ------------------------------------------- */
-
-static node_touched *touch(node *n, size_t *nt, seg_segment *s)
-{
-    for (size_t i = 0; i < *nt; i++) {
-        if (n->touched[i].s == s) {
-            return &n->touched[i];
-        }
-    }
-    node_touched *t = &n->touched[(*nt)++];
-    t->s = s;
-    t->da = t->dh = t->ds = 0;
-    return t;
-}
-
-static int touched_cmp(const void *a, const void *b)
-{
-    uint64_t x = ((const node_touched *)a)->s->segment_id;
-    uint64_t y = ((const node_touched *)b)->s->segment_id;
-    return x < y ? -1 : x > y;
-}
 
 static const char *kind_text(int kind)
 {
@@ -198,42 +174,34 @@ static void add_xfer(node *n, const seg_op *op)
     sbuf_i64(&n->params[SEG_P_X_QTY], op->qty);
 }
 
+/* The commit call's parameters: the rows of b's ops in op order, then one
+ * row per segment with its deltas (seg_delta.h: in segment id order, and
+ * asserted to add up before anything is written). */
 static void build_params(node *n, const node_batch *b, const char **values, char *batch_id,
                          size_t batch_id_len)
 {
-    size_t nt = 0;
     for (int i = 1; i < SEG_COMMIT_NPARAMS; i++) {
         sbuf_open(&n->params[i]);
     }
     for (size_t i = 0; i < b->n; i++) {
         const seg_op *op = &b->ops[i];
-        node_touched *t = touch(n, &nt, op->seg);
         if (op->hold == NULL) {
             add_xfer(n, op);
-            continue;
-        }
-        if (op->kind == SEG_OP_RESERVE) {
-            t->da -= op->hold->qty;
-            t->dh += op->hold->qty;
+        } else if (op->kind == SEG_OP_RESERVE) {
             add_reserve(n, op);
-            continue;
+        } else {
+            add_transition(n, op);
         }
-        if (op->kind != SEG_OP_EXTEND) {
-            t->dh -= op->hold->qty;
-            t->ds += op->sold;
-            t->da += op->returned;
-        }
-        add_transition(n, op);
     }
-    qsort(n->touched, nt, sizeof *n->touched, touched_cmp); /* one lock order */
-    for (size_t i = 0; i < nt; i++) {
-        const node_touched *t = &n->touched[i];
-        sbuf_i64(&n->params[1], (int64_t)t->s->segment_id);
-        sbuf_i64(&n->params[2], (int64_t)t->s->epoch);
-        sbuf_i64(&n->params[3], t->da);
-        sbuf_i64(&n->params[4], t->dh);
-        sbuf_i64(&n->params[5], t->ds);
-        sbuf_i64(&n->params[6], (int64_t)t->s->next_seq);
+    size_t nd = seg_delta_build(b->ops, b->n, n->deltas);
+    for (size_t i = 0; i < nd; i++) {
+        const seg_delta *d = &n->deltas[i];
+        sbuf_i64(&n->params[1], (int64_t)d->seg->segment_id);
+        sbuf_i64(&n->params[2], (int64_t)d->seg->epoch);
+        sbuf_i64(&n->params[3], d->available);
+        sbuf_i64(&n->params[4], d->held);
+        sbuf_i64(&n->params[5], d->sold);
+        sbuf_i64(&n->params[6], (int64_t)d->seg->next_seq);
     }
     snprintf(batch_id, batch_id_len, "%" PRIu64, b->batch_id);
     values[0] = batch_id;

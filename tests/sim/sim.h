@@ -121,7 +121,7 @@ typedef struct sim_store {
     uint64_t commits;
 } sim_store;
 
-/* One row of a batch, as node_batch.c's build_params flattens it. */
+/* One row of a batch, as node_commit.c's build_params flattens it. */
 typedef struct sb_row {
     int kind; /* seg_op_kind */
     uint64_t hold_id;
