@@ -489,6 +489,44 @@ static void resolve_miss(seg_core *c, const seg_item *it, const seg_reserve_in *
     res->disp = SEG_LOOKUP;
 }
 
+/* A new hold of in->qty on s, tentatively: the units move from available
+ * to held now, the op goes to the batch. */
+static void create_hold(seg_core *c, seg_item *it, seg_segment *s, const seg_reserve_in *in,
+                        int64_t now_ms, seg_result *res)
+{
+    if (s->next_seq >= (1ULL << ESC_HOLD_SEQ_BITS) || c->live_holds >= ESC_LIVE_HOLDS_MAX) {
+        reply(res, ESC_EBUSY, NULL);
+        return;
+    }
+    seg_hold *h = hold_new(in->buyer_id, in->key);
+    if (h == NULL) {
+        reply(res, ESC_ENOMEM, NULL);
+        return;
+    }
+    h->hold_id = (s->segment_id << ESC_HOLD_SEQ_BITS) | s->next_seq++;
+    h->seg = s;
+    h->qty = in->qty;
+    h->state = SEG_HELD;
+    h->pending = SEG_PENDING_CREATE;
+    h->expires_at_ms = now_ms + (in->ttl_ms ? in->ttl_ms : it->hold_ttl_ms);
+    h->request_hash = in->request_hash;
+    index_hold(c, h);
+    if (it->max_per_buyer > 0) {
+        hmap_insert(&c->pending_buyers, &h->by_buyer, buyer_hash(it, h->buyer_id));
+    }
+    s->available -= in->qty;
+    s->held += in->qty;
+    s->holds_qty += h->qty;
+    c->live_holds++;
+    expiry_arm(c, h);
+    res->disp = SEG_COMMIT;
+    res->status = 0;
+    res->hold = h;
+    res->op.kind = SEG_OP_RESERVE;
+    res->op.hold = h;
+    res->op.seg = s;
+}
+
 void seg_core_reserve(seg_core *c, const seg_reserve_in *in, int64_t now_ms, seg_result *res)
 {
     memset(res, 0, sizeof *res);
@@ -537,37 +575,7 @@ void seg_core_reserve(seg_core *c, const seg_reserve_in *in, int64_t now_ms, seg
         reply(res, classify_empty(it, in->qty), NULL);
         return;
     }
-    if (s->next_seq >= (1ULL << ESC_HOLD_SEQ_BITS) || c->live_holds >= ESC_LIVE_HOLDS_MAX) {
-        reply(res, ESC_EBUSY, NULL);
-        return;
-    }
-    h = hold_new(in->buyer_id, in->key);
-    if (h == NULL) {
-        reply(res, ESC_ENOMEM, NULL);
-        return;
-    }
-    h->hold_id = (s->segment_id << ESC_HOLD_SEQ_BITS) | s->next_seq++;
-    h->seg = s;
-    h->qty = in->qty;
-    h->state = SEG_HELD;
-    h->pending = SEG_PENDING_CREATE;
-    h->expires_at_ms = now_ms + (in->ttl_ms ? in->ttl_ms : it->hold_ttl_ms);
-    h->request_hash = in->request_hash;
-    index_hold(c, h);
-    if (it->max_per_buyer > 0) {
-        hmap_insert(&c->pending_buyers, &h->by_buyer, buyer_hash(it, h->buyer_id));
-    }
-    s->available -= in->qty;
-    s->held += in->qty;
-    s->holds_qty += h->qty;
-    c->live_holds++;
-    expiry_arm(c, h);
-    res->disp = SEG_COMMIT;
-    res->status = 0;
-    res->hold = h;
-    res->op.kind = SEG_OP_RESERVE;
-    res->op.hold = h;
-    res->op.seg = s;
+    create_hold(c, it, s, in, now_ms, res);
 }
 
 /* Finds the hold for a transition; answers NOT_OWNER / NOT_FOUND / LOOKUP /
