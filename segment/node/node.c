@@ -4,7 +4,8 @@
  * connections, heartbeats) and wires the upcalls; node_stop stops reading
  * and lets the batches finish; the stop completes (every handle closed, so
  * uv_run returns) once nothing is in flight and, under a coordinator, the
- * coordinator heard "stopping".
+ * coordinator heard "stopping". Signals are the daemon skeleton's
+ * (daemon.h): they call node_stop.
  */
 #include "node.h"
 
@@ -30,35 +31,14 @@ static void on_sweep(uv_timer_t *t)
     node_metrics_sample(n);
 }
 
-static void on_signal(uv_signal_t *s, int signum)
+static int start_sweep(node *n)
 {
-    node *n = s->data;
-    if (n->stopping) {
-        ESC_LOG(ESC_LOG_WARN, "SEG-STOP",
-                "signal=%d again: stopping now; unanswered requests "
-                "were never acknowledged",
-                signum);
-        n->exit_code = 1;
-        uv_stop(n->loop);
-        return;
-    }
-    ESC_LOG(ESC_LOG_INFO, "SEG-STOP", "signal=%d: finishing batches, then stopping", signum);
-    node_stop(n);
-}
-
-static int start_handles(node *n)
-{
-    if (uv_timer_init(n->loop, &n->sweep_timer) != 0 ||
-        uv_signal_init(n->loop, &n->sig_term) != 0 || uv_signal_init(n->loop, &n->sig_int) != 0) {
+    if (uv_timer_init(n->loop, &n->sweep_timer) != 0) {
         return ESC_EIO;
     }
-    n->handles_open += 3;
+    n->handles_open++;
     n->sweep_timer.data = n;
-    n->sig_term.data = n;
-    n->sig_int.data = n;
-    if (uv_timer_start(&n->sweep_timer, on_sweep, n->cfg.sweep_ms, n->cfg.sweep_ms) != 0 ||
-        uv_signal_start(&n->sig_term, on_signal, SIGTERM) != 0 ||
-        uv_signal_start(&n->sig_int, on_signal, SIGINT) != 0) {
+    if (uv_timer_start(&n->sweep_timer, on_sweep, n->cfg.sweep_ms, n->cfg.sweep_ms) != 0) {
         return ESC_EIO;
     }
     return 0;
@@ -104,8 +84,6 @@ static void finish_stop(node *n)
     }
     node_assign_close(n);
     uv_close((uv_handle_t *)&n->sweep_timer, on_handle_closed);
-    uv_close((uv_handle_t *)&n->sig_term, on_handle_closed);
-    uv_close((uv_handle_t *)&n->sig_int, on_handle_closed);
     node_net_close(n);
     node_db_close(n);
     log_stopped(n);
@@ -156,7 +134,7 @@ int node_start(node *n, uv_loop_t *loop, const node_config *cfg)
     }
     node_commit_init(n);
     if ((rc = node_metrics_open(n)) != 0 || (rc = node_net_open(n)) != 0 ||
-        (rc = start_handles(n)) != 0 || (rc = node_db_open(n)) != 0 ||
+        (rc = start_sweep(n)) != 0 || (rc = node_db_open(n)) != 0 ||
         (n->managed && (rc = node_assign_open(n)) != 0)) {
         return rc;
     }

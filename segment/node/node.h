@@ -191,13 +191,11 @@ struct node {
     bool query_busy;                       /* a lookup or a load runs on query_conn */
     uv_timer_t sweep_timer;
     uv_timer_t reconnect_timer;
-    uv_signal_t sig_term, sig_int;
     bool stopping;
     int handles_open;
     size_t pending_reqs;
     node_stats stats;
     struct node_metrics *metrics; /* owned (node_metrics.c); NULL when --metrics is off */
-    int exit_code;
     bool managed;
     node_hb hb;
     node_loading load;

@@ -7,6 +7,7 @@
 #include <string.h>
 
 #include "clock.h"
+#include "daemon.h"
 #include "escrow_errors.h"
 #include "log.h"
 #include "node_assign.h"
@@ -172,38 +173,40 @@ static void on_reply(node *n, uint64_t corr, const wire_hb_reply *r)
     apply_commands(n, r);
 }
 
+static bool hb_open(void *arg)
+{
+    return ((const node *)arg)->hb.sock >= 0;
+}
+
+/* One reply from the coordinator. */
+static void on_hb_frame(void *arg, const void *msg, size_t len, const nnx_hdr *hdr)
+{
+    (void)hdr;
+    node *n = arg;
+    wire_reply rep;
+    memset(&rep, 0, sizeof rep);
+    rep.hb = n->hb.reply;
+    int rc = wire_decode_reply(msg, len, &rep);
+    if (rc != 0) {
+        ESC_LOG(ESC_LOG_WARN, "SEG-HB", "undecodable reply from the coordinator: %s",
+                esc_err_name(rc));
+        return;
+    }
+    if (rep.status != 0 || !rep.has_hb) {
+        ESC_LOG(ESC_LOG_WARN, "SEG-HB", "coordinator refused heartbeat corr=%" PRIu64 ": %s %s",
+                rep.corr_id, esc_err_name(rep.status), rep.message);
+        return;
+    }
+    on_reply(n, rep.corr_id, n->hb.reply);
+}
+
 static void on_hb_readable(nnx_watch *w, void *arg)
 {
     (void)w;
     node *n = arg;
-    node_hb *hb = &n->hb;
-    for (int i = 0; i < NODE_HB_RECV_PER_CB && hb->sock >= 0; i++) {
-        void *msg;
-        size_t len;
-        nnx_hdr hdr;
-        int rc = nnx_recv(hb->sock, &msg, &len, &hdr);
-        if (rc != 0 || msg == NULL) {
-            if (rc != 0) {
-                ESC_LOG(ESC_LOG_WARN, "SEG-HB", "recv: %s", esc_strerror(rc));
-            }
-            return;
-        }
-        wire_reply rep;
-        memset(&rep, 0, sizeof rep);
-        rep.hb = hb->reply;
-        rc = wire_decode_reply(msg, len, &rep);
-        nnx_free(msg);
-        if (rc != 0) {
-            ESC_LOG(ESC_LOG_WARN, "SEG-HB", "undecodable reply from the coordinator: %s",
-                    esc_err_name(rc));
-            continue;
-        }
-        if (rep.status != 0 || !rep.has_hb) {
-            ESC_LOG(ESC_LOG_WARN, "SEG-HB", "coordinator refused heartbeat corr=%" PRIu64 ": %s %s",
-                    rep.corr_id, esc_err_name(rep.status), rep.message);
-            continue;
-        }
-        on_reply(n, rep.corr_id, hb->reply);
+    int rc = daemon_drain(n->hb.sock, NODE_HB_RECV_PER_CB, hb_open, on_hb_frame, n);
+    if (rc != 0) {
+        ESC_LOG(ESC_LOG_WARN, "SEG-HB", "recv: %s", esc_strerror(rc));
     }
 }
 

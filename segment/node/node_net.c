@@ -8,6 +8,7 @@
 #include <string.h>
 
 #include "clock.h"
+#include "daemon.h"
 #include "escrow_errors.h"
 #include "hmap.h"
 #include "log.h"
@@ -191,41 +192,43 @@ void node_net_redecide(node *n, node_req *r)
     dispatch(n, &r->hdr, &r->req, r);
 }
 
+static bool reading(void *arg)
+{
+    return ((const node *)arg)->reading;
+}
+
+/* One frame from the socket: checked, decoded, decided. */
+static void on_frame(void *arg, const void *msg, size_t len, const nnx_hdr *hdr)
+{
+    node *n = arg;
+    wire_request q;
+    char why[WIRE_WHY_MAX] = "";
+    int rc = wire_decode_request_checked(msg, len, &q, why, node_check, n);
+    n->stats.requests++;
+    if (rc == 0 && !buyer_allowed(n, &q)) {
+        rc = ESC_EBUSY;
+        snprintf(why, sizeof why, "rate limited: this buyer is over %u reserves/s; retry later",
+                 n->cfg.rate_buyer);
+    }
+    if (rc != 0) {
+        n->stats.rejected_other++;
+        node_metrics_answer(n, 0, rc);
+        node_reply_send(n, hdr, q.corr_id, rc, NULL, why);
+        return;
+    }
+    dispatch(n, hdr, &q, NULL);
+    if (node_commit_full(n)) {
+        node_net_pause(n); /* back-pressure until the batch is sent */
+    }
+}
+
 static void on_readable(nnx_watch *w, void *arg)
 {
     (void)w;
     node *n = arg;
-    for (int i = 0; i < ESC_RECV_PER_CB_MAX && n->reading; i++) {
-        void *msg;
-        size_t len;
-        nnx_hdr hdr;
-        int rc = nnx_recv(n->sock, &msg, &len, &hdr);
-        if (rc != 0 || msg == NULL) {
-            if (rc != 0) {
-                ESC_LOG(ESC_LOG_WARN, "SEG-RECV", "%s", esc_strerror(rc));
-            }
-            return;
-        }
-        wire_request q;
-        char why[WIRE_WHY_MAX] = "";
-        rc = wire_decode_request_checked(msg, len, &q, why, node_check, n);
-        nnx_free(msg);
-        n->stats.requests++;
-        if (rc == 0 && !buyer_allowed(n, &q)) {
-            rc = ESC_EBUSY;
-            snprintf(why, sizeof why, "rate limited: this buyer is over %u reserves/s; retry later",
-                     n->cfg.rate_buyer);
-        }
-        if (rc != 0) {
-            n->stats.rejected_other++;
-            node_metrics_answer(n, 0, rc);
-            node_reply_send(n, &hdr, q.corr_id, rc, NULL, why);
-            continue;
-        }
-        dispatch(n, &hdr, &q, NULL);
-        if (node_commit_full(n)) {
-            node_net_pause(n); /* back-pressure until the batch is sent */
-        }
+    int rc = daemon_drain(n->sock, ESC_RECV_PER_CB_MAX, reading, on_frame, n);
+    if (rc != 0) {
+        ESC_LOG(ESC_LOG_WARN, "SEG-RECV", "%s", esc_strerror(rc));
     }
 }
 
