@@ -1,7 +1,7 @@
 /*
- * sim_node.c - the node shell of the simulation: what segment/node.c and
- * node_batch.c do around seg_core, with the simulated store instead of
- * libpq and the simulated network instead of nanomsg.
+ * sim_node.c - the node shell of the simulation: what segment/node/
+ * (node_net.c, node_commit.c) does around seg_core, with the simulated
+ * store instead of libpq and the simulated network instead of nanomsg.
  *
  *   dispatch: a seg_result is answered now (REPLY), queued into the filling
  *     batch (COMMIT; answered after the batch's outcome), parked on the hold
@@ -13,7 +13,7 @@
  *     (settle as failed, then drop every segment whose epoch moved on), or
  *     unknown (the reply was lost: nobody is answered until reconciliation
  *     through segments.last_batch says whether it committed).
- *   settle mirrors node_batch.c settle(): ops in reverse order, waiters
+ *   settle mirrors node_commit.c settle(): ops in reverse order, waiters
  *     first, then the again-list is dispatched.
  *
  * Requests live in a fixed pool per node instance (sim_req.next links the
