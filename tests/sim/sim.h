@@ -3,8 +3,8 @@
  *
  * One seeded world per run: a simulated PostgreSQL (sim_store.c: the rows of
  * escrow_commit_batch, the epoch fence, last_batch, transfers), one or two
- * node shells around real seg_core instances (sim_node.c: what node.c and
- * node_batch.c do: group commit, settle, reconciliation after a lost reply,
+ * node shells around real seg_core instances (sim_node.c: what the node's
+ * node_commit.c does: group commit, settle, reconciliation after a lost reply,
  * fencing, recovery from stored rows), and clients, a network, a
  * coordinator for transfers and a nemesis (sim_main.c). Everything is driven
  * by one splitmix64 stream, so a seed replays byte for byte. Nothing here
@@ -121,7 +121,7 @@ typedef struct sim_store {
     uint64_t commits;
 } sim_store;
 
-/* One row of a batch, as node_batch.c's build_params flattens it. */
+/* One row of a batch, as node_commit.c's build_params flattens it. */
 typedef struct sb_row {
     int kind; /* seg_op_kind */
     uint64_t hold_id;

@@ -1,7 +1,7 @@
 /*
- * sim_node.c - the node shell of the simulation: what segment/node.c and
- * node_batch.c do around seg_core, with the simulated store instead of
- * libpq and the simulated network instead of nanomsg.
+ * sim_node.c - the node shell of the simulation: what segment/node/
+ * (node_net.c, node_commit.c) does around seg_core, with the simulated
+ * store instead of libpq and the simulated network instead of nanomsg.
  *
  *   dispatch: a seg_result is answered now (REPLY), queued into the filling
  *     batch (COMMIT; answered after the batch's outcome), parked on the hold
@@ -13,7 +13,7 @@
  *     (settle as failed, then drop every segment whose epoch moved on), or
  *     unknown (the reply was lost: nobody is answered until reconciliation
  *     through segments.last_batch says whether it committed).
- *   settle mirrors node_batch.c settle(): ops in reverse order, waiters
+ *   settle mirrors node_commit.c settle(): ops in reverse order, waiters
  *     first, then the again-list is dispatched.
  *
  * Requests live in a fixed pool per node instance (sim_req.next links the
@@ -24,6 +24,7 @@
 #include <string.h>
 
 #include "escrow_errors.h"
+#include "seg_delta.h"
 #include "sim.h"
 
 static void dispatch(sim_world *w, sim_node *n, sim_req *r);
@@ -603,13 +604,14 @@ static void on_outcome(sim_world *w, sim_node *n)
     }
 }
 
-/* node_batch.c build_params: rows in op order, one delta per segment. */
+/* What node_commit.c's build_params writes: rows in op order, and one
+ * delta per segment from the core's seg_delta_build (the same code the
+ * node runs, with its assertions). */
 static void build_batch(sim_node *n)
 {
     sim_batch *b = &n->batch;
     b->batch_id = ++n->next_batch_id;
     b->nrows = n->ninflight;
-    b->nsegs = 0;
     for (size_t i = 0; i < n->ninflight; i++) {
         const seg_op *op = &n->inflight[i];
         sb_row *r = &b->rows[i];
@@ -618,18 +620,6 @@ static void build_batch(sim_node *n)
         r->seg = (int)op->seg->segment_id;
         r->epoch = op->seg->epoch;
         r->decided_at_ms = n->filling_at[i];
-        size_t k = 0;
-        while (k < b->nsegs && b->segs[k].seg != r->seg) {
-            k++;
-        }
-        if (k == b->nsegs) {
-            b->nsegs++;
-            memset(&b->segs[k], 0, sizeof b->segs[k]);
-            b->segs[k].seg = r->seg;
-            b->segs[k].epoch = op->seg->epoch;
-        }
-        sb_seg *t = &b->segs[k];
-        t->next_seq = op->seg->next_seq;
         if (op->hold == NULL) {
             r->transfer_id = op->transfer_id;
             r->qty = op->qty;
@@ -643,18 +633,22 @@ static void build_batch(sim_node *n)
             r->buyer = (int)strtol(h->buyer_id + 1, NULL, 10);
             r->request_hash = h->request_hash;
             r->expires_at_ms = h->expires_at_ms;
-            t->da -= h->qty;
-            t->dh += h->qty;
             continue;
         }
         r->sold = op->sold;
         r->returned = op->returned;
         r->new_expires_at_ms = op->new_expires_at_ms;
-        if (op->kind != SEG_OP_EXTEND) {
-            t->dh -= h->qty;
-            t->ds += op->sold;
-            t->da += op->returned;
-        }
+    }
+    seg_delta d[SIM_BATCH_CAP];
+    b->nsegs = seg_delta_build(n->inflight, n->ninflight, d);
+    for (size_t k = 0; k < b->nsegs; k++) {
+        sb_seg *t = &b->segs[k];
+        t->seg = (int)d[k].seg->segment_id;
+        t->epoch = d[k].seg->epoch;
+        t->da = d[k].available;
+        t->dh = d[k].held;
+        t->ds = d[k].sold;
+        t->next_seq = d[k].seg->next_seq;
     }
 }
 

@@ -20,6 +20,7 @@
 
 #include "escrow_errors.h"
 #include "seg_core.h"
+#include "seg_delta.h"
 
 #define T0 1000000000000LL /* a fixed "now", unix ms */
 
@@ -399,6 +400,77 @@ static void test_check_catches_drift(void **state)
     f->s1->available -= 1;
 }
 
+/* held moved without a hold changing state: the pair (held, holds_qty)
+ * disagrees even though the counters still add up. */
+static void test_check_catches_held_without_holds(void **state)
+{
+    fixture *f = *state;
+    hold_committed(f, "b", "k", 1);
+    f->s1->available -= 1;
+    f->s1->held += 1;
+    uint64_t bad = 0;
+    assert_int_equal(seg_core_check(&f->core, &bad), ESC_EINTERNAL);
+    assert_int_equal(bad, 1);
+    f->s1->available += 1;
+    f->s1->held -= 1;
+    assert_ok(f);
+}
+
+/* Extends and undone extends re-key the hold in the expiry order instead
+ * of leaving stale entries: one entry per held hold, at its expiry. */
+static void test_expiry_order_has_one_entry_per_hold(void **state)
+{
+    fixture *f = *state;
+    seg_hold *h = hold_committed(f, "b", "k", 1);
+    seg_result res;
+    seg_core_extend(&f->core, "shop", h->hold_id, 5000, T0, &res);
+    assert_int_equal(res.disp, SEG_COMMIT);
+    seg_core_undo_op(&f->core, &res.op);
+    seg_core_extend(&f->core, "shop", h->hold_id, 5000, T0, &res);
+    seg_core_commit_op(&f->core, &res.op, T0);
+    assert_int_equal(f->core.expiry.len, 1);
+    assert_int_equal(heap_top(&f->core.expiry)->key, T0 + 5000);
+    seg_core_release(&f->core, "shop", h->hold_id, T0, &res);
+    assert_int_equal(f->core.expiry.len, 0); /* final: out of the order */
+    seg_core_undo_op(&f->core, &res.op);
+    assert_int_equal(f->core.expiry.len, 1); /* held again: back in */
+    assert_ok(f);
+}
+
+/* seg_delta: one entry per touched segment in segment id order, deltas
+ * that conserve units, a transfer touching its segment with zeros. */
+static void test_batch_deltas(void **state)
+{
+    fixture *f = *state;
+    seg_op ops[3];
+    seg_result res;
+    seg_reserve_in in = {"shop", "tee", "b2", "k2", 1, 0, 2, 1002, 0, false};
+    seg_core_reserve(&f->core, &in, T0, &res); /* segment 2 first in op order */
+    assert_int_equal(res.disp, SEG_COMMIT);
+    assert_ptr_equal(res.op.seg, f->s2);
+    ops[0] = res.op;
+    seg_hold *h = hold_committed(f, "b", "k1", 2);
+    assert_ptr_equal(h->seg, f->s1);
+    seg_core_confirm(&f->core, "shop", h->hold_id, 1, T0, &res);
+    ops[1] = res.op;
+    assert_int_equal(seg_core_give(&f->core, f->s2, 77, 1, &ops[2]), 0);
+    assert_int_equal(ops[2].qty, 0); /* the reserve took the last unit */
+    seg_delta d[3];
+    assert_int_equal(seg_delta_build(ops, 3, d), 2);
+    assert_ptr_equal(d[0].seg, f->s1);
+    assert_int_equal(d[0].available, 1); /* the unit not sold comes back */
+    assert_int_equal(d[0].held, -2);
+    assert_int_equal(d[0].sold, 1);
+    assert_ptr_equal(d[1].seg, f->s2);
+    assert_int_equal(d[1].available, -1);
+    assert_int_equal(d[1].held, 1);
+    assert_int_equal(d[1].sold, 0);
+    seg_core_commit_op(&f->core, &ops[0], T0);
+    seg_core_commit_op(&f->core, &ops[1], T0);
+    seg_core_undo_op(&f->core, &ops[2]);
+    assert_ok(f);
+}
+
 /* ---- managed mode: transfers ---------------------------------------------- */
 
 static void reserve_at(fixture *f, const char *key, int64_t qty, uint64_t seg, seg_result *res)
@@ -761,6 +833,9 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_tenant_isolation_and_lookup, setup, teardown),
         cmocka_unit_test_setup_teardown(test_fence_drops_segment, setup, teardown),
         cmocka_unit_test_setup_teardown(test_check_catches_drift, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_check_catches_held_without_holds, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_expiry_order_has_one_entry_per_hold, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_batch_deltas, setup, teardown),
         cmocka_unit_test_setup_teardown(test_give_takes_what_is_there_and_undo_returns_it, setup,
                                         teardown),
         cmocka_unit_test_setup_teardown(test_give_from_an_empty_segment_gives_zero, setup,

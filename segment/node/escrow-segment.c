@@ -1,5 +1,9 @@
 /*
- * main.c - escrow-segment: parses argv, wires a node to a libuv loop, runs.
+ * escrow-segment.c - the escrow-segment daemon's main: parses argv (and
+ * the region file of --config) into a node_config, checks it, and hands a
+ * node to the daemon skeleton (daemon.h), which runs it on a libuv loop
+ * until a clean stop. Exit codes: 0 clean stop, 1 failure, 2 bad usage,
+ * 99 a failpoint fired (failpoint.h).
  */
 #include <fcntl.h>
 #include <getopt.h>
@@ -8,11 +12,11 @@
 #include <string.h>
 #include <unistd.h>
 
-#include <uv.h>
-
 #include "auth_guard.h"
 #include "clock.h"
+#include "daemon.h"
 #include "escrow_errors.h"
+#include "failpoint.h"
 #include "log.h"
 #include "metrics_http.h"
 #include "node.h"
@@ -107,39 +111,67 @@ static int apply_config(const char *path, node_config *cfg)
     return 0;
 }
 
-/* $ESC_FAILPOINT_NODE_EXIT = before-commit|after-commit|after-give[:PCT]
- * (node.h). Returns 0, or -1 with a message. */
-static int parse_failpoint_exit(const char *v, node_config *cfg)
+/* What the command line gave besides the node_config fields. */
+typedef struct cli_given {
+    const char *config;           /* --config FILE */
+    const char *cluster_key_file; /* --cluster-key FILE */
+    bool targets;                 /* --dsn, --listen or --coordinator: not with --config */
+} cli_given;
+
+/* The options that take a checked value. Returns 0, or -1 after a message. */
+static int parse_value(int c, const char *arg, node_config *cfg)
 {
-    if (v == NULL || v[0] == '\0') {
+    switch (c) {
+    case 'A':
+        if (auth_parse_onoff(arg, &cfg->auth) != 0) {
+            fprintf(stderr, "escrow-segment: --auth takes on or off\n");
+            return -1;
+        }
+        return 0;
+    case 'T':
+    case 'B':
+        if (ratelim_parse(arg, c == 'T' ? &cfg->rate_tenant : &cfg->rate_buyer,
+                          c == 'T' ? &cfg->rate_tenant_burst : &cfg->rate_buyer_burst) != 0) {
+            fprintf(stderr, "escrow-segment: --rate-%s takes N or N:BURST (0..1000000)\n",
+                    c == 'T' ? "tenant" : "buyer");
+            return -1;
+        }
+        return 0;
+    case 'm': {
+        char host[METRICS_HTTP_ADDR_LEN_MAX + 1];
+        uint16_t port;
+        if (metrics_http_parse(arg, host, sizeof host, &port) != 0) {
+            fprintf(stderr,
+                    "escrow-segment: --metrics takes PORT, HOST:PORT or [IPV6]:PORT, not '%s'\n",
+                    arg);
+            return -1;
+        }
+        cfg->metrics = arg;
         return 0;
     }
-    static const struct {
-        const char *name;
-        int fp;
-    } names[] = {{"before-commit", NODE_FP_BEFORE_COMMIT},
-                 {"after-commit", NODE_FP_AFTER_COMMIT},
-                 {"after-give", NODE_FP_AFTER_GIVE}};
-    const char *colon = strchr(v, ':');
-    size_t len = colon != NULL ? (size_t)(colon - v) : strlen(v);
-    for (size_t i = 0; i < sizeof names / sizeof names[0]; i++) {
-        if (strlen(names[i].name) == len && strncmp(v, names[i].name, len) == 0) {
-            cfg->failpoint_exit = names[i].fp;
-            cfg->failpoint_exit_pct = colon != NULL ? (uint32_t)strtoul(colon + 1, NULL, 10) : 100;
-            if (cfg->failpoint_exit_pct > 100) {
-                cfg->failpoint_exit_pct = 100;
-            }
-            return 0;
+    case 'v':
+        if (esc_log_level_parse(arg) < 0) {
+            fprintf(stderr, "escrow-segment: unknown log level '%s'\n", arg);
+            return -1;
         }
+        esc_log_set_level(esc_log_level_parse(arg));
+        return 0;
+    default: { /* 's' */
+        char *end;
+        long v = strtol(arg, &end, 10);
+        if (*end != '\0' || v < 1 || v > 10000) {
+            fprintf(stderr, "escrow-segment: --sweep-ms must be 1..10000\n");
+            return -1;
+        }
+        cfg->sweep_ms = (uint32_t)v;
+        return 0;
     }
-    fprintf(stderr,
-            "escrow-segment: ESC_FAILPOINT_NODE_EXIT=%s: expected before-commit, "
-            "after-commit or after-give, optionally :PCT\n",
-            v);
-    return -1;
+    }
 }
 
-int main(int argc, char **argv)
+/* Returns 0, 1 after --help, or -1 after a message (usage printed when the
+ * option itself was not understood). */
+static int parse_args(int argc, char **argv, node_config *cfg, cli_given *g)
 {
     static const struct option opts[] = {{"node-id", required_argument, NULL, 'n'},
                                          {"listen", required_argument, NULL, 'l'},
@@ -156,158 +188,157 @@ int main(int argc, char **argv)
                                          {"rate-buyer", required_argument, NULL, 'B'},
                                          {"help", no_argument, NULL, 'h'},
                                          {NULL, 0, NULL, 0}};
-    node_config cfg;
-    memset(&cfg, 0, sizeof cfg);
-    cfg.dsn = getenv("ESCROW_DSN");
-    const char *fp = getenv("ESC_FAILPOINT_COMMIT_LOST_PCT");
-    if (fp != NULL) {
-        cfg.failpoint_commit_lost_pct = (uint32_t)strtoul(fp, NULL, 10) % 101;
-    }
-    if (parse_failpoint_exit(getenv("ESC_FAILPOINT_NODE_EXIT"), &cfg) != 0) {
-        return 2;
-    }
-    const char *config = NULL;
-    const char *cluster_key_file = NULL;
-    bool targets_given = false; /* --dsn, --listen or --coordinator: not with --config */
     int c;
     while ((c = getopt_long(argc, argv, "", opts, NULL)) != -1) {
-        targets_given = targets_given || c == 'd' || c == 'l' || c == 'c';
+        g->targets = g->targets || c == 'd' || c == 'l' || c == 'c';
         switch (c) {
         case 'n':
-            cfg.node_id = optarg;
+            cfg->node_id = optarg;
             break;
         case 'l':
-            if (cfg.nlisten == NODE_LISTEN_MAX) {
+            if (cfg->nlisten == NODE_LISTEN_MAX) {
                 fprintf(stderr, "escrow-segment: at most %d --listen endpoints\n", NODE_LISTEN_MAX);
-                return 2;
+                return -1;
             }
-            cfg.listen[cfg.nlisten++] = optarg;
+            cfg->listen[cfg->nlisten++] = optarg;
             break;
         case 'd':
-            cfg.dsn = optarg;
+            cfg->dsn = optarg;
             break;
         case 'c':
-            cfg.coordinator = optarg;
+            cfg->coordinator = optarg;
             break;
         case 'a':
-            cfg.advertise = optarg;
+            cfg->advertise = optarg;
             break;
         case 'F':
-            config = optarg;
-            break;
-        case 'A':
-            if (auth_parse_onoff(optarg, &cfg.auth) != 0) {
-                fprintf(stderr, "escrow-segment: --auth takes on or off\n");
-                return 2;
-            }
+            g->config = optarg;
             break;
         case 'K':
-            cluster_key_file = optarg;
+            g->cluster_key_file = optarg;
             break;
-        case 'T':
-        case 'B':
-            if (ratelim_parse(optarg, c == 'T' ? &cfg.rate_tenant : &cfg.rate_buyer,
-                              c == 'T' ? &cfg.rate_tenant_burst : &cfg.rate_buyer_burst) != 0) {
-                fprintf(stderr, "escrow-segment: --rate-%s takes N or N:BURST (0..1000000)\n",
-                        c == 'T' ? "tenant" : "buyer");
-                return 2;
-            }
-            break;
-        case 'm': {
-            char host[METRICS_HTTP_ADDR_LEN_MAX + 1];
-            uint16_t port;
-            if (metrics_http_parse(optarg, host, sizeof host, &port) != 0) {
-                fprintf(stderr,
-                        "escrow-segment: --metrics takes PORT, HOST:PORT or [IPV6]:PORT, "
-                        "not '%s'\n",
-                        optarg);
-                return 2;
-            }
-            cfg.metrics = optarg;
-            break;
-        }
-        case 'v':
-            if (esc_log_level_parse(optarg) < 0) {
-                fprintf(stderr, "escrow-segment: unknown log level '%s'\n", optarg);
-                return 2;
-            }
-            esc_log_set_level(esc_log_level_parse(optarg));
-            break;
-        case 's': {
-            char *end;
-            long v = strtol(optarg, &end, 10);
-            if (*end != '\0' || v < 1 || v > 10000) {
-                fprintf(stderr, "escrow-segment: --sweep-ms must be 1..10000\n");
-                return 2;
-            }
-            cfg.sweep_ms = (uint32_t)v;
-            break;
-        }
         case 'h':
             usage(stdout);
-            return 0;
+            return 1;
+        case 'A':
+        case 'T':
+        case 'B':
+        case 'm':
+        case 'v':
+        case 's':
+            if (parse_value(c, optarg, cfg) != 0) {
+                return -1;
+            }
+            break;
         default:
             usage(stderr);
-            return 2;
+            return -1;
         }
     }
-    if (config != NULL && targets_given) {
+    return 0;
+}
+
+/* Returns 0, or -1 after a message (and the usage where it helps). */
+static int check_args(int argc, const cli_given *g, node_config *cfg)
+{
+    if (g->config != NULL && g->targets) {
         fprintf(stderr, "escrow-segment: --config excludes --dsn, --listen and --coordinator "
                         "(the file names them)\n");
         usage(stderr);
-        return 2;
+        return -1;
     }
-    if (config != NULL && apply_config(config, &cfg) != 0) {
-        return 2;
+    if (g->config != NULL && apply_config(g->config, cfg) != 0) {
+        return -1;
     }
-    if (cfg.node_id == NULL || !wire_id_valid(cfg.node_id, ESC_TENANT_LEN_MAX) ||
-        cfg.nlisten == 0 || cfg.dsn == NULL || optind != argc) {
+    if (cfg->node_id == NULL || !wire_id_valid(cfg->node_id, ESC_TENANT_LEN_MAX) ||
+        cfg->nlisten == 0 || cfg->dsn == NULL || optind != argc) {
         fprintf(stderr, "escrow-segment: --node-id (printable, <= 64 bytes), --listen and a DSN "
                         "(--dsn or $ESCROW_DSN) are required\n");
         usage(stderr);
-        return 2;
+        return -1;
     }
-    if ((cfg.advertise != NULL && cfg.coordinator == NULL) ||
-        (cfg.advertise != NULL &&
-         (cfg.advertise[0] == '\0' || strlen(cfg.advertise) > ESC_ENDPOINT_LEN_MAX)) ||
-        (cfg.coordinator != NULL && cfg.coordinator[0] == '\0') ||
-        (cfg.coordinator != NULL && cfg.advertise == NULL &&
-         strlen(cfg.listen[0]) > ESC_ENDPOINT_LEN_MAX)) {
+    if ((cfg->advertise != NULL && cfg->coordinator == NULL) ||
+        (cfg->advertise != NULL &&
+         (cfg->advertise[0] == '\0' || strlen(cfg->advertise) > ESC_ENDPOINT_LEN_MAX)) ||
+        (cfg->coordinator != NULL && cfg->coordinator[0] == '\0') ||
+        (cfg->coordinator != NULL && cfg->advertise == NULL &&
+         strlen(cfg->listen[0]) > ESC_ENDPOINT_LEN_MAX)) {
         fprintf(stderr,
-                "escrow-segment: --advertise needs --coordinator; endpoints are 1..%d "
-                "bytes\n",
+                "escrow-segment: --advertise needs --coordinator; endpoints are 1..%d bytes\n",
                 ESC_ENDPOINT_LEN_MAX);
-        return 2;
+        return -1;
     }
-    static char cluster_key[ESC_CREDENTIAL_LEN_MAX + 1];
-    bool have_cluster_key = false;
+    return 0;
+}
+
+/* The cluster key the heartbeats carry (--cluster-key FILE or
+ * $ESCROW_CLUSTER_KEY), if any. Returns 0, or -1 after a message. */
+static int load_cluster_key(const char *file, node_config *cfg)
+{
+    static char key[ESC_CREDENTIAL_LEN_MAX + 1]; /* cfg borrows it until exit */
+    bool have = false;
     char why[256];
-    if (auth_cluster_key_load(cluster_key_file, cluster_key, &have_cluster_key, why, sizeof why) !=
-        0) {
+    if (auth_cluster_key_load(file, key, &have, why, sizeof why) != 0) {
+        fprintf(stderr, "escrow-segment: %s\n", why);
+        return -1;
+    }
+    if (have) {
+        cfg->cluster_key = key;
+        (void)wire_set_credential(key); /* the heartbeats carry it */
+    }
+    return 0;
+}
+
+/* The node as daemon_run sees it. */
+static int run_start(void *d, uv_loop_t *loop, const void *cfg)
+{
+    return node_start(d, loop, cfg);
+}
+
+static void run_stop(void *d)
+{
+    node_stop(d);
+}
+
+static bool run_stopping(const void *d)
+{
+    return ((const node *)d)->stopping;
+}
+
+static void run_fini(void *d)
+{
+    node_fini(d);
+}
+
+int main(int argc, char **argv)
+{
+    node_config cfg;
+    memset(&cfg, 0, sizeof cfg);
+    cfg.dsn = getenv("ESCROW_DSN");
+    char why[256];
+    if (failpoint_load(FAILPOINT_NODE_EXIT, why, sizeof why) != 0) {
         fprintf(stderr, "escrow-segment: %s\n", why);
         return 2;
     }
-    if (have_cluster_key) {
-        cfg.cluster_key = cluster_key;
-        (void)wire_set_credential(cluster_key); /* the heartbeats carry it */
+    cli_given given;
+    memset(&given, 0, sizeof given);
+    int rc = parse_args(argc, argv, &cfg, &given);
+    if (rc != 0) {
+        return rc > 0 ? 0 : 2;
+    }
+    if (check_args(argc, &given, &cfg) != 0 ||
+        load_cluster_key(given.cluster_key_file, &cfg) != 0) {
+        return 2;
     }
     cfg.incarnation = new_incarnation();
-    static uv_loop_t loop; /* static: reachable until exit, even on a failed start */
-    if (uv_loop_init(&loop) != 0) {
-        fprintf(stderr, "escrow-segment: cannot create the event loop\n");
-        return 1;
-    }
-    static node n;
-    int rc = node_start(&n, &loop, &cfg);
-    if (rc != 0) {
-        node_fini(&n);
-        return 1;
-    }
-    uv_run(&loop, UV_RUN_DEFAULT);
-    int code = n.exit_code;
-    node_fini(&n);
-    if (uv_loop_close(&loop) != 0 && code == 0) {
-        ESC_LOG(ESC_LOG_WARN, "SEG-STOP", "loop closed with handles still open");
-    }
-    return code;
+    static const daemon_ops ops = {.name = "escrow-segment",
+                                   .stop_log_id = "SEG-STOP",
+                                   .stop_note = "finishing batches, then stopping",
+                                   .abort_note = "unanswered requests were never acknowledged",
+                                   .start = run_start,
+                                   .stop = run_stop,
+                                   .stopping = run_stopping,
+                                   .fini = run_fini};
+    static node n; /* static: reachable until exit */
+    return daemon_run(&ops, &n, &cfg);
 }

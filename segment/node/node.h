@@ -19,12 +19,28 @@
  *
  * Two modes. Static (no coordinator): at start the node claims the segments
  * whose segments.node_id names it, raising their epochs. Managed
- * (cfg.coordinator set, node_hb.c): the node claims nothing; it heartbeats
- * the coordinator and serves exactly the segments the newest reply assigns
- * it, loading each one asynchronously at the assigned epoch and dropping
- * the ones no longer assigned; it executes the coordinator's transfer
- * commands (GIVE, RECEIVE) inside its group commit and reports their
- * results in the following heartbeats until a reply acknowledges them.
+ * (cfg.coordinator set): the node claims nothing; it heartbeats the
+ * coordinator and serves exactly the segments the newest reply assigns it,
+ * loading each one asynchronously at the assigned epoch and dropping the
+ * ones no longer assigned; it executes the coordinator's transfer commands
+ * (GIVE, RECEIVE) inside its group commit and reports their results in the
+ * following heartbeats until a reply acknowledges them.
+ *
+ * The node's files, one job each; each calls only files below it here:
+ *   node.c          life cycle: start, stop, the sweep timer, the end of a stop
+ *   node_net.c      the REP socket: reading with back-pressure, credentials,
+ *                   rate limits, deciding each request and routing the decision
+ *   node_assign.c   managed mode: heartbeats and the assignment they bring
+ *   node_db.c       the two PostgreSQL connections and their reconnects
+ *   node_load.c     segments into memory: claimed at start, or assigned
+ *   node_lookup.c   the query connection's queue: holds not in memory
+ *   node_commit.c   group commit: batches, outcomes, reconciliation, fencing
+ *   node_xfer.c     managed mode: the transfers in batches and being reported
+ *   node_reply.c    every answer: holds, statuses, stats
+ *   node_req.c      requests that wait
+ *   node_metrics.c  Prometheus; seg_store.c the SQL; sbuf.c array literals
+ * What a lower file must tell a higher one goes through the four upcalls
+ * of struct node (set once by node_start), never through a call upwards.
  */
 #ifndef ESC_NODE_H
 #define ESC_NODE_H
@@ -40,21 +56,20 @@
 #include "ratelim.h"
 #include "sbuf.h"
 #include "seg_core.h"
+#include "seg_delta.h"
 #include "seg_store.h"
 #include "wire.h"
 
 #define NODE_LISTEN_MAX 8
 
+typedef struct node node;
 typedef struct node_req node_req;
-typedef struct node_touched node_touched;
 
 typedef struct node_batch {
     seg_op *ops; /* owned, cap ESC_BATCH_ROWS_MAX + ESC_SWEEP_ROWS_MAX */
     size_t n;
     uint64_t batch_id;
 } node_batch;
-
-enum { NODE_FP_NONE = 0, NODE_FP_BEFORE_COMMIT, NODE_FP_AFTER_COMMIT, NODE_FP_AFTER_GIVE };
 
 typedef struct node_config {
     const char *node_id;                 /* borrowed */
@@ -66,18 +81,6 @@ typedef struct node_config {
     int nlisten;
     uint32_t sweep_ms;   /* expiry sweeper period */
     const char *metrics; /* borrowed: --metrics address (node_metrics.h); NULL = off */
-    /* Failpoint for tests: percent of committed batches whose result is
-     * thrown away with the connection, as if the network lost the reply
-     * after COMMIT ($ESC_FAILPOINT_COMMIT_LOST_PCT). 0 in production. */
-    uint32_t failpoint_commit_lost_pct;
-    /* Failpoints for the chaos suite ($ESC_FAILPOINT_NODE_EXIT = WHERE[:PCT]):
-     * the process exits (status 99) at WHERE in PCT % of the batches (100
-     * when absent): before-commit (the batch never reaches PostgreSQL),
-     * after-commit (committed, nobody answered), after-give (a batch that
-     * gave units to a transfer committed; the coordinator has not heard).
-     * NODE_FP_NONE in production. */
-    int failpoint_exit;
-    uint32_t failpoint_exit_pct;
     /* Credentials (auth_guard.h): auth on = every request needs a valid key;
      * cluster_key (borrowed, the key's text or NULL) is what internal
      * requests must carry. */
@@ -100,12 +103,21 @@ typedef struct node_xfer {
 } node_xfer;
 
 /* A segment being loaded (managed mode), read from its segment row. */
-typedef struct node_load {
+typedef struct node_load_row {
     seg_item item;
     seg_segment seg;
-} node_load;
+} node_load_row;
 
-/* Heartbeat client state (managed mode). */
+/* Loading assigned segments (managed mode, node_load.c). */
+typedef struct node_loading {
+    node_load_row *rows; /* owned: the segment rows of the load in progress */
+    size_t nrows;
+    bool wanted; /* an assigned segment is not served yet */
+    bool busy;   /* a load's queries are running on query_conn */
+    sbuf ids, epochs;
+} node_loading;
+
+/* Heartbeat client state and the newest assignment (managed mode). */
 typedef struct node_hb {
     int sock; /* raw REQ to the coordinator, -1 when closed */
     int eid;
@@ -122,13 +134,6 @@ typedef struct node_hb {
     unsigned char *buf;      /* owned, ESC_FRAME_BYTES_MAX */
     wire_assignment *assign; /* owned: the newest assignment, ESC_HB_SEGMENTS_MAX */
     size_t nassign;
-    node_xfer xfers[ESC_HB_TRANSFERS_MAX];
-    size_t nxfers;
-    node_load *loads; /* owned: the segment rows of the load in progress */
-    size_t nloads;
-    bool load_wanted; /* an assigned segment is not served yet */
-    bool load_busy;   /* a load's queries are running on query_conn */
-    sbuf load_ids, load_epochs;
     bool stop_sent, stop_done;
     uint64_t stop_corr;
 } node_hb;
@@ -142,9 +147,28 @@ typedef struct node_stats {
     uint64_t batch_rows_max; /* largest batch committed */
 } node_stats;
 
-typedef struct node {
+/* The way back up: what a lower file tells a higher one (see the list in
+ * this file's header). Set once by node_start; the managed-mode ones are
+ * NULL in static mode. */
+typedef struct node_upcalls {
+    /* node_net.c: decide r again (parked on a hold that settled, or its
+     * batch failed); r is transferred. */
+    void (*redecide)(node *n, node_req *r);
+    /* node.c: something finished (a batch was sent or settled, a query or
+     * a load ended, the coordinator heard "stopping"): reading resumes if
+     * the filling batch has room; a stop completes once nothing is left. */
+    void (*progress)(node *n);
+    /* node_assign.c: a transfer result is ready: heartbeat soon. */
+    void (*report_soon)(node *n);
+    /* node_load.c: the query connection is free: start a wanted segment
+     * load before any lookup; true if one started. */
+    bool (*query_first)(node *n);
+} node_upcalls;
+
+struct node {
     uv_loop_t *loop; /* borrowed */
     node_config cfg;
+    node_upcalls up;
     seg_core core;
     int sock;
     nnx_watch watch;
@@ -160,28 +184,29 @@ typedef struct node {
     int64_t inflight_start_us;
     uint64_t next_batch_id;
     sbuf params[SEG_COMMIT_NPARAMS];       /* text parameters of the commit call */
-    node_touched *touched;                 /* owned scratch: segments of the batch being built */
+    seg_delta *deltas;                     /* owned scratch: segments of the batch being built */
     bool *rejected;                        /* owned scratch: reserves the database refused */
     uint64_t *present;                     /* owned scratch: hold ids found by a reconcile */
     node_req *lookups_head, *lookups_tail; /* waiting for query_conn */
-    bool lookup_busy;
+    bool query_busy;                       /* a lookup or a load runs on query_conn */
     uv_timer_t sweep_timer;
     uv_timer_t reconnect_timer;
-    uv_signal_t sig_term, sig_int;
     bool stopping;
     int handles_open;
     size_t pending_reqs;
     node_stats stats;
     struct node_metrics *metrics; /* owned (node_metrics.c); NULL when --metrics is off */
-    int exit_code;
     bool managed;
     node_hb hb;
+    node_loading load;
+    node_xfer xfers[ESC_HB_TRANSFERS_MAX];
+    size_t nxfers;
     auth_guard auth;       /* checks every request before it is decoded */
     ratelim rl_tenant;     /* per tenant, every request (after auth) */
     ratelim rl_buyer;      /* per (tenant, buyer), reserves */
     uint64_t rl_seed;      /* random per process: bucket sets cannot be aimed at */
     uint64_t rate_limited; /* requests refused by a bucket */
-} node;
+};
 
 /* Loads ownership synchronously, then opens sockets and connections on
  * loop. Returns 0, or an ESC_E* code after logging why. */

@@ -9,6 +9,7 @@
 #include <libpq-fe.h>
 
 #include "seg_core.h"
+#include "wire.h"
 
 #define SEG_STMT_COMMIT "escrow_commit"
 #define SEG_SQL_COMMIT                                                                             \
@@ -109,5 +110,10 @@ int seg_store_take_ownership(PGconn *conn, const char *node_id, const char *endp
 
 /* "held" -> SEG_HELD etc.; 0 if unknown. */
 int seg_store_state_from_text(const char *s);
+
+/* A hold as the commit function's verdicts and the lookups return it, from
+ * column c of row: hold_id, segment_id, item_id, buyer_id, qty, qty_sold,
+ * state, expires (unix ms), extended. */
+void seg_store_hold_from_row(const PGresult *res, int row, int c, wire_hold *w);
 
 #endif

@@ -228,3 +228,17 @@ int seg_store_take_ownership(PGconn *conn, const char *node_id, const char *endp
     }
     return rc;
 }
+
+void seg_store_hold_from_row(const PGresult *res, int row, int c, wire_hold *w)
+{
+    memset(w, 0, sizeof *w);
+    w->hold_id = strtoull(PQgetvalue(res, row, c), NULL, 10);
+    w->segment_id = strtoull(PQgetvalue(res, row, c + 1), NULL, 10);
+    snprintf(w->item_id, sizeof w->item_id, "%s", PQgetvalue(res, row, c + 2));
+    snprintf(w->buyer_id, sizeof w->buyer_id, "%s", PQgetvalue(res, row, c + 3));
+    w->qty = strtoll(PQgetvalue(res, row, c + 4), NULL, 10);
+    w->qty_sold = strtoll(PQgetvalue(res, row, c + 5), NULL, 10);
+    w->state = seg_store_state_from_text(PQgetvalue(res, row, c + 6));
+    w->expires_at_ms = strtoll(PQgetvalue(res, row, c + 7), NULL, 10);
+    w->extended = PQgetvalue(res, row, c + 8)[0] == 't';
+}

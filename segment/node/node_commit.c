@@ -1,6 +1,5 @@
 /*
- * node_batch.c - group commit, reconciliation, fencing and lookups of the
- * segment node (see node.h for the protocol).
+ * node_commit.c - see node_commit.h.
  *
  * The order of a batch's outcome handling matters: first every op is
  * settled in memory (commit or undo), then requests are answered, then
@@ -14,26 +13,27 @@
 
 #include "clock.h"
 #include "escrow_errors.h"
+#include "failpoint.h"
 #include "log.h"
-#include "node_internal.h"
+#include "node_commit.h"
 #include "node_metrics.h"
+#include "node_reply.h"
+#include "node_req.h"
+#include "node_xfer.h"
+#include "seg_delta.h"
 #include "seg_store.h"
+#include "sqlstate.h"
 
 #define BATCH_CAP (ESC_BATCH_ROWS_MAX + ESC_SWEEP_ROWS_MAX)
-#define RECONNECT_MS_MIN 100
 
-struct node_touched {
-    seg_segment *s;
-    int64_t da, dh, ds;
-};
-
-/* The chaos suite's failpoints (node.h): exits at WHERE when configured. */
-static void failpoint_exit(node *n, const node_batch *b, int where)
+/* ESC_FAILPOINT_NODE_EXIT (failpoint.h): the chaos suite's crash points.
+ * after-give fires only for a batch that gives units to a transfer. */
+static void failpoint_check_exit(const node_batch *b, failpoint_where where)
 {
-    if (n->cfg.failpoint_exit != where || (uint32_t)(rand() % 100) >= n->cfg.failpoint_exit_pct) {
+    if (!failpoint_node_exit(where)) {
         return;
     }
-    if (where == NODE_FP_AFTER_GIVE) {
+    if (where == FAILPOINT_AFTER_GIVE) {
         bool gives = false;
         for (size_t i = 0; i < b->n && !gives; i++) {
             gives = b->ops[i].kind == SEG_OP_GIVE;
@@ -42,16 +42,14 @@ static void failpoint_exit(node *n, const node_batch *b, int where)
             return;
         }
     }
-    static const char *names[] = {"", "before-commit", "after-commit", "after-give"};
     ESC_LOG(ESC_LOG_WARN, "SEG-FAILPOINT", "ESC_FAILPOINT_NODE_EXIT=%s batch=%" PRIu64 ": exiting",
-            names[where], b->batch_id);
-    _exit(99);
+            failpoint_where_name(where), b->batch_id);
+    _exit(FAILPOINT_EXIT_STATUS);
 }
 
 static void on_commit(pgx_conn *c, PGresult *res, const pgx_err *err, void *arg);
-static void lookup_next(node *n);
 
-void node_batch_init(node *n)
+void node_commit_init(node *n)
 {
     for (int i = 0; i < 2; i++) {
         n->batches[i].ops = esc_xcalloc(BATCH_CAP, sizeof(seg_op));
@@ -63,36 +61,36 @@ void node_batch_init(node *n)
     for (int i = 0; i < SEG_COMMIT_NPARAMS; i++) {
         sbuf_init(&n->params[i]);
     }
-    n->touched = esc_xcalloc(BATCH_CAP, sizeof *n->touched);
+    n->deltas = esc_xcalloc(BATCH_CAP, sizeof *n->deltas);
     n->rejected = esc_xcalloc(BATCH_CAP, sizeof *n->rejected);
     n->present = esc_xcalloc(BATCH_CAP, sizeof *n->present);
 }
 
-void node_batch_fini(node *n)
+void node_commit_fini(node *n)
 {
     for (int i = 0; i < 2; i++) {
         free(n->batches[i].ops);
         n->batches[i].ops = NULL;
     }
-    if (n->touched != NULL) {
+    if (n->deltas != NULL) {
         for (int i = 0; i < SEG_COMMIT_NPARAMS; i++) {
             sbuf_fini(&n->params[i]);
         }
     }
-    free(n->touched);
+    free(n->deltas);
     free(n->rejected);
     free(n->present);
-    n->touched = NULL;
+    n->deltas = NULL;
     n->rejected = NULL;
     n->present = NULL;
 }
 
-bool node_batch_full(const node *n)
+bool node_commit_full(const node *n)
 {
     return n->filling->n >= ESC_BATCH_ROWS_MAX;
 }
 
-void node_batch_add(node *n, const seg_op *op)
+void node_commit_add(node *n, const seg_op *op)
 {
     if (n->filling->n >= BATCH_CAP) {
         node_req *r = op->req;
@@ -101,16 +99,16 @@ void node_batch_add(node *n, const seg_op *op)
             node_xfer_forget(n, op->transfer_id);
         }
         if (r != NULL) {
-            node_answer(n, &r->hdr, &r->req, ESC_EBUSY, NULL);
+            node_reply_answer(n, &r->hdr, &r->req, ESC_EBUSY, NULL);
             node_req_free(n, r);
         }
         return;
     }
     n->filling->ops[n->filling->n++] = *op;
-    node_batch_kick(n);
+    node_commit_kick(n);
 }
 
-void node_batch_sweep(node *n, int64_t now_ms)
+void node_commit_sweep(node *n, int64_t now_ms)
 {
     size_t room = BATCH_CAP - n->filling->n;
     if (room > ESC_SWEEP_ROWS_MAX) {
@@ -119,31 +117,11 @@ void node_batch_sweep(node *n, int64_t now_ms)
     size_t k = seg_core_sweep(&n->core, now_ms, n->filling->ops + n->filling->n, room);
     n->filling->n += k;
     if (k > 0) {
-        node_batch_kick(n);
+        node_commit_kick(n);
     }
 }
 
 /* ---- building the commit call ------------------------------------------- */
-
-static node_touched *touch(node *n, size_t *nt, seg_segment *s)
-{
-    for (size_t i = 0; i < *nt; i++) {
-        if (n->touched[i].s == s) {
-            return &n->touched[i];
-        }
-    }
-    node_touched *t = &n->touched[(*nt)++];
-    t->s = s;
-    t->da = t->dh = t->ds = 0;
-    return t;
-}
-
-static int touched_cmp(const void *a, const void *b)
-{
-    uint64_t x = ((const node_touched *)a)->s->segment_id;
-    uint64_t y = ((const node_touched *)b)->s->segment_id;
-    return x < y ? -1 : x > y;
-}
 
 static const char *kind_text(int kind)
 {
@@ -196,42 +174,34 @@ static void add_xfer(node *n, const seg_op *op)
     sbuf_i64(&n->params[SEG_P_X_QTY], op->qty);
 }
 
+/* The commit call's parameters: the rows of b's ops in op order, then one
+ * row per segment with its deltas (seg_delta.h: in segment id order, and
+ * asserted to add up before anything is written). */
 static void build_params(node *n, const node_batch *b, const char **values, char *batch_id,
                          size_t batch_id_len)
 {
-    size_t nt = 0;
     for (int i = 1; i < SEG_COMMIT_NPARAMS; i++) {
         sbuf_open(&n->params[i]);
     }
     for (size_t i = 0; i < b->n; i++) {
         const seg_op *op = &b->ops[i];
-        node_touched *t = touch(n, &nt, op->seg);
         if (op->hold == NULL) {
             add_xfer(n, op);
-            continue;
-        }
-        if (op->kind == SEG_OP_RESERVE) {
-            t->da -= op->hold->qty;
-            t->dh += op->hold->qty;
+        } else if (op->kind == SEG_OP_RESERVE) {
             add_reserve(n, op);
-            continue;
+        } else {
+            add_transition(n, op);
         }
-        if (op->kind != SEG_OP_EXTEND) {
-            t->dh -= op->hold->qty;
-            t->ds += op->sold;
-            t->da += op->returned;
-        }
-        add_transition(n, op);
     }
-    qsort(n->touched, nt, sizeof *n->touched, touched_cmp); /* one lock order */
-    for (size_t i = 0; i < nt; i++) {
-        const node_touched *t = &n->touched[i];
-        sbuf_i64(&n->params[1], (int64_t)t->s->segment_id);
-        sbuf_i64(&n->params[2], (int64_t)t->s->epoch);
-        sbuf_i64(&n->params[3], t->da);
-        sbuf_i64(&n->params[4], t->dh);
-        sbuf_i64(&n->params[5], t->ds);
-        sbuf_i64(&n->params[6], (int64_t)t->s->next_seq);
+    size_t nd = seg_delta_build(b->ops, b->n, n->deltas);
+    for (size_t i = 0; i < nd; i++) {
+        const seg_delta *d = &n->deltas[i];
+        sbuf_i64(&n->params[1], (int64_t)d->seg->segment_id);
+        sbuf_i64(&n->params[2], (int64_t)d->seg->epoch);
+        sbuf_i64(&n->params[3], d->available);
+        sbuf_i64(&n->params[4], d->held);
+        sbuf_i64(&n->params[5], d->sold);
+        sbuf_i64(&n->params[6], (int64_t)d->seg->next_seq);
     }
     snprintf(batch_id, batch_id_len, "%" PRIu64, b->batch_id);
     values[0] = batch_id;
@@ -254,7 +224,7 @@ static void send_batch(node *n)
     n->commit_backend_pid = PQbackendPID(n->commit_conn.conn);
     n->inflight_start_us = esc_mono_us();
     n->inflight_unknown = false;
-    failpoint_exit(n, b, NODE_FP_BEFORE_COMMIT);
+    failpoint_check_exit(b, FAILPOINT_BEFORE_COMMIT);
     int rc =
         pgx_query(&n->commit_conn, SEG_STMT_COMMIT, NULL, SEG_COMMIT_NPARAMS, values, on_commit, n);
     if (rc != 0) {
@@ -266,12 +236,10 @@ static void send_batch(node *n)
         on_commit(&n->commit_conn, NULL, &err, n);
         return;
     }
-    if (!n->stopping && !node_batch_full(n)) {
-        node_reading(n, true);
-    }
+    n->up.progress(n); /* room again: reading may resume */
 }
 
-void node_batch_kick(node *n)
+void node_commit_kick(node *n)
 {
     if (n->inflight != NULL || n->filling->n == 0 || !pgx_ready(&n->commit_conn)) {
         return;
@@ -282,7 +250,7 @@ void node_batch_kick(node *n)
 /* ---- outcome ------------------------------------------------------------ */
 
 /* Appends list (linked by next) at *tail and moves *tail to its end. */
-static void chain(node_req ***tail, node_req *list)
+static void chain(node_req ***tail, void *list)
 {
     **tail = list;
     while (**tail != NULL) {
@@ -310,6 +278,33 @@ static void count_commit(node *n, const seg_op *op)
     }
 }
 
+/* Settles op k of b in memory: a committed one is finalised and answered;
+ * an undone one's request (unless the database's verdict answered it) is
+ * chained at *tail to be decided again. */
+static void settle_op(node *n, node_batch *b, size_t k, bool committed, int64_t now,
+                      node_req ***tail)
+{
+    seg_op *op = &b->ops[k];
+    node_req *r = op->req;
+    if (committed && !n->rejected[k]) {
+        seg_core_commit_op(&n->core, op, now);
+        count_commit(n, op);
+        node_metrics_op_committed(n, op->kind);
+        if (r != NULL) {
+            node_reply_answer(n, &r->hdr, &r->req, r->status, op->hold);
+            node_req_free(n, r);
+        }
+        return;
+    }
+    seg_core_undo_op(&n->core, op);
+    if (r != NULL && n->rejected[k] && r->status == INT32_MIN) {
+        node_req_free(n, r); /* already answered by the database's verdict */
+    } else if (r != NULL) {
+        r->next = NULL;
+        chain(tail, r);
+    }
+}
+
 /* Settles every op of b: committed ones are finalised and answered,
  * rejected/undone ones are undone; then parked requests are decided again
  * and undone requests re-dispatched (attempts bounded). */
@@ -319,42 +314,23 @@ static void settle(node *n, node_batch *b, bool committed, int fail_status)
     node_req *again = NULL, **tail = &again;
     for (size_t k = b->n; k-- > 0;) {
         seg_op *op = &b->ops[k];
-        node_req *r = op->req;
         if (op->hold == NULL) {
             node_xfer_settle(n, op, committed);
             continue;
         }
         chain(&tail, op->hold->waiters);
         op->hold->waiters = NULL;
-        if (committed && !n->rejected[k]) {
-            seg_core_commit_op(&n->core, op, now);
-            count_commit(n, op);
-            node_metrics_op_committed(n, op->kind);
-            if (r != NULL) {
-                node_answer(n, &r->hdr, &r->req, r->status, op->hold);
-                node_req_free(n, r);
-            }
-            continue;
-        }
-        seg_core_undo_op(&n->core, op);
-        if (r != NULL && n->rejected[k] && r->status == INT32_MIN) {
-            node_req_free(n, r); /* already answered by the database's verdict */
-        } else if (r != NULL) {
-            r->next = NULL;
-            chain(&tail, r);
-        }
+        settle_op(n, b, k, committed, now, &tail);
     }
     b->n = 0;
-    while (again != NULL) {
-        node_req *r = again;
-        again = r->next;
-        r->next = NULL;
+    node_req *r;
+    while ((r = node_req_pop(&again)) != NULL) {
         if (!committed && ++r->attempts > NODE_REQ_ATTEMPTS_MAX) {
-            node_answer(n, &r->hdr, &r->req, fail_status, NULL);
+            node_reply_answer(n, &r->hdr, &r->req, fail_status, NULL);
             node_req_free(n, r);
             continue;
         }
-        node_dispatch(n, &r->hdr, &r->req, r);
+        n->up.redecide(n, r);
     }
 }
 
@@ -369,47 +345,13 @@ static seg_op *find_reserve(node_batch *b, uint64_t hold_id, size_t *idx)
     return NULL;
 }
 
-/* A hold as the commit function and the lookup return it, from column c:
- * hold_id, segment_id, item_id, buyer_id, qty, qty_sold, state,
- * expires (unix ms), extended. */
-static void hold_from_row(const PGresult *res, int row, int c, wire_hold *w)
-{
-    memset(w, 0, sizeof *w);
-    w->hold_id = strtoull(PQgetvalue(res, row, c), NULL, 10);
-    w->segment_id = strtoull(PQgetvalue(res, row, c + 1), NULL, 10);
-    snprintf(w->item_id, sizeof w->item_id, "%s", PQgetvalue(res, row, c + 2));
-    snprintf(w->buyer_id, sizeof w->buyer_id, "%s", PQgetvalue(res, row, c + 3));
-    w->qty = strtoll(PQgetvalue(res, row, c + 4), NULL, 10);
-    w->qty_sold = strtoll(PQgetvalue(res, row, c + 5), NULL, 10);
-    w->state = seg_store_state_from_text(PQgetvalue(res, row, c + 6));
-    w->expires_at_ms = strtoll(PQgetvalue(res, row, c + 7), NULL, 10);
-    w->extended = PQgetvalue(res, row, c + 8)[0] == 't';
-}
-
-/* The database's verdict on one transfer of the batch (state text as the
- * commit function returns it). */
-static void xfer_verdict(node *n, uint64_t transfer_id, const char *state, int64_t qty)
-{
-    node_xfer *x = node_xfer_find(n, transfer_id);
-    if (x == NULL || x->done) {
-        ESC_LOG(ESC_LOG_ERROR, "SEG-COMMIT", "verdict for an unknown transfer %" PRIu64,
-                transfer_id);
-        return;
-    }
-    x->outcome = strcmp(state, "sent") == 0        ? WIRE_XFER_SENT
-                 : strcmp(state, "received") == 0  ? WIRE_XFER_RECEIVED
-                 : strcmp(state, "cancelled") == 0 ? WIRE_XFER_CANCELLED
-                                                   : WIRE_XFER_STALE;
-    x->qty = x->outcome == WIRE_XFER_STALE ? 0 : qty;
-}
-
 /* The database's verdict on reserves it did not accept: answered here. */
 static void apply_rejections(node *n, node_batch *b, PGresult *res)
 {
     for (int row = 0; res != NULL && row < PQntuples(res); row++) {
         if (strcmp(PQgetvalue(res, row, 1), "xfer") == 0) {
-            xfer_verdict(n, strtoull(PQgetvalue(res, row, 0), NULL, 10), PQgetvalue(res, row, 8),
-                         strtoll(PQgetvalue(res, row, 6), NULL, 10));
+            node_xfer_verdict(n, strtoull(PQgetvalue(res, row, 0), NULL, 10),
+                              PQgetvalue(res, row, 8), strtoll(PQgetvalue(res, row, 6), NULL, 10));
             continue;
         }
         size_t idx;
@@ -424,45 +366,27 @@ static void apply_rejections(node *n, node_batch *b, PGresult *res)
         if (r == NULL) {
             continue;
         }
+        r->status = INT32_MIN;
         if (strcmp(PQgetvalue(res, row, 1), "buyer_limit") == 0) {
-            node_answer(n, &r->hdr, &r->req, ESC_EBUYER_LIMIT, NULL);
-            r->status = INT32_MIN;
+            node_reply_answer(n, &r->hdr, &r->req, ESC_EBUYER_LIMIT, NULL);
             continue;
         }
         /* duplicate: this key already has a hold, here it is */
         wire_hold w;
-        hold_from_row(res, row, 2, &w);
-        int64_t hash = strtoll(PQgetvalue(res, row, 11), NULL, 10);
-        bool same = hash == op->hold->request_hash;
-        node_metrics_answer(n, r->req.op, same ? 0 : ESC_EIDEMPOTENCY_MISMATCH);
-        node_send(n, &r->hdr, r->req.corr_id, same ? 0 : ESC_EIDEMPOTENCY_MISMATCH,
-                  same ? &w : NULL, NULL);
-        r->status = INT32_MIN;
+        seg_store_hold_from_row(res, row, 2, &w);
+        bool same = strtoll(PQgetvalue(res, row, 11), NULL, 10) == op->hold->request_hash;
+        node_reply_row(n, r, same ? 0 : ESC_EIDEMPOTENCY_MISMATCH, same ? &w : NULL);
     }
 }
 
 static void batch_done(node *n)
 {
     n->inflight = NULL;
-    node_batch_kick(n);
-    if (!n->stopping && n->inflight == NULL && !node_batch_full(n)) {
-        node_reading(n, true);
-    }
-    node_maybe_finish_stop(n);
+    node_commit_kick(n);
+    n->up.progress(n);
 }
 
 static void on_fenced_list(pgx_conn *c, PGresult *res, const pgx_err *err, void *arg);
-
-static void answer_waiters(node *n, void *waiters, int status)
-{
-    node_req *r = waiters;
-    while (r != NULL) {
-        node_req *next = r->next;
-        node_answer(n, &r->hdr, &r->req, status, NULL);
-        node_req_free(n, r);
-        r = next;
-    }
-}
 
 /* Removes the filling batch's ops on seg (undone, answered status). */
 static void drop_filling_ops(node *n, const seg_segment *seg, int status)
@@ -476,7 +400,7 @@ static void drop_filling_ops(node *n, const seg_segment *seg, int status)
         }
         node_req *r = op->req;
         if (op->hold != NULL) {
-            answer_waiters(n, op->hold->waiters, status);
+            node_reply_all(n, op->hold->waiters, status);
             op->hold->waiters = NULL;
         }
         seg_core_undo_op(&n->core, op);
@@ -485,7 +409,7 @@ static void drop_filling_ops(node *n, const seg_segment *seg, int status)
         }
         op->seg = NULL;
         if (r != NULL) {
-            node_answer(n, &r->hdr, &r->req, status, NULL);
+            node_reply_answer(n, &r->hdr, &r->req, status, NULL);
             node_req_free(n, r);
         }
     }
@@ -497,7 +421,7 @@ static void drop_filling_ops(node *n, const seg_segment *seg, int status)
     f->n = keep;
 }
 
-bool node_batch_touches(const node *n, const seg_segment *s)
+bool node_commit_touches(const node *n, const seg_segment *s)
 {
     const node_batch *b = n->inflight;
     for (size_t k = 0; b != NULL && k < b->n; k++) {
@@ -516,12 +440,12 @@ typedef struct drop_ctx {
 static void drop_waiters_cb(void *waiters, void *arg)
 {
     drop_ctx *d = arg;
-    answer_waiters(d->n, waiters, d->status);
+    node_reply_all(d->n, waiters, d->status);
 }
 
-void node_batch_drop_segment(node *n, seg_segment *s, int status)
+void node_commit_drop_segment(node *n, seg_segment *s, int status)
 {
-    ESC_ASSERT(!node_batch_touches(n, s));
+    ESC_ASSERT(!node_commit_touches(n, s));
     drop_filling_ops(n, s, status);
     drop_ctx d = {n, status};
     seg_core_fence(&n->core, s, drop_waiters_cb, &d);
@@ -555,7 +479,7 @@ static void on_fenced_list(pgx_conn *c, PGresult *res, const pgx_err *err, void 
                 "seg=%" PRIu64 " item=%s/%s epoch=%" PRIu64
                 ": a newer owner exists; this node stops serving it",
                 s->segment_id, s->item->tenant_id, s->item->item_id, s->epoch);
-        node_batch_drop_segment(n, s, ESC_EFENCED);
+        node_commit_drop_segment(n, s, ESC_EFENCED);
         n->stats.fenced_segments++;
         node_metrics_fenced(n);
     }
@@ -572,9 +496,10 @@ static void log_batch_error(const node *n, const node_batch *b, const pgx_err *e
         meaning = "per-buyer maximum tripped outside the arbiter";
     } else if (strcmp(err->constraint, "holds_pkey") == 0) {
         meaning = "hold id reused";
-    } else if (strcmp(err->sqlstate, "ES002") == 0) {
+    } else if (sqlstate_is(err->sqlstate, SQLSTATE_ESC_HOLD_DIVERGED)) {
         meaning = "hold state diverged from the record";
-    } else if (strcmp(err->sqlstate, "40P01") == 0 || strcmp(err->sqlstate, "40001") == 0) {
+    } else if (sqlstate_is(err->sqlstate, SQLSTATE_DEADLOCK_DETECTED) ||
+               sqlstate_is(err->sqlstate, SQLSTATE_SERIALIZATION_FAILURE)) {
         meaning = "transient conflict; retried";
     }
     ESC_LOG(ESC_LOG_WARN, "SEG-COMMIT",
@@ -601,11 +526,10 @@ static void on_commit(pgx_conn *c, PGresult *res, const pgx_err *err, void *arg)
     }
     memset(n->rejected, 0, b->n * sizeof *n->rejected);
     if (err->code == 0) {
-        failpoint_exit(n, b, NODE_FP_AFTER_COMMIT);
-        failpoint_exit(n, b, NODE_FP_AFTER_GIVE);
+        failpoint_check_exit(b, FAILPOINT_AFTER_COMMIT);
+        failpoint_check_exit(b, FAILPOINT_AFTER_GIVE);
     }
-    if (err->code == 0 && n->cfg.failpoint_commit_lost_pct > 0 &&
-        (uint32_t)(rand() % 100) < n->cfg.failpoint_commit_lost_pct) {
+    if (err->code == 0 && failpoint_commit_lost()) {
         ESC_LOG(ESC_LOG_WARN, "SEG-FAILPOINT",
                 "batch=%" PRIu64 " committed; dropping the reply and the connection", b->batch_id);
         n->stats.batch_failures++;
@@ -629,7 +553,7 @@ static void on_commit(pgx_conn *c, PGresult *res, const pgx_err *err, void *arg)
         return; /* the state callback reconnects, then reconciles */
     }
     log_batch_error(n, b, err);
-    if (strcmp(err->sqlstate, "ES001") == 0) {
+    if (sqlstate_is(err->sqlstate, SQLSTATE_ESC_FENCED)) {
         start_fence_check(n);
         return;
     }
@@ -705,7 +629,7 @@ static void reconcile_xfers(node *n, const node_batch *b, const char *moved)
                 qty = (int64_t)v[j + 2];
             }
         }
-        xfer_verdict(n, op->transfer_id, state, qty);
+        node_xfer_verdict(n, op->transfer_id, state, qty);
     }
 }
 
@@ -745,160 +669,18 @@ static void on_reconciled(pgx_conn *c, PGresult *res, const pgx_err *err, void *
     batch_done(n);
 }
 
-/* ---- lookups of holds that are not in memory ---------------------------- */
+/* ---- the commit connection ---------------------------------------------- */
 
-void node_lookup_enqueue(node *n, node_req *r)
+void node_commit_conn_up(node *n)
 {
-    r->next = NULL;
-    if (n->lookups_tail != NULL) {
-        n->lookups_tail->next = r;
+    if (n->inflight != NULL && n->inflight_unknown && !n->reconciling) {
+        start_reconcile(n);
     } else {
-        n->lookups_head = r;
-    }
-    n->lookups_tail = r;
-    node_query_next(n);
-}
-
-static int lookup_status(int op, int state, int64_t qty, int64_t qty_sold)
-{
-    switch (op) {
-    case WIRE_OP_CONFIRM:
-        return state == SEG_CONVERTED ? ((qty == 0 || qty == qty_sold) ? 0 : ESC_ECONFLICT)
-               : state == SEG_EXPIRED ? ESC_EEXPIRED
-                                      : ESC_ENOT_HELD;
-    case WIRE_OP_RELEASE:
-        return (state == SEG_CANCELLED || state == SEG_EXPIRED) ? 0 : ESC_ENOT_HELD;
-    case WIRE_OP_EXTEND:
-        return state == SEG_EXPIRED ? ESC_EEXPIRED : ESC_ENOT_HELD;
-    default:
-        return 0;
+        node_commit_kick(n);
     }
 }
 
-static void on_lookup(pgx_conn *c, PGresult *res, const pgx_err *err, void *arg)
+bool node_commit_idle(const node *n)
 {
-    (void)c;
-    node_req *r = arg;
-    node *n = c->state_arg;
-    n->lookup_busy = false;
-    if (err->code != 0) {
-        node_answer(n, &r->hdr, &r->req, ESC_EUNAVAILABLE, NULL);
-    } else if (PQntuples(res) == 0) {
-        node_answer(n, &r->hdr, &r->req, ESC_ENOT_FOUND, NULL);
-    } else if (r->req.op == WIRE_OP_RESERVE) {
-        /* a resolve: the key's hold, wherever it is, is the answer */
-        wire_hold w;
-        hold_from_row(res, 0, 0, &w);
-        int64_t hash = strtoll(PQgetvalue(res, 0, 9), NULL, 10);
-        bool same = hash == wire_reserve_hash(r->req.item_id, r->req.buyer_id, r->req.qty);
-        int status = same ? 0 : ESC_EIDEMPOTENCY_MISMATCH;
-        node_metrics_answer(n, r->req.op, status);
-        node_send(n, &r->hdr, r->req.corr_id, status, same ? &w : NULL, NULL);
-    } else {
-        wire_hold w;
-        hold_from_row(res, 0, 0, &w);
-        int status = w.state == SEG_HELD
-                         ? ESC_EINTERNAL
-                         : lookup_status(r->req.op, w.state, r->req.qty, w.qty_sold);
-        node_metrics_answer(n, r->req.op, status);
-        node_send(n, &r->hdr, r->req.corr_id, status, &w, NULL);
-    }
-    node_req_free(n, r);
-    node_query_next(n);
-    node_maybe_finish_stop(n);
-}
-
-void node_query_next(node *n)
-{
-    if (n->lookup_busy || !pgx_ready(&n->query_conn)) {
-        return;
-    }
-    if (n->managed && node_hb_load_next(n)) {
-        return; /* a segment load first: requests for it wait until it is served */
-    }
-    lookup_next(n);
-}
-
-static void lookup_next(node *n)
-{
-    if (n->lookup_busy || n->lookups_head == NULL || !pgx_ready(&n->query_conn)) {
-        return;
-    }
-    node_req *r = n->lookups_head;
-    n->lookups_head = r->next;
-    if (n->lookups_head == NULL) {
-        n->lookups_tail = NULL;
-    }
-    char id[24];
-    snprintf(id, sizeof id, "%" PRIu64, r->req.hold_id);
-    const char *by_id[2] = {id, r->req.tenant_id};
-    const char *by_key[2] = {r->req.tenant_id, r->req.key};
-    bool resolve = r->req.op == WIRE_OP_RESERVE;
-    if (pgx_query(&n->query_conn, NULL, resolve ? SEG_SQL_LOOKUP_KEY : SEG_SQL_LOOKUP, 2,
-                  resolve ? by_key : by_id, on_lookup, r) != 0) {
-        node_answer(n, &r->hdr, &r->req, ESC_EUNAVAILABLE, NULL);
-        node_req_free(n, r);
-        return;
-    }
-    n->lookup_busy = true;
-}
-
-/* ---- connections -------------------------------------------------------- */
-
-static void on_reconnect_timer(uv_timer_t *t)
-{
-    node *n = t->data;
-    pgx_reconnect(&n->commit_conn);
-    pgx_reconnect(&n->query_conn);
-}
-
-static void on_db_state(pgx_conn *c, bool up, void *arg)
-{
-    node *n = arg;
-    node_metrics_db(n, c == &n->commit_conn ? "commit" : "query", up);
-    if (!up) {
-        if (!n->stopping && !uv_is_active((uv_handle_t *)&n->reconnect_timer)) {
-            uv_timer_start(&n->reconnect_timer, on_reconnect_timer, RECONNECT_MS_MIN, 0);
-        }
-        if (c == &n->query_conn) {
-            n->lookup_busy = false;
-        }
-        return;
-    }
-    if (c == &n->commit_conn) {
-        if (n->inflight != NULL && n->inflight_unknown && !n->reconciling) {
-            start_reconcile(n);
-        } else {
-            node_batch_kick(n);
-        }
-    } else {
-        node_query_next(n);
-    }
-}
-
-int node_db_open(node *n)
-{
-    int rc = pgx_open(n->loop, &n->commit_conn, n->cfg.dsn, "commit", SEG_STMT_COMMIT,
-                      SEG_SQL_COMMIT, SEG_COMMIT_NPARAMS, on_db_state, n);
-    if (rc == 0) {
-        rc = pgx_open(n->loop, &n->query_conn, n->cfg.dsn, "query", NULL, NULL, 0, on_db_state, n);
-    }
-    return rc;
-}
-
-static void on_conn_closed(uv_handle_t *h)
-{
-    pgx_conn *c = h->data;
-    node *n = c->state_arg;
-    n->handles_open--;
-}
-
-void node_db_close(node *n)
-{
-    if (pgx_close(&n->commit_conn, on_conn_closed)) {
-        n->handles_open++;
-    }
-    if (pgx_close(&n->query_conn, on_conn_closed)) {
-        n->handles_open++;
-    }
+    return n->inflight == NULL && n->filling->n == 0;
 }

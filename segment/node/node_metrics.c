@@ -10,6 +10,7 @@
 #include <string.h>
 
 #include "clock.h"
+#include "daemon.h"
 #include "escrow_errors.h"
 #include "log.h"
 #include "metrics.h"
@@ -152,15 +153,7 @@ int node_metrics_open(node *n)
     register_batches(m);
     register_segments(m);
     register_io(m);
-    char why[256];
-    rc = metrics_http_start(m->reg, n->cfg.metrics, &m->http, why, sizeof why);
-    if (rc != 0) {
-        ESC_LOG(ESC_LOG_ERROR, "SEG-METRICS", "--metrics %s: %s", n->cfg.metrics, why);
-        return rc;
-    }
-    ESC_LOG(ESC_LOG_INFO, "SEG-METRICS", "serving Prometheus metrics on %s port=%u", n->cfg.metrics,
-            (unsigned)metrics_http_port(m->http));
-    return 0;
+    return daemon_metrics_start(m->reg, n->cfg.metrics, &m->http, "SEG-METRICS");
 }
 
 void node_metrics_free(node *n)

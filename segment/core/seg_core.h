@@ -1,12 +1,13 @@
 /*
  * seg_core.h - the segment node's decisions: counters, holds, idempotency,
  * expiry. Pure: no libuv, libpq or nanomsg; time is a parameter. The node
- * (segment/node.c) feeds it requests, collects the ops it returns into a
+ * (segment/node/) feeds it requests, collects the ops it returns into a
  * group-commit batch, and tells it afterwards whether the batch committed
  * (seg_core_commit_op) or not (seg_core_undo_op). cmocka and the simulator
  * drive it directly.
  *
- * Invariants (checked by seg_core_check):
+ * Invariants (checked by seg_core_check over everything, asserted per
+ * segment by seg_core_assert_segment before each batch is written):
  *   per segment: available + held + sold + returning == allocated, all >= 0;
  *   allocated changes only by transfers: a GIVE lowers it (and available)
  *   tentatively and an undo raises it back; a RECEIVE raises it (and
@@ -25,6 +26,7 @@
 #include <stdint.h>
 
 #include "esc_limits.h"
+#include "heap.h"
 #include "hmap.h"
 #include "seg_void.h"
 
@@ -69,6 +71,10 @@ struct seg_segment {
      * must not have been sold to someone else in the meantime. */
     int64_t returning;
     int64_t allocated; /* available + held + sold + returning; changes only by transfers */
+    /* Sum of qty of its holds in state held, kept by the holds' state
+     * changes apart from the counters: the pair seg_core_assert_segment
+     * compares with held. */
+    int64_t holds_qty;
     uint64_t next_seq; /* next hold sequence number */
     int state;         /* SEG_ACTIVE ... */
     bool fenced;       /* a newer owner exists (or it was unassigned): serve nothing */
@@ -83,6 +89,7 @@ struct seg_hold {
     hmap_node by_id;
     hmap_node by_key;
     hmap_node by_buyer; /* in pending_buyers while a reserve of a limited item is pending */
+    heap_node expiry;   /* in seg_core.expiry while held, keyed by expires_at_ms */
     uint64_t hold_id;
     seg_segment *seg; /* borrowed */
     int64_t expires_at_ms;
@@ -162,12 +169,9 @@ typedef struct seg_core {
     size_t live_holds;
     int64_t retain_ms;
     size_t retain_max;
-    /* expiry heap of (expires_at_ms, hold_id), lazy: stale entries skipped */
-    struct seg_expiry {
-        int64_t at_ms;
-        uint64_t hold_id;
-    } * heap;
-    size_t heap_len, heap_cap;
+    /* Held holds by expiry, soonest first. A held hold is in it unless the
+     * sweeper found it busy (an op pending), until that op settles. */
+    heap expiry;
     /* Managed mode (a coordinator assigns segments): a reserve never hears
      * SOLD_OUT or TRY_LATER from a node, only the coordinator sees the whole
      * item; a segment hint that is not served here, or is draining, is
@@ -239,8 +243,15 @@ void seg_core_fence(seg_core *c, seg_segment *seg, void (*waiters_cb)(void *wait
 void seg_core_trim(seg_core *c, int64_t now_ms);
 
 /* Checks every invariant in one pass over the holds; returns 0, ESC_EINTERNAL
- * (and names the segment) or ESC_ENOMEM. */
+ * (and names the segment) or ESC_ENOMEM. For state that came from outside
+ * (loaded from the database): a failure is answered, not asserted. */
 int seg_core_check(const seg_core *c, uint64_t *bad_segment);
+/* Asserts (ESC_ASSERT, every build) the invariants of one served segment
+ * at O(1): counters >= 0, available + held + sold + returning == allocated,
+ * held == holds_qty. A fenced segment serves nothing and is not checked.
+ * Called for every segment a batch touches before the batch is written
+ * (seg_delta_build). */
+void seg_core_assert_segment(const seg_segment *s);
 
 /* Hold id helpers. */
 static inline uint64_t seg_hold_segment(uint64_t hold_id)

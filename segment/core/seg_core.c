@@ -8,6 +8,7 @@
 #include <string.h>
 
 #include "escrow_errors.h"
+#include "log.h"
 
 #define RETAIN_MS_DEFAULT (15 * 60 * 1000)
 #define RETAIN_MAX_DEFAULT (256u * 1024u)
@@ -121,6 +122,7 @@ int seg_core_init(seg_core *c, size_t segs_cap)
     c->segs_cap = segs_cap;
     c->retain_ms = RETAIN_MS_DEFAULT;
     c->retain_max = RETAIN_MAX_DEFAULT;
+    heap_init(&c->expiry);
     if (c->segs == NULL || hmap_init(&c->items, 64) != 0 || hmap_init(&c->holds, 1024) != 0 ||
         hmap_init(&c->keys, 1024) != 0 || hmap_init(&c->pending_buyers, 64) != 0 ||
         hmap_init(&c->segments, 64) != 0 || seg_voids_init(&c->voids) != 0) {
@@ -152,7 +154,7 @@ void seg_core_fini(seg_core *c)
     }
     free(c->item_list);
     free(c->segs);
-    free(c->heap);
+    heap_fini(&c->expiry);
     hmap_fini(&c->items);
     hmap_fini(&c->holds);
     hmap_fini(&c->keys);
@@ -218,6 +220,7 @@ int seg_core_add_segment(seg_core *c, seg_item *item, const seg_segment *proto, 
     }
     s->returning = 0;
     s->allocated = s->available + s->held + s->sold;
+    s->holds_qty = 0; /* its holds are added next (seg_core_add_hold) */
     s->fenced = false;
     s->dry = false;
     s->xfer_pending = false;
@@ -228,48 +231,21 @@ int seg_core_add_segment(seg_core *c, seg_item *item, const seg_segment *proto, 
     return 0;
 }
 
-static void heap_push(seg_core *c, int64_t at_ms, uint64_t hold_id)
+/* Puts h in the expiry order at its expiry (again). On ESC_ENOMEM it stays
+ * out: it still expires at its point of use, only the sweeper misses it. */
+static void expiry_arm(seg_core *c, seg_hold *h)
 {
-    if (c->heap_len == c->heap_cap) {
-        size_t cap = c->heap_cap ? c->heap_cap * 2 : 1024;
-        struct seg_expiry *h = realloc(c->heap, cap * sizeof *h);
-        if (h == NULL) {
-            return; /* the hold is still expired at its point of use */
-        }
-        c->heap = h;
-        c->heap_cap = cap;
+    if (heap_node_in(&h->expiry)) {
+        heap_update(&c->expiry, &h->expiry, h->expires_at_ms);
+    } else {
+        (void)heap_push(&c->expiry, &h->expiry, h->expires_at_ms);
     }
-    size_t i = c->heap_len++;
-    while (i > 0) {
-        size_t p = (i - 1) / 2;
-        if (c->heap[p].at_ms <= at_ms) {
-            break;
-        }
-        c->heap[i] = c->heap[p];
-        i = p;
-    }
-    c->heap[i].at_ms = at_ms;
-    c->heap[i].hold_id = hold_id;
 }
 
-static void heap_pop(seg_core *c)
+static void expiry_disarm(seg_core *c, seg_hold *h)
 {
-    struct seg_expiry last = c->heap[--c->heap_len];
-    size_t i = 0;
-    for (;;) {
-        size_t l = 2 * i + 1;
-        if (l >= c->heap_len) {
-            break;
-        }
-        size_t m = (l + 1 < c->heap_len && c->heap[l + 1].at_ms < c->heap[l].at_ms) ? l + 1 : l;
-        if (c->heap[m].at_ms >= last.at_ms) {
-            break;
-        }
-        c->heap[i] = c->heap[m];
-        i = m;
-    }
-    if (c->heap_len > 0) {
-        c->heap[i] = last;
+    if (heap_node_in(&h->expiry)) {
+        heap_remove(&c->expiry, &h->expiry);
     }
 }
 
@@ -293,6 +269,7 @@ static seg_hold *hold_new(const char *buyer_id, const char *key)
         return NULL;
     }
     memset(h, 0, offsetof(seg_hold, strs));
+    heap_node_init(&h->expiry);
     h->buyer_id = h->strs;
     h->key = h->strs + nb;
     memcpy(h->buyer_id, buyer_id, nb);
@@ -330,8 +307,9 @@ int seg_core_add_hold(seg_core *c, seg_segment *seg, const seg_hold *proto, cons
     h->extended = proto->extended;
     index_hold(c, h);
     if (h->state == SEG_HELD) {
+        seg->holds_qty += h->qty;
         c->live_holds++;
-        heap_push(c, h->expires_at_ms, h->hold_id);
+        expiry_arm(c, h);
     } else {
         retain(c, h);
     }
@@ -511,6 +489,44 @@ static void resolve_miss(seg_core *c, const seg_item *it, const seg_reserve_in *
     res->disp = SEG_LOOKUP;
 }
 
+/* A new hold of in->qty on s, tentatively: the units move from available
+ * to held now, the op goes to the batch. */
+static void create_hold(seg_core *c, seg_item *it, seg_segment *s, const seg_reserve_in *in,
+                        int64_t now_ms, seg_result *res)
+{
+    if (s->next_seq >= (1ULL << ESC_HOLD_SEQ_BITS) || c->live_holds >= ESC_LIVE_HOLDS_MAX) {
+        reply(res, ESC_EBUSY, NULL);
+        return;
+    }
+    seg_hold *h = hold_new(in->buyer_id, in->key);
+    if (h == NULL) {
+        reply(res, ESC_ENOMEM, NULL);
+        return;
+    }
+    h->hold_id = (s->segment_id << ESC_HOLD_SEQ_BITS) | s->next_seq++;
+    h->seg = s;
+    h->qty = in->qty;
+    h->state = SEG_HELD;
+    h->pending = SEG_PENDING_CREATE;
+    h->expires_at_ms = now_ms + (in->ttl_ms ? in->ttl_ms : it->hold_ttl_ms);
+    h->request_hash = in->request_hash;
+    index_hold(c, h);
+    if (it->max_per_buyer > 0) {
+        hmap_insert(&c->pending_buyers, &h->by_buyer, buyer_hash(it, h->buyer_id));
+    }
+    s->available -= in->qty;
+    s->held += in->qty;
+    s->holds_qty += h->qty;
+    c->live_holds++;
+    expiry_arm(c, h);
+    res->disp = SEG_COMMIT;
+    res->status = 0;
+    res->hold = h;
+    res->op.kind = SEG_OP_RESERVE;
+    res->op.hold = h;
+    res->op.seg = s;
+}
+
 void seg_core_reserve(seg_core *c, const seg_reserve_in *in, int64_t now_ms, seg_result *res)
 {
     memset(res, 0, sizeof *res);
@@ -559,36 +575,7 @@ void seg_core_reserve(seg_core *c, const seg_reserve_in *in, int64_t now_ms, seg
         reply(res, classify_empty(it, in->qty), NULL);
         return;
     }
-    if (s->next_seq >= (1ULL << ESC_HOLD_SEQ_BITS) || c->live_holds >= ESC_LIVE_HOLDS_MAX) {
-        reply(res, ESC_EBUSY, NULL);
-        return;
-    }
-    h = hold_new(in->buyer_id, in->key);
-    if (h == NULL) {
-        reply(res, ESC_ENOMEM, NULL);
-        return;
-    }
-    h->hold_id = (s->segment_id << ESC_HOLD_SEQ_BITS) | s->next_seq++;
-    h->seg = s;
-    h->qty = in->qty;
-    h->state = SEG_HELD;
-    h->pending = SEG_PENDING_CREATE;
-    h->expires_at_ms = now_ms + (in->ttl_ms ? in->ttl_ms : it->hold_ttl_ms);
-    h->request_hash = in->request_hash;
-    index_hold(c, h);
-    if (it->max_per_buyer > 0) {
-        hmap_insert(&c->pending_buyers, &h->by_buyer, buyer_hash(it, h->buyer_id));
-    }
-    s->available -= in->qty;
-    s->held += in->qty;
-    c->live_holds++;
-    heap_push(c, h->expires_at_ms, h->hold_id);
-    res->disp = SEG_COMMIT;
-    res->status = 0;
-    res->hold = h;
-    res->op.kind = SEG_OP_RESERVE;
-    res->op.hold = h;
-    res->op.seg = s;
+    create_hold(c, it, s, in, now_ms, res);
 }
 
 /* Finds the hold for a transition; answers NOT_OWNER / NOT_FOUND / LOOKUP /
@@ -622,11 +609,16 @@ static seg_hold *transition_target(seg_core *c, const char *tenant_id, uint64_t 
 }
 
 /* held -> a final state, tentatively. */
-static void finish_hold(seg_hold *h, int kind, int state, int64_t sold, seg_result *res, int status)
+static void finish_hold(seg_core *c, seg_hold *h, int kind, int state, int64_t sold,
+                        seg_result *res, int status)
 {
     seg_segment *s = h->seg;
     int64_t returned = h->qty - sold;
+    ESC_ASSERT(h->state == SEG_HELD && h->pending == SEG_PENDING_NONE && !s->fenced);
+    ESC_ASSERT(sold >= 0 && returned >= 0);
+    expiry_disarm(c, h);
     h->state = (uint8_t)state;
+    s->holds_qty -= h->qty;
     h->qty_sold = sold;
     h->pending = SEG_PENDING_CHANGE;
     s->held -= h->qty;
@@ -664,14 +656,14 @@ void seg_core_confirm(seg_core *c, const char *tenant_id, uint64_t hold_id, int6
     }
     if (now_ms >= h->expires_at_ms) {
         /* expiry is enforced here, at the point of use, not by the sweeper */
-        finish_hold(h, SEG_OP_EXPIRE, SEG_EXPIRED, 0, res, ESC_EEXPIRED);
+        finish_hold(c, h, SEG_OP_EXPIRE, SEG_EXPIRED, 0, res, ESC_EEXPIRED);
         return;
     }
     if (qty > h->qty || qty < 0) {
         reply(res, ESC_EINVAL, h);
         return;
     }
-    finish_hold(h, SEG_OP_CONFIRM, SEG_CONVERTED, qty ? qty : h->qty, res, 0);
+    finish_hold(c, h, SEG_OP_CONFIRM, SEG_CONVERTED, qty ? qty : h->qty, res, 0);
 }
 
 void seg_core_release(seg_core *c, const char *tenant_id, uint64_t hold_id, int64_t now_ms,
@@ -693,10 +685,10 @@ void seg_core_release(seg_core *c, const char *tenant_id, uint64_t hold_id, int6
         return;
     }
     if (now_ms >= h->expires_at_ms) {
-        finish_hold(h, SEG_OP_EXPIRE, SEG_EXPIRED, 0, res, 0);
+        finish_hold(c, h, SEG_OP_EXPIRE, SEG_EXPIRED, 0, res, 0);
         return;
     }
-    finish_hold(h, SEG_OP_RELEASE, SEG_CANCELLED, 0, res, 0);
+    finish_hold(c, h, SEG_OP_RELEASE, SEG_CANCELLED, 0, res, 0);
 }
 
 void seg_core_extend(seg_core *c, const char *tenant_id, uint64_t hold_id, uint32_t ttl_ms,
@@ -711,7 +703,7 @@ void seg_core_extend(seg_core *c, const char *tenant_id, uint64_t hold_id, uint3
         return;
     }
     if (now_ms >= h->expires_at_ms) {
-        finish_hold(h, SEG_OP_EXPIRE, SEG_EXPIRED, 0, res, ESC_EEXPIRED);
+        finish_hold(c, h, SEG_OP_EXPIRE, SEG_EXPIRED, 0, res, ESC_EEXPIRED);
         return;
     }
     if (h->extended) {
@@ -724,7 +716,7 @@ void seg_core_extend(seg_core *c, const char *tenant_id, uint64_t hold_id, uint3
     h->expires_at_ms = res->op.new_expires_at_ms;
     h->extended = true;
     h->pending = SEG_PENDING_CHANGE;
-    heap_push(c, h->expires_at_ms, h->hold_id);
+    expiry_arm(c, h);
     res->disp = SEG_COMMIT;
     res->status = 0;
     res->hold = h;
@@ -744,22 +736,18 @@ void seg_core_get(seg_core *c, const char *tenant_id, uint64_t hold_id, seg_resu
 size_t seg_core_sweep(seg_core *c, int64_t now_ms, seg_op *ops, size_t max)
 {
     size_t n = 0;
-    while (n < max && c->heap_len > 0 && c->heap[0].at_ms <= now_ms) {
-        struct seg_expiry e = c->heap[0];
-        seg_hold *h = find_hold(c, e.hold_id);
-        if (h != NULL && h->state == SEG_HELD && h->pending == SEG_PENDING_NONE &&
-            h->expires_at_ms == e.at_ms && !h->seg->fenced) {
-            seg_result res;
-            memset(&res, 0, sizeof res);
-            finish_hold(h, SEG_OP_EXPIRE, SEG_EXPIRED, 0, &res, 0);
-            ops[n++] = res.op;
-        } else if (h != NULL && h->state == SEG_HELD && h->pending != SEG_PENDING_NONE &&
-                   h->expires_at_ms == e.at_ms) {
-            /* busy now; the op's outcome re-arms it if the hold stays held */
-            heap_pop(c);
+    heap_node *top;
+    while (n < max && (top = heap_top(&c->expiry)) != NULL && top->key <= now_ms) {
+        seg_hold *h = HEAP_ENTRY(top, seg_hold, expiry);
+        if (h->pending != SEG_PENDING_NONE) {
+            /* busy now; the op's outcome arms it again if the hold stays held */
+            expiry_disarm(c, h);
             continue;
         }
-        heap_pop(c);
+        seg_result res;
+        memset(&res, 0, sizeof res);
+        finish_hold(c, h, SEG_OP_EXPIRE, SEG_EXPIRED, 0, &res, 0);
+        ops[n++] = res.op;
     }
     return n;
 }
@@ -824,6 +812,7 @@ static void settle_pending_buyer(seg_core *c, seg_hold *h)
 static void commit_xfer(const seg_op *op)
 {
     seg_segment *s = op->seg;
+    ESC_ASSERT(s->xfer_pending && op->qty >= 0);
     s->xfer_pending = false;
     if (op->kind == SEG_OP_RECEIVE) {
         s->available += op->qty;
@@ -836,6 +825,7 @@ static void commit_xfer(const seg_op *op)
 static void undo_xfer(const seg_op *op)
 {
     seg_segment *s = op->seg;
+    ESC_ASSERT(s->xfer_pending);
     s->xfer_pending = false;
     if (op->kind == SEG_OP_GIVE) {
         s->available += op->qty;
@@ -850,6 +840,7 @@ void seg_core_commit_op(seg_core *c, const seg_op *op, int64_t now_ms)
         return;
     }
     seg_hold *h = op->hold;
+    ESC_ASSERT(h->pending != SEG_PENDING_NONE && h->seg == op->seg);
     settle_pending_buyer(c, h);
     h->pending = SEG_PENDING_NONE;
     switch (op->kind) {
@@ -858,14 +849,15 @@ void seg_core_commit_op(seg_core *c, const seg_op *op, int64_t now_ms)
         if (op->kind == SEG_OP_RESERVE) {
             h->seg->reserved += (uint64_t)h->qty;
         }
-        if (h->expires_at_ms <= now_ms) {
-            /* it lapsed while its commit was in flight, and the sweeper
-             * skipped it then (pending): arm it again */
-            heap_push(c, h->expires_at_ms, h->hold_id);
+        if (!heap_node_in(&h->expiry)) {
+            /* the sweeper met it while its commit was in flight (pending)
+             * and let it go: arm it again */
+            expiry_arm(c, h);
         }
         return;
     default:
         h->seg->returning -= op->returned;
+        ESC_ASSERT(h->seg->returning >= 0);
         h->seg->available += op->returned;
         h->seg->dry = h->seg->dry && op->returned == 0;
         h->ended_at_ms = now_ms;
@@ -883,28 +875,32 @@ void seg_core_undo_op(seg_core *c, const seg_op *op)
     }
     seg_hold *h = op->hold;
     seg_segment *s = h->seg;
+    ESC_ASSERT(h->pending != SEG_PENDING_NONE && s == op->seg);
     settle_pending_buyer(c, h);
     h->pending = SEG_PENDING_NONE;
     switch (op->kind) {
     case SEG_OP_RESERVE:
         s->available += h->qty;
         s->held -= h->qty;
+        s->holds_qty -= h->qty;
         c->live_holds--;
+        expiry_disarm(c, h);
         unindex_hold(c, h);
         hold_free(h);
         return;
     case SEG_OP_EXTEND:
         h->extended = false;
         h->expires_at_ms = op->prev_expires_at_ms;
-        heap_push(c, h->expires_at_ms, h->hold_id);
+        expiry_arm(c, h);
         return;
     default:
         s->returning -= op->returned;
         s->sold -= op->sold;
         s->held += h->qty;
         h->state = SEG_HELD;
+        s->holds_qty += h->qty;
         h->qty_sold = 0;
-        heap_push(c, h->expires_at_ms, h->hold_id);
+        expiry_arm(c, h);
         return;
     }
 }
@@ -939,8 +935,10 @@ void seg_core_fence(seg_core *c, seg_segment *seg, void (*waiters_cb)(void *wait
                 }
                 settle_pending_buyer(c, h);
                 if (h->state == SEG_HELD) {
+                    seg->holds_qty -= h->qty;
                     c->live_holds--;
                 }
+                expiry_disarm(c, h);
                 unindex_hold(c, h);
                 hold_free(h);
             }
@@ -960,9 +958,22 @@ void seg_core_trim(seg_core *c, int64_t now_ms)
             c->retain_tail = NULL;
         }
         c->nretained--;
+        ESC_ASSERT(h->state != SEG_HELD && !heap_node_in(&h->expiry));
         unindex_hold(c, h);
         hold_free(h);
     }
+}
+
+/* Every hold in the expiry order is held and keyed by its expiry. */
+static bool expiry_ok(const seg_core *c)
+{
+    for (uint32_t i = 0; i < c->expiry.len; i++) {
+        const seg_hold *h = HEAP_ENTRY(c->expiry.nodes[i], seg_hold, expiry);
+        if (h->state != SEG_HELD || h->expiry.key != h->expires_at_ms) {
+            return false;
+        }
+    }
+    return true;
 }
 
 int seg_core_check(const seg_core *c, uint64_t *bad_segment)
@@ -985,7 +996,7 @@ int seg_core_check(const seg_core *c, uint64_t *bad_segment)
         const seg_segment *s = &c->segs[i];
         if (!s->fenced && (s->available < 0 || s->held < 0 || s->sold < 0 || s->returning < 0 ||
                            s->available + s->held + s->sold + s->returning != s->allocated ||
-                           live[i] != s->held)) {
+                           live[i] != s->held || s->holds_qty != s->held)) {
             if (bad_segment != NULL) {
                 *bad_segment = s->segment_id;
             }
@@ -993,5 +1004,18 @@ int seg_core_check(const seg_core *c, uint64_t *bad_segment)
         }
     }
     free(live);
+    if (rc == 0 && !expiry_ok(c)) {
+        rc = ESC_EINTERNAL; /* no segment to name: the order itself is wrong */
+    }
     return rc;
+}
+
+void seg_core_assert_segment(const seg_segment *s)
+{
+    if (s->fenced) {
+        return;
+    }
+    ESC_ASSERT(s->available >= 0 && s->held >= 0 && s->sold >= 0 && s->returning >= 0);
+    ESC_ASSERT(s->available + s->held + s->sold + s->returning == s->allocated);
+    ESC_ASSERT(s->held == s->holds_qty);
 }

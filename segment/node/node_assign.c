@@ -1,0 +1,336 @@
+/*
+ * node_assign.c - see node_assign.h.
+ */
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "clock.h"
+#include "daemon.h"
+#include "escrow_errors.h"
+#include "log.h"
+#include "node_assign.h"
+#include "node_commit.h"
+#include "node_load.h"
+#include "node_metrics.h"
+#include "node_reply.h"
+#include "node_xfer.h"
+
+/* An early heartbeat waits at least this long after the previous one. */
+#define NODE_HB_MIN_GAP_MS 20
+/* Until the coordinator says otherwise. */
+#define NODE_HB_DEFAULT_MS 200
+/* Bounds accepted from the coordinator. */
+#define NODE_HB_MS_MIN 10
+#define NODE_HB_MS_MAX 60000
+/* The stopping heartbeat waits this long for its reply before the node exits. */
+#define NODE_HB_STOP_WAIT_MS 1000
+/* No reply for this long: drop the connecting endpoint and connect afresh
+ * (nanomsg 1.1.5's endpoint can wedge after the peer restarted, nnx.h). */
+#define NODE_HB_RECONNECT_MS 2000
+/* Replies read per poll callback. */
+#define NODE_HB_RECV_PER_CB 16
+
+static void hb_send(node *n);
+
+/* ---- transfer commands ------------------------------------------------------ */
+
+static void apply_commands(node *n, const wire_hb_reply *r)
+{
+    for (size_t i = 0; i < r->nxfers && !n->stopping; i++) {
+        seg_op op;
+        if (node_xfer_begin(n, &r->xfers[i], &op) == 0) {
+            node_commit_add(n, &op);
+        }
+    }
+}
+
+/* ---- assignment ------------------------------------------------------------ */
+
+static void drop_unassigned(node *n)
+{
+    for (size_t i = 0; i < n->core.nsegs; i++) {
+        seg_segment *s = &n->core.segs[i];
+        if (s->fenced) {
+            continue;
+        }
+        const wire_assignment *a = node_load_assignment(n, s->segment_id);
+        if (a != NULL && a->epoch == s->epoch) {
+            s->state = a->state == WIRE_SEG_DRAINING ? SEG_DRAINING : SEG_ACTIVE;
+            s->item->paused = a->paused;
+            continue;
+        }
+        if (a != NULL && a->epoch < s->epoch) {
+            continue; /* a view older than what we loaded: the next reply is newer */
+        }
+        if (node_commit_touches(n, s)) {
+            continue; /* settles first; the next reply drops it */
+        }
+        ESC_LOG(ESC_LOG_INFO, "SEG-DROP",
+                "seg=%" PRIu64 " item=%s/%s epoch=%" PRIu64
+                ": no longer assigned here (%s); this node stops serving it",
+                s->segment_id, s->item->tenant_id, s->item->item_id, s->epoch,
+                a == NULL ? "unassigned" : "assigned at a higher epoch");
+        node_commit_drop_segment(n, s, ESC_ENOT_OWNER);
+        n->stats.segments_dropped++;
+        node_metrics_segment(n, false);
+    }
+}
+
+static void apply_assignment(node *n, const wire_hb_reply *r)
+{
+    node_hb *hb = &n->hb;
+    hb->nassign = r->nsegs < ESC_HB_SEGMENTS_MAX ? r->nsegs : ESC_HB_SEGMENTS_MAX;
+    memcpy(hb->assign, r->segs, hb->nassign * sizeof hb->assign[0]);
+    drop_unassigned(n);
+    node_load_assignment_changed(n);
+}
+
+/* ---- heartbeats -------------------------------------------------------------- */
+
+static void fill_stats(node *n, wire_heartbeat *m)
+{
+    m->nsegs = 0;
+    m->ndry = 0;
+    for (size_t i = 0; i < n->core.nsegs && m->nsegs < ESC_HB_SEGMENTS_MAX; i++) {
+        const seg_segment *s = &n->core.segs[i];
+        if (s->fenced) {
+            continue;
+        }
+        node_reply_seg_stats(s, &m->segs[m->nsegs++]);
+        if (s->dry) {
+            m->dry[m->ndry++] = s->segment_id; /* in every heartbeat until units return */
+        }
+    }
+}
+
+static void hb_send(node *n)
+{
+    node_hb *hb = &n->hb;
+    wire_heartbeat *m = hb->msg;
+    int64_t now = esc_mono_us() / 1000;
+    if (hb->sock < 0) {
+        return;
+    }
+    if (hb->last_reply_ms != 0 && now - hb->last_reply_ms > NODE_HB_RECONNECT_MS &&
+        now - hb->last_reconnect_ms > NODE_HB_RECONNECT_MS) {
+        hb->last_reconnect_ms = now;
+        if (nnx_reconnect(hb->sock, &hb->eid, n->cfg.coordinator) != 0) {
+            ESC_LOG(ESC_LOG_WARN, "SEG-HB", "cannot reconnect to %s", n->cfg.coordinator);
+        }
+    }
+    hb->corr++;
+    snprintf(m->node_id, sizeof m->node_id, "%s", n->cfg.node_id);
+    m->incarnation = n->cfg.incarnation;
+    snprintf(m->endpoint, sizeof m->endpoint, "%s", n->cfg.advertise);
+    m->stopping = hb->stop_sent;
+    fill_stats(n, m);
+    node_xfer_report(n, m, hb->corr);
+    size_t len;
+    int rc = wire_encode_heartbeat(hb->corr, m, hb->buf, ESC_FRAME_BYTES_MAX, &len);
+    if (rc != 0) {
+        ESC_LOG(ESC_LOG_ERROR, "SEG-HB", "cannot encode a heartbeat: %s", esc_err_name(rc));
+        return;
+    }
+    nnx_hdr hdr;
+    nnx_hdr_request_id(&hdr, (uint32_t)(hb->corr & 0x7fffffffu));
+    rc = nnx_send(hb->sock, &hdr, hb->buf, len);
+    if (rc != 0) {
+        ESC_LOG(ESC_LOG_DEBUG, "SEG-HB", "send failed: %s", esc_err_name(rc));
+    }
+    hb->last_sent_ms = now;
+    n->stats.heartbeats++;
+    node_metrics_heartbeat(n, rc == 0 ? "sent" : "failed");
+}
+
+static void on_reply(node *n, uint64_t corr, const wire_hb_reply *r)
+{
+    node_hb *hb = &n->hb;
+    if (corr == 0 || corr > hb->corr) {
+        return; /* not an answer to any heartbeat of ours */
+    }
+    n->stats.hb_replies++;
+    node_metrics_heartbeat(n, "replied");
+    hb->last_reply_ms = esc_mono_us() / 1000;
+    /* the coordinator read heartbeat corr: the results it carried arrived */
+    node_xfer_acked(n, corr);
+    if (hb->stop_sent && corr >= hb->stop_corr && !hb->stop_done) {
+        hb->stop_done = true;
+        n->up.progress(n);
+        return;
+    }
+    if (corr <= hb->applied_corr) {
+        return; /* an older view than one already applied */
+    }
+    hb->applied_corr = corr;
+    if (r->heartbeat_ms >= NODE_HB_MS_MIN && r->heartbeat_ms <= NODE_HB_MS_MAX &&
+        r->heartbeat_ms != hb->heartbeat_ms) {
+        hb->heartbeat_ms = r->heartbeat_ms;
+        uv_timer_set_repeat(&hb->timer, hb->heartbeat_ms);
+    }
+    apply_assignment(n, r);
+    apply_commands(n, r);
+}
+
+static bool hb_open(void *arg)
+{
+    return ((const node *)arg)->hb.sock >= 0;
+}
+
+/* One reply from the coordinator. */
+static void on_hb_frame(void *arg, const void *msg, size_t len, const nnx_hdr *hdr)
+{
+    (void)hdr;
+    node *n = arg;
+    wire_reply rep;
+    memset(&rep, 0, sizeof rep);
+    rep.hb = n->hb.reply;
+    int rc = wire_decode_reply(msg, len, &rep);
+    if (rc != 0) {
+        ESC_LOG(ESC_LOG_WARN, "SEG-HB", "undecodable reply from the coordinator: %s",
+                esc_err_name(rc));
+        return;
+    }
+    if (rep.status != 0 || !rep.has_hb) {
+        ESC_LOG(ESC_LOG_WARN, "SEG-HB", "coordinator refused heartbeat corr=%" PRIu64 ": %s %s",
+                rep.corr_id, esc_err_name(rep.status), rep.message);
+        return;
+    }
+    on_reply(n, rep.corr_id, n->hb.reply);
+}
+
+static void on_hb_readable(nnx_watch *w, void *arg)
+{
+    (void)w;
+    node *n = arg;
+    int rc = daemon_drain(n->hb.sock, NODE_HB_RECV_PER_CB, hb_open, on_hb_frame, n);
+    if (rc != 0) {
+        ESC_LOG(ESC_LOG_WARN, "SEG-HB", "recv: %s", esc_strerror(rc));
+    }
+}
+
+static void on_hb_timer(uv_timer_t *t)
+{
+    hb_send(t->data);
+}
+
+void node_assign_soon(node *n)
+{
+    node_hb *hb = &n->hb;
+    if (hb->sock < 0 || uv_is_active((uv_handle_t *)&hb->soon_timer) ||
+        uv_is_closing((uv_handle_t *)&hb->soon_timer)) {
+        return;
+    }
+    int64_t gap = esc_mono_us() / 1000 - hb->last_sent_ms;
+    uint64_t wait = gap >= NODE_HB_MIN_GAP_MS ? 0 : (uint64_t)(NODE_HB_MIN_GAP_MS - gap);
+    /* from the loop, never in the middle of settling a batch */
+    if (uv_timer_start(&hb->soon_timer, on_hb_timer, wait, 0) != 0) {
+        ESC_LOG(ESC_LOG_WARN, "SEG-HB", "cannot arm the early heartbeat");
+    }
+}
+
+static void on_stop_timer(uv_timer_t *t)
+{
+    node *n = t->data;
+    if (!n->hb.stop_done) {
+        ESC_LOG(ESC_LOG_WARN, "SEG-STOP", "the coordinator did not answer the stopping heartbeat");
+        n->hb.stop_done = true;
+        n->up.progress(n);
+    }
+}
+
+bool node_assign_stop_done(node *n)
+{
+    node_hb *hb = &n->hb;
+    if (hb->sock < 0 || hb->stop_done) {
+        return true;
+    }
+    if (!hb->stop_sent) {
+        /* batches are finished: now the coordinator may hand our segments
+         * over at once, nothing of ours is in flight to be fenced */
+        hb->stop_sent = true;
+        hb_send(n);
+        hb->stop_corr = hb->corr;
+        if (uv_timer_start(&hb->stop_timer, on_stop_timer, NODE_HB_STOP_WAIT_MS, 0) != 0) {
+            hb->stop_done = true;
+            return true;
+        }
+    }
+    return false;
+}
+
+/* ---- lifecycle ---------------------------------------------------------------- */
+
+int node_assign_open(node *n)
+{
+    node_hb *hb = &n->hb;
+    hb->msg = esc_xcalloc(1, sizeof *hb->msg);
+    hb->reply = esc_xcalloc(1, sizeof *hb->reply);
+    hb->buf = esc_xmalloc(ESC_FRAME_BYTES_MAX);
+    hb->assign = esc_xcalloc(ESC_HB_SEGMENTS_MAX, sizeof *hb->assign);
+    node_load_init(n);
+    hb->heartbeat_ms = NODE_HB_DEFAULT_MS;
+    int rc = nnx_open_req(&hb->sock);
+    if (rc != 0) {
+        hb->sock = -1;
+        ESC_LOG(ESC_LOG_ERROR, "SEG-HB", "cannot open a socket: %s", esc_strerror(rc));
+        return rc;
+    }
+    if ((rc = nnx_connect(hb->sock, n->cfg.coordinator, &hb->eid)) != 0) {
+        ESC_LOG(ESC_LOG_ERROR, "SEG-HB", "cannot connect to %s: %s", n->cfg.coordinator,
+                esc_strerror(rc));
+        return rc;
+    }
+    if ((rc = nnx_watch_start(n->loop, &hb->watch, hb->sock, on_hb_readable, n)) != 0) {
+        return rc;
+    }
+    n->handles_open++;
+    uv_timer_t *timers[3] = {&hb->timer, &hb->soon_timer, &hb->stop_timer};
+    for (int i = 0; i < 3; i++) {
+        if (uv_timer_init(n->loop, timers[i]) != 0) {
+            return ESC_EIO;
+        }
+        timers[i]->data = n;
+        n->handles_open++;
+    }
+    if (uv_timer_start(&hb->timer, on_hb_timer, 0, hb->heartbeat_ms) != 0) {
+        return ESC_EIO;
+    }
+    return 0;
+}
+
+static void on_hb_handle_closed(uv_handle_t *h)
+{
+    node *n = h->data;
+    n->handles_open--;
+}
+
+void node_assign_close(node *n)
+{
+    node_hb *hb = &n->hb;
+    if (hb->msg == NULL || uv_is_closing((uv_handle_t *)&hb->timer)) {
+        return;
+    }
+    uv_close((uv_handle_t *)&hb->timer, on_hb_handle_closed);
+    uv_close((uv_handle_t *)&hb->soon_timer, on_hb_handle_closed);
+    uv_close((uv_handle_t *)&hb->stop_timer, on_hb_handle_closed);
+    hb->watch.poll.data = n;
+    nnx_watch_close(&hb->watch, on_hb_handle_closed);
+}
+
+void node_assign_fini(node *n)
+{
+    node_hb *hb = &n->hb;
+    if (hb->sock >= 0) {
+        nnx_close(hb->sock);
+        hb->sock = -1;
+    }
+    node_load_fini(n);
+    free(hb->msg);
+    free(hb->reply);
+    free(hb->buf);
+    free(hb->assign);
+    memset(hb, 0, sizeof *hb);
+    hb->sock = -1;
+}

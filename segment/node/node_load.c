@@ -1,0 +1,263 @@
+/*
+ * node_load.c - see node_load.h. Nothing here blocks the loop but the
+ * static claim at start, before the loop runs.
+ */
+#include "node_load.h"
+
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "escrow_errors.h"
+#include "log.h"
+#include "node_commit.h"
+#include "node_lookup.h"
+#include "node_metrics.h"
+
+/* ---- static mode ------------------------------------------------------------ */
+
+int node_load_owned(node *n)
+{
+    PGconn *conn = PQconnectdb(n->cfg.dsn);
+    if (conn == NULL || PQstatus(conn) != CONNECTION_OK) {
+        ESC_LOG(ESC_LOG_ERROR, "SEG-START", "cannot connect to PostgreSQL: %s",
+                conn ? PQerrorMessage(conn) : "out of memory");
+        PQfinish(conn);
+        return ESC_EUNAVAILABLE;
+    }
+    char why[512] = "";
+    int rc =
+        seg_store_take_ownership(conn, n->cfg.node_id, n->cfg.advertise, &n->core, why, sizeof why);
+    PQfinish(conn);
+    if (rc != 0) {
+        ESC_LOG(ESC_LOG_ERROR, "SEG-START", "node=%s cannot take ownership: %s", n->cfg.node_id,
+                why);
+    }
+    return rc;
+}
+
+/* ---- managed mode: the assignment -------------------------------------------- */
+
+void node_load_init(node *n)
+{
+    n->load.rows = esc_xcalloc(ESC_HB_SEGMENTS_MAX, sizeof *n->load.rows);
+    sbuf_init(&n->load.ids);
+    sbuf_init(&n->load.epochs);
+}
+
+void node_load_fini(node *n)
+{
+    if (n->load.rows != NULL) {
+        sbuf_fini(&n->load.ids);
+        sbuf_fini(&n->load.epochs);
+    }
+    free(n->load.rows);
+    memset(&n->load, 0, sizeof n->load);
+}
+
+const wire_assignment *node_load_assignment(const node *n, uint64_t segment_id)
+{
+    for (size_t i = 0; i < n->hb.nassign; i++) {
+        if (n->hb.assign[i].segment_id == segment_id) {
+            return &n->hb.assign[i];
+        }
+    }
+    return NULL;
+}
+
+bool node_load_wanted(node *n, const wire_assignment *a)
+{
+    const seg_segment *s = seg_core_find_segment(&n->core, a->segment_id);
+    return s == NULL || (s->fenced && s->epoch < a->epoch);
+}
+
+void node_load_assignment_changed(node *n)
+{
+    n->load.wanted = false;
+    for (size_t i = 0; i < n->hb.nassign && !n->load.wanted; i++) {
+        n->load.wanted = node_load_wanted(n, &n->hb.assign[i]);
+    }
+    if (n->load.wanted) {
+        node_lookup_kick(n);
+    }
+}
+
+/* ---- managed mode: loading --------------------------------------------------- */
+
+static void load_finish(node *n)
+{
+    n->load.busy = false;
+    n->load.nrows = 0;
+    n->query_busy = false;
+    node_lookup_kick(n);
+    n->up.progress(n);
+}
+
+/* Adds the row's item (fresher than what an earlier load left) and segment
+ * at assignment a. Returns 0 or an ESC_E* code after logging. */
+static int add_row(node *n, node_load_row *l, const wire_assignment *a)
+{
+    seg_item *it;
+    seg_segment *s;
+    if (seg_core_add_item(&n->core, &l->item, &it) != 0) {
+        ESC_LOG(ESC_LOG_ERROR, "SEG-LOAD", "out of memory adding an item");
+        return ESC_ENOMEM;
+    }
+    it->max_per_order = l->item.max_per_order;
+    it->max_per_buyer = l->item.max_per_buyer;
+    it->hold_ttl_ms = l->item.hold_ttl_ms;
+    it->paused = l->item.paused || a->paused;
+    l->seg.state = a->state == WIRE_SEG_DRAINING ? SEG_DRAINING : SEG_ACTIVE;
+    int rc = seg_core_add_segment(&n->core, it, &l->seg, &s);
+    if (rc != 0) {
+        ESC_LOG(ESC_LOG_ERROR, "SEG-LOAD", "seg=%" PRIu64 " cannot be added: %s", l->seg.segment_id,
+                esc_err_name(rc));
+    }
+    return rc;
+}
+
+/* Adds the loaded rows still assigned at their epoch; returns how many. */
+static size_t add_loaded(node *n)
+{
+    size_t added = 0;
+    for (size_t i = 0; i < n->load.nrows; i++) {
+        node_load_row *l = &n->load.rows[i];
+        const wire_assignment *a = node_load_assignment(n, l->seg.segment_id);
+        if (a == NULL || a->epoch != l->seg.epoch || !node_load_wanted(n, a)) {
+            continue; /* the assignment moved on while we read */
+        }
+        added += add_row(n, l, a) == 0;
+    }
+    return added;
+}
+
+static void log_loaded(node *n)
+{
+    for (size_t i = 0; i < n->load.nrows; i++) {
+        const seg_segment *s = seg_core_find_segment(&n->core, n->load.rows[i].seg.segment_id);
+        if (s == NULL || s->fenced || s->epoch != n->load.rows[i].seg.epoch) {
+            continue;
+        }
+        n->stats.segments_loaded++;
+        node_metrics_segment(n, true);
+        ESC_LOG(ESC_LOG_INFO, "SEG-LOADED",
+                "seg=%" PRIu64 " item=%s/%s epoch=%" PRIu64 " state=%s available=%" PRId64
+                " held=%" PRId64 " sold=%" PRId64,
+                s->segment_id, s->item->tenant_id, s->item->item_id, s->epoch,
+                s->state == SEG_DRAINING ? "draining" : "active", s->available, s->held, s->sold);
+    }
+}
+
+/* Should never happen: refuses to serve what does not add up. Drops every
+ * segment seg_core_check names, one at a time (it names the first). */
+static void drop_inconsistent(node *n)
+{
+    uint64_t bad = 0;
+    while (seg_core_check(&n->core, &bad) == ESC_EINTERNAL && bad != 0) {
+        ESC_LOG(ESC_LOG_ERROR, "SEG-LOAD", "loaded state inconsistent (seg=%" PRIu64 ")", bad);
+        seg_segment *s = seg_core_find_segment(&n->core, bad);
+        if (s == NULL || s->fenced || node_commit_touches(n, s)) {
+            return;
+        }
+        node_commit_drop_segment(n, s, ESC_ENOT_OWNER);
+        bad = 0;
+    }
+}
+
+static void on_load_holds(pgx_conn *c, PGresult *res, const pgx_err *err, void *arg)
+{
+    (void)c;
+    node *n = arg;
+    if (err->code != 0) {
+        ESC_LOG(ESC_LOG_WARN, "SEG-LOAD", "holds: %s", err->message);
+        load_finish(n);
+        return;
+    }
+    if (add_loaded(n) > 0) {
+        char why[256] = "";
+        if (seg_store_add_holds(res, &n->core, true, why, sizeof why) != 0) {
+            ESC_LOG(ESC_LOG_ERROR, "SEG-LOAD", "loaded state inconsistent (%s)", why);
+        }
+        drop_inconsistent(n);
+        log_loaded(n);
+    }
+    load_finish(n);
+}
+
+/* One row of SEG_SQL_LOAD_SEGMENTS. */
+static void row_from_result(const PGresult *res, int i, node_load_row *l)
+{
+    memset(l, 0, sizeof *l);
+    l->seg.segment_id = strtoull(PQgetvalue(res, i, 0), NULL, 10);
+    snprintf(l->item.tenant_id, sizeof l->item.tenant_id, "%s", PQgetvalue(res, i, 1));
+    snprintf(l->item.item_id, sizeof l->item.item_id, "%s", PQgetvalue(res, i, 2));
+    l->seg.epoch = strtoull(PQgetvalue(res, i, 3), NULL, 10);
+    l->seg.available = strtoll(PQgetvalue(res, i, 4), NULL, 10);
+    l->seg.held = strtoll(PQgetvalue(res, i, 5), NULL, 10);
+    l->seg.sold = strtoll(PQgetvalue(res, i, 6), NULL, 10);
+    l->seg.next_seq = strtoull(PQgetvalue(res, i, 7), NULL, 10);
+    l->seg.state = seg_store_segment_state(PQgetvalue(res, i, 8));
+    l->item.max_per_order = (int32_t)strtol(PQgetvalue(res, i, 9), NULL, 10);
+    l->item.max_per_buyer = (int32_t)strtol(PQgetvalue(res, i, 10), NULL, 10);
+    l->item.hold_ttl_ms = (uint32_t)strtoul(PQgetvalue(res, i, 11), NULL, 10);
+    l->item.paused = strcmp(PQgetvalue(res, i, 12), "active") != 0;
+}
+
+static void on_load_segments(pgx_conn *c, PGresult *res, const pgx_err *err, void *arg)
+{
+    node *n = arg;
+    node_loading *ld = &n->load;
+    if (err->code != 0) {
+        ESC_LOG(ESC_LOG_WARN, "SEG-LOAD", "segments: %s", err->message);
+        load_finish(n);
+        return;
+    }
+    ld->nrows = 0;
+    sbuf_open(&ld->ids);
+    for (int i = 0; i < PQntuples(res) && ld->nrows < ESC_HB_SEGMENTS_MAX; i++) {
+        node_load_row *l = &ld->rows[ld->nrows++];
+        row_from_result(res, i, l);
+        sbuf_i64(&ld->ids, (int64_t)l->seg.segment_id);
+    }
+    sbuf_close(&ld->ids);
+    if (ld->nrows == 0) {
+        load_finish(n); /* not ours at that epoch (any more): the next reply says more */
+        return;
+    }
+    const char *v[1] = {sbuf_cstr(&ld->ids)};
+    if (pgx_query(c, NULL, SEG_SQL_LOAD_HOLDS, 1, v, on_load_holds, n) != 0) {
+        load_finish(n);
+    }
+}
+
+bool node_load_next(node *n)
+{
+    node_loading *ld = &n->load;
+    if (!ld->wanted || ld->busy || n->stopping) {
+        return false;
+    }
+    ld->wanted = false;
+    size_t k = 0;
+    sbuf_open(&ld->ids);
+    sbuf_open(&ld->epochs);
+    for (size_t i = 0; i < n->hb.nassign; i++) {
+        if (node_load_wanted(n, &n->hb.assign[i])) {
+            sbuf_i64(&ld->ids, (int64_t)n->hb.assign[i].segment_id);
+            sbuf_i64(&ld->epochs, (int64_t)n->hb.assign[i].epoch);
+            k++;
+        }
+    }
+    sbuf_close(&ld->ids);
+    sbuf_close(&ld->epochs);
+    if (k == 0) {
+        return false;
+    }
+    const char *v[3] = {n->cfg.node_id, sbuf_cstr(&ld->ids), sbuf_cstr(&ld->epochs)};
+    if (pgx_query(&n->query_conn, NULL, SEG_SQL_LOAD_SEGMENTS, 3, v, on_load_segments, n) != 0) {
+        return false; /* the next reply asks again */
+    }
+    ld->busy = true;
+    n->query_busy = true;
+    return true;
+}
