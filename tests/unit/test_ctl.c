@@ -25,7 +25,7 @@
 #include "ctl_quota.h"
 #include "ctl_rpc.h"
 #include "escrow_errors.h"
-#include "feed.h"
+#include "escrow_feed.h"
 #include "nnx.h"
 #include "wire.h"
 

@@ -1,5 +1,5 @@
 /*
- * main.c - escrowctl, the escrow admin CLI. Thin: parses argv (ctl_opts),
+ * escrowctl.c - escrowctl, the escrow admin CLI. Thin: parses argv (ctl_opts),
  * loads the region file of --config (its dsn and coordinator), then ctl_run
  * does the work. See `escrowctl --help`.
  */

@@ -1,5 +1,5 @@
 /*
- * coord_main.c - escrow-coordinator: parses argv, wires the coordinator to
+ * escrow-coordinator.c - escrow-coordinator: parses argv, wires the coordinator to
  * a libuv loop, runs. Exit codes: 0 clean stop, 1 failure, 2 bad usage,
  * 99 the ESC_FAILPOINT_COORD_EXIT_AFTER_SENT failpoint fired.
  */

@@ -18,7 +18,7 @@
 #include "ctl_db.h"
 #include "ctl_json.h"
 #include "escrow_errors.h"
-#include "feed.h"
+#include "escrow_feed.h"
 
 /* How long one feed_poll waits; the loop then checks the stop flag. */
 #define CTL_FOLLOW_POLL_MS 1000

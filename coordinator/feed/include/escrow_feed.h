@@ -1,5 +1,5 @@
 /*
- * feed.h - the event feed: how an order system consumes escrow's outbox.
+ * escrow_feed.h - the event feed: how an order system consumes escrow's outbox.
  *
  * Static library escrow_feed (links libpq; libescrow never does). A consumer
  * is a named cursor of one tenant (table feed_consumers, migration 0006),

@@ -4,7 +4,7 @@
  * Database commands: opens the connection named by the arguments, runs the
  * command, closes the connection. Coordinator commands (ctl_cmd_is_admin):
  * one round trip to the coordinator, no database. Either way the outcome
- * becomes the process exit code (ctl_exit_code). main.c only parses argv and
+ * becomes the process exit code (ctl_exit_code). escrowctl.c only parses argv and
  * calls ctl_run.
  */
 #ifndef CTL_H

@@ -1,6 +1,6 @@
 /*
- * feed.c - see feed.h; the ordering scheme is explained in
- * coordinator/migrations/0006_event_feed.sql.
+ * feed.c - see escrow_feed.h; the ordering scheme is explained in
+ * common/schema/migrations/0006_event_feed.sql.
  *
  * Synchronous libpq on one connection. Polling, not LISTEN/NOTIFY: a NOTIFY
  * would have to be sent from the commit path (escrow_commit_batch), and a
@@ -12,7 +12,7 @@
  * the last row of a batch that parsed completely; every row ever returned
  * had txid < the xmin of the snapshot that read it.
  */
-#include "feed.h"
+#include "escrow_feed.h"
 
 #include <errno.h>
 #include <inttypes.h>

@@ -1,6 +1,6 @@
 /*
  * ctl_feed.h - `escrowctl events --follow` and `escrowctl consumers`: the
- * event feed (coordinator/feed.h) from the command line.
+ * event feed (coordinator/feed/include/escrow_feed.h) from the command line.
  *
  * events --follow is a consumer like any other: it prints each batch, flushes
  * stdout, and only then commits the cursor (process, then commit), so a

@@ -15,7 +15,7 @@
 #include "ctl_json.h"
 #include "escrow_errors.h"
 #include "log.h"
-#include "migrations.h"
+#include "schema.h"
 
 #define TAG "/* escrow:ctl-migrate */ "
 
@@ -32,7 +32,7 @@ static const char sql_newer[] = TAG "SELECT version, name FROM schema_migrations
                                     "WHERE version > $1 ORDER BY version LIMIT 100";
 
 /* Lock, table, and "is m already there?" inside an open transaction. */
-static int is_applied(PGconn *conn, const coord_migration *m, bool *applied)
+static int is_applied(PGconn *conn, const schema_migration *m, bool *applied)
 {
     char version[16];
     snprintf(version, sizeof version, "%d", m->version);
@@ -56,7 +56,7 @@ static int is_applied(PGconn *conn, const coord_migration *m, bool *applied)
 }
 
 /* One migration in one transaction. *applied_now tells whether it ran. */
-static int migrate_one(PGconn *conn, const coord_migration *m, bool *applied_now)
+static int migrate_one(PGconn *conn, const schema_migration *m, bool *applied_now)
 {
     bool present = false;
     char version[16];
@@ -105,12 +105,12 @@ static int warn_newer(PGconn *conn, int latest)
 int ctl_migrate(PGconn *conn, const ctl_args *a, FILE *out)
 {
     bool applied[CTL_MIGRATIONS_MAX];
-    size_t count = coord_migrations_count;
+    size_t count = schema_embedded_count;
     ESC_ASSERT(count > 0 && count <= sizeof applied / sizeof applied[0]);
     size_t n_applied = 0;
     for (size_t i = 0; i < count; i++) {
-        const coord_migration *m = &coord_migrations[i];
-        ESC_ASSERT(i == 0 || m->version > coord_migrations[i - 1].version);
+        const schema_migration *m = &schema_embedded[i];
+        ESC_ASSERT(i == 0 || m->version > schema_embedded[i - 1].version);
         int rc = migrate_one(conn, m, &applied[i]);
         if (rc != 0) {
             return rc;
@@ -120,7 +120,7 @@ int ctl_migrate(PGconn *conn, const ctl_args *a, FILE *out)
             fprintf(out, "applied %s\n", m->name);
         }
     }
-    int latest = coord_migrations[count - 1].version;
+    int latest = schema_embedded[count - 1].version;
     int rc = warn_newer(conn, latest);
     if (rc != 0) {
         return rc;
@@ -136,7 +136,7 @@ int ctl_migrate(PGconn *conn, const ctl_args *a, FILE *out)
     ctl_json_begin_arr(&j, "applied");
     for (size_t i = 0; i < count; i++) {
         if (applied[i]) {
-            ctl_json_str(&j, NULL, coord_migrations[i].name);
+            ctl_json_str(&j, NULL, schema_embedded[i].name);
         }
     }
     ctl_json_end_arr(&j);

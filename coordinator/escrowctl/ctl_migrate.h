@@ -1,7 +1,7 @@
 /*
  * ctl_migrate.h - `escrowctl migrate`: brings the schema up to date.
  *
- * Applies each embedded migration (migrations.h) that schema_migrations does
+ * Applies each embedded migration (common/schema/schema.h) that schema_migrations does
  * not list, each in its own transaction together with its schema_migrations
  * row, under a transaction-scoped advisory lock: two migrates at once are
  * safe (the second waits, then finds the work done). Idempotent.
