@@ -54,9 +54,9 @@ typedef struct coord_config {
     uint32_t collapse_pct;
     uint32_t low_water_pct;
     uint32_t catalog_poll_ms;
-    bool failpoint_exit_after_sent; /* ESC_FAILPOINT_COORD_EXIT_AFTER_SENT=1 */
-    const char *metrics;            /* borrowed: --metrics address; NULL = off (coord_metrics.h) */
-    uint32_t check_ms;              /* invariant monitor period (coord_mon.h) */
+    bool failpoint_exit_after_sent;  /* ESC_FAILPOINT_COORD_EXIT_AFTER_SENT=1 */
+    const char *metrics;             /* borrowed: --metrics address; NULL = off (coord_metrics.h) */
+    uint32_t check_ms;               /* invariant monitor period (coord_mon.h) */
     const struct region_cfg *region; /* borrowed: --config; NULL = no regions (coord_region.h) */
     /* --auth on: every request needs a valid key (coord_auth.h); cluster_key
      * (borrowed) is the cluster key's text, or NULL */
@@ -154,19 +154,6 @@ void coord_reload(coord *c);
 void coord_reload_done(coord *c, bool ok);
 /* A write's outcome is unknown (connection lost): re-read the catalog. */
 void coord_db_unknown(coord *c);
-
-/* Growing text of PostgreSQL array literals. */
-typedef struct coord_arr {
-    char *p; /* owned */
-    size_t len, cap;
-    int n;
-} coord_arr;
-void coord_arr_init(coord_arr *a);
-void coord_arr_fini(coord_arr *a);
-void coord_arr_i64(coord_arr *a, int64_t v);
-void coord_arr_str(coord_arr *a, const char *s);
-/* "{...}", valid until the next change. */
-const char *coord_arr_text(coord_arr *a);
 
 /* coord_place.c */
 void coord_place_tick(coord *c);

@@ -24,6 +24,8 @@
 #include "coord_metrics.h"
 #include "escrow_errors.h"
 #include "log.h"
+#include "pg_array.h"
+#include "pg_result.h"
 
 static void answer(coord *c, coord_admin_req *r, int status, const char *fmt, ...)
     __attribute__((format(printf, 4, 5)));
@@ -116,15 +118,15 @@ static int push(coord *c, admin_job *j, const char *sql, int n, const char *cons
 }
 
 /* Segment states after un-collapsing: the first segments_wanted active. */
-static void states_text(const coord_item *it, uint32_t wanted, coord_arr *ids, coord_arr *sts)
+static void states_text(const coord_item *it, uint32_t wanted, pg_array *ids, pg_array *sts)
 {
     uint32_t k = 0;
     for (size_t i = 0; i < it->nsegs; i++) {
         if (it->segs[i]->state == WIRE_SEG_RETIRED) {
             continue;
         }
-        coord_arr_i64(ids, (int64_t)it->segs[i]->segment_id);
-        coord_arr_str(sts, k++ < wanted ? "active" : "draining");
+        pg_array_i64(ids, (int64_t)it->segs[i]->segment_id);
+        pg_array_str(sts, k++ < wanted ? "active" : "draining");
     }
 }
 
@@ -166,9 +168,9 @@ static void on_restocked(coord *c, PGresult *res, const pgx_err *err, void *arg)
         free(j);
         return;
     }
-    it->total = strtoll(PQgetvalue(res, 0, 0), NULL, 10);
-    it->unallocated = strtoll(PQgetvalue(res, 0, 1), NULL, 10);
-    it->reduce_pending = strtoll(PQgetvalue(res, 0, 2), NULL, 10);
+    it->total = pg_result_i64_or(res, 0, 0, 0);
+    it->unallocated = pg_result_i64_or(res, 0, 1, 0);
+    it->reduce_pending = pg_result_i64_or(res, 0, 2, 0);
     if (it->tail_segment != 0) {
         it->tail_segment = 0;
         apply_states(it, it->segments_wanted);
@@ -190,18 +192,18 @@ static void restock(coord *c, admin_job *j)
         free(j);
         return;
     }
-    coord_arr ids, sts;
-    coord_arr_init(&ids);
-    coord_arr_init(&sts);
+    pg_array ids, sts;
+    pg_array_init(&ids);
+    pg_array_init(&sts);
     if (it->tail_segment != 0) {
         states_text(it, it->segments_wanted, &ids, &sts); /* a restock splits it again */
     }
     char q[24];
     snprintf(q, sizeof q, "%" PRId64, j->qty);
-    const char *v[5] = {it->tenant_id, it->item_id, q, coord_arr_text(&ids), coord_arr_text(&sts)};
+    const char *v[5] = {it->tenant_id, it->item_id, q, pg_array_text(&ids), pg_array_text(&sts)};
     (void)push(c, j, sql_restock, 5, v, on_restocked);
-    coord_arr_fini(&ids);
-    coord_arr_fini(&sts);
+    pg_array_fini(&ids);
+    pg_array_fini(&sts);
 }
 
 static const char sql_reduce[] =
@@ -234,9 +236,9 @@ static void on_reduced(coord *c, PGresult *res, const pgx_err *err, void *arg)
                "cannot reduce %s/%s by %" PRId64 ": only %s units are neither held nor sold",
                it->tenant_id, it->item_id, j->qty, PQgetvalue(res, 0, 0));
     } else {
-        it->total = strtoll(PQgetvalue(res, 0, 1), NULL, 10);
-        it->unallocated = strtoll(PQgetvalue(res, 0, 2), NULL, 10);
-        it->reduce_pending = strtoll(PQgetvalue(res, 0, 3), NULL, 10);
+        it->total = pg_result_i64_or(res, 0, 1, 0);
+        it->unallocated = pg_result_i64_or(res, 0, 2, 0);
+        it->reduce_pending = pg_result_i64_or(res, 0, 3, 0);
         it->pass_now = true;
         answer(c, j->r, 0,
                "reduced %s/%s by %" PRId64 ": total=%" PRId64
@@ -322,8 +324,8 @@ static void on_split(coord *c, PGresult *res, const pgx_err *err, void *arg)
         return;
     }
     for (int i = 1; i < PQntuples(res); i++) {
-        coord_seg *s = coord_cat_add_seg(&c->cat, it, strtoull(PQgetvalue(res, i, 0), NULL, 10),
-                                         (int32_t)strtol(PQgetvalue(res, i, 1), NULL, 10));
+        coord_seg *s = coord_cat_add_seg(&c->cat, it, (uint64_t)pg_result_i64_or(res, i, 0, 0),
+                                         pg_result_i32_or(res, i, 1, 0));
         if (s != NULL) {
             s->state = WIRE_SEG_ACTIVE;
         }
@@ -352,19 +354,19 @@ static void split(coord *c, admin_job *j)
         free(j);
         return;
     }
-    coord_arr ids, sts;
-    coord_arr_init(&ids);
-    coord_arr_init(&sts);
+    pg_array ids, sts;
+    pg_array_init(&ids);
+    pg_array_init(&sts);
     states_text(it, j->nsegs, &ids, &sts);
     char n[16], lo[16], hi[16];
     snprintf(n, sizeof n, "%u", j->nsegs);
     snprintf(lo, sizeof lo, "%d", it->next_seg_no);
     snprintf(hi, sizeof hi, "%d", it->next_seg_no + (int32_t)add - 1);
-    const char *v[7] = {it->tenant_id,        it->item_id, n, coord_arr_text(&ids),
-                        coord_arr_text(&sts), lo,          hi};
+    const char *v[7] = {it->tenant_id,       it->item_id, n, pg_array_text(&ids),
+                        pg_array_text(&sts), lo,          hi};
     (void)push(c, j, sql_split, 7, v, on_split);
-    coord_arr_fini(&ids);
-    coord_arr_fini(&sts);
+    pg_array_fini(&ids);
+    pg_array_fini(&sts);
 }
 
 /* ---- dispatch --------------------------------------------------------------------- */

@@ -25,6 +25,7 @@
 #include "coord_metrics.h"
 #include "escrow_errors.h"
 #include "log.h"
+#include "pg_result.h"
 
 #define RECONNECT_MS_MIN 100
 #define RECONNECT_MS_MAX 2000
@@ -38,71 +39,6 @@ struct coord_job {
     coord_job_cb cb;
     void *arg;
 };
-
-/* ---- array literals ------------------------------------------------------ */
-
-void coord_arr_init(coord_arr *a)
-{
-    memset(a, 0, sizeof *a);
-}
-
-void coord_arr_fini(coord_arr *a)
-{
-    free(a->p);
-    memset(a, 0, sizeof *a);
-}
-
-static void arr_put(coord_arr *a, const char *s, size_t n)
-{
-    if (a->len + n + 3 > a->cap) {
-        a->cap = (a->len + n + 3) * 2;
-        a->p = esc_xrealloc(a->p, a->cap);
-    }
-    memcpy(a->p + a->len, s, n);
-    a->len += n;
-    a->p[a->len] = '\0';
-}
-
-static void arr_sep(coord_arr *a)
-{
-    if (a->len == 0) {
-        arr_put(a, "{", 1);
-    }
-    if (a->n++ > 0) {
-        arr_put(a, ",", 1);
-    }
-}
-
-void coord_arr_i64(coord_arr *a, int64_t v)
-{
-    char b[24];
-    int n = snprintf(b, sizeof b, "%" PRId64, v);
-    arr_sep(a);
-    arr_put(a, b, (size_t)n);
-}
-
-void coord_arr_str(coord_arr *a, const char *s)
-{
-    arr_sep(a);
-    arr_put(a, "\"", 1);
-    for (; *s != '\0'; s++) {
-        if (*s == '"' || *s == '\\') {
-            arr_put(a, "\\", 1);
-        }
-        arr_put(a, s, 1);
-    }
-    arr_put(a, "\"", 1);
-}
-
-const char *coord_arr_text(coord_arr *a)
-{
-    if (a->len == 0) {
-        arr_put(a, "{", 1);
-    }
-    arr_put(a, "}", 1);
-    a->len--; /* more elements may follow; the '}' stays until overwritten */
-    return a->p;
-}
 
 /* ---- the queue ------------------------------------------------------------ */
 
@@ -274,9 +210,10 @@ typedef struct reload_run {
 
 static uint32_t g_reload_gen;
 
+/* Every cell the read turns into a number is NOT NULL or COALESCEd. */
 static int64_t i64(const PGresult *r, int row, int col)
 {
-    return strtoll(PQgetvalue(r, row, col), NULL, 10);
+    return pg_result_i64_or(r, row, col, 0);
 }
 
 static int item_state(const char *s)
@@ -327,7 +264,7 @@ static void merge_items(coord *c, PGresult *res, const pgx_err *err, void *arg)
         it->state = item_state(PQgetvalue(res, i, 5));
         it->segments_wanted = (uint32_t)i64(res, i, 6);
         it->tail_segment = (uint64_t)i64(res, i, 7);
-        it->global = PQgetvalue(res, i, 8)[0] == 't';
+        it->global = pg_result_true(res, i, 8);
     }
 }
 
@@ -372,7 +309,7 @@ static void merge_one_seg(coord *c, PGresult *res, int i)
     if (s == NULL) {
         coord_item *it = coord_cat_item(&c->cat, PQgetvalue(res, i, 1), PQgetvalue(res, i, 2));
         if (it == NULL ||
-            (s = coord_cat_add_seg(&c->cat, it, id, (int32_t)i64(res, i, 3))) == NULL) {
+            (s = coord_cat_add_seg(&c->cat, it, id, pg_result_i32_or(res, i, 3, 0))) == NULL) {
             return;
         }
     }

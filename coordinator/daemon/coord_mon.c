@@ -16,6 +16,7 @@
 #include "escrow_errors.h"
 #include "log.h"
 #include "metrics.h"
+#include "pg_result.h"
 
 #define TAG "/* escrow:coord-monitor */ "
 #define STR_(x) #x
@@ -116,8 +117,8 @@ static void export_result(coord_mon *m, const PGresult *res, const mon_result *r
     metrics_family_clear(m->f_div); /* only items that violate now */
     for (int i = 0; i < PQntuples(res); i++) {
         if (strcmp(PQgetvalue(res, i, K_KIND), "item") == 0) {
-            int64_t total = strtoll(PQgetvalue(res, i, K_A), NULL, 10);
-            int64_t accounted = strtoll(PQgetvalue(res, i, K_B), NULL, 10);
+            int64_t total = pg_result_i64_or(res, i, K_A, 0);
+            int64_t accounted = pg_result_i64_or(res, i, K_B, 0);
             metrics_set(
                 metrics_get2(m->f_div, PQgetvalue(res, i, K_TENANT), PQgetvalue(res, i, K_ITEM)),
                 (double)(total - accounted));
@@ -141,8 +142,8 @@ static void describe(const PGresult *res, int i, char *line, size_t cap)
     const char *t = PQgetvalue(res, i, K_TENANT);
     const char *it = PQgetvalue(res, i, K_ITEM);
     if (strcmp(PQgetvalue(res, i, K_KIND), "item") == 0) {
-        int64_t total = strtoll(PQgetvalue(res, i, K_A), NULL, 10);
-        int64_t acc = strtoll(PQgetvalue(res, i, K_B), NULL, 10);
+        int64_t total = pg_result_i64_or(res, i, K_A, 0);
+        int64_t acc = pg_result_i64_or(res, i, K_B, 0);
         snprintf(line, cap,
                  "item=%s/%s total=%" PRId64 " accounted=%" PRId64 " divergence=%" PRId64
                  " held=%s sold=%s",
@@ -165,11 +166,11 @@ static void read_result(coord_mon *m, const PGresult *res, mon_result *r)
         const char *kind = PQgetvalue(res, i, K_KIND);
         r->now_s = strtod(PQgetvalue(res, i, K_NOW), NULL);
         if (strcmp(kind, "count") == 0) {
-            r->items = strtoll(PQgetvalue(res, i, K_A), NULL, 10);
-            r->segments = strtoll(PQgetvalue(res, i, K_B), NULL, 10);
+            r->items = pg_result_i64_or(res, i, K_A, 0);
+            r->segments = pg_result_i64_or(res, i, K_B, 0);
             continue;
         }
-        int64_t n = strtoll(PQgetvalue(res, i, K_N), NULL, 10);
+        int64_t n = pg_result_i64_or(res, i, K_N, 0);
         *(strcmp(kind, "item") == 0 ? &r->items_bad : &r->segs_bad) = n;
         if (logged++ >= COORD_MON_LOG_MAX) {
             continue;

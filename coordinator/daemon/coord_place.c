@@ -24,6 +24,8 @@
 #include "coord_metrics.h"
 #include "escrow_errors.h"
 #include "log.h"
+#include "pg_array.h"
+#include "pg_result.h"
 
 #define NODE_WRITE_EVERY_US 1000000
 
@@ -66,9 +68,9 @@ static void on_node_written(coord *c, PGresult *res, const pgx_err *err, void *a
             n->db_incarnation = w->incarnation;
         }
         for (int i = 0; i < PQntuples(res); i++) {
-            coord_seg *s = coord_cat_seg(&c->cat, strtoull(PQgetvalue(res, i, 0), NULL, 10));
+            coord_seg *s = coord_cat_seg(&c->cat, (uint64_t)pg_result_i64_or(res, i, 0, 0));
             if (s != NULL) {
-                s->epoch = strtoull(PQgetvalue(res, i, 1), NULL, 10);
+                s->epoch = (uint64_t)pg_result_i64_or(res, i, 1, 0);
                 s->pending = false;
                 s->revoked = false;
                 s->reported = false;
@@ -121,14 +123,14 @@ void coord_node_write(coord *c, coord_node *n, bool force)
     w->incarnation = n->incarnation;
     w->state = state;
     w->raise = raise;
-    coord_arr ids, eps;
-    coord_arr_init(&ids);
-    coord_arr_init(&eps);
+    pg_array ids, eps;
+    pg_array_init(&ids);
+    pg_array_init(&eps);
     for (size_t i = 0; raise && i < c->cat.nsegs; i++) {
         coord_seg *s = c->cat.segs[i];
         if (s->owner == n && !s->pending) {
-            coord_arr_i64(&ids, (int64_t)s->segment_id);
-            coord_arr_i64(&eps, (int64_t)s->epoch);
+            pg_array_i64(&ids, (int64_t)s->segment_id);
+            pg_array_i64(&eps, (int64_t)s->epoch);
             w->segs[w->nsegs++] = s;
         }
     }
@@ -137,8 +139,8 @@ void coord_node_write(coord *c, coord_node *n, bool force)
     snprintf(seen, sizeof seen, "%" PRId64, n->last_hb_wall_ms);
     snprintf(lease, sizeof lease, "%" PRId64, n->last_hb_wall_ms + (int64_t)c->cfg.lease_ms);
     const char *v[8] = {
-        n->node_id,           n->endpoint,         inc, node_state_names[state], seen, lease,
-        coord_arr_text(&ids), coord_arr_text(&eps)};
+        n->node_id,          n->endpoint,        inc, node_state_names[state], seen, lease,
+        pg_array_text(&ids), pg_array_text(&eps)};
     if (coord_db_push(c, sql_node, 8, v, on_node_written, w) != 0) {
         free(w);
     } else {
@@ -151,8 +153,8 @@ void coord_node_write(coord *c, coord_node *n, bool force)
             }
         }
     }
-    coord_arr_fini(&ids);
-    coord_arr_fini(&eps);
+    pg_array_fini(&ids);
+    pg_array_fini(&eps);
 }
 
 /* ---- heartbeats ------------------------------------------------------------- */
@@ -260,13 +262,13 @@ static void on_granted(coord *c, PGresult *res, const pgx_err *err, void *arg)
     c->grant_busy = false;
     if (err->code == 0) {
         for (int i = 0; i < PQntuples(res); i++) {
-            coord_seg *s = coord_cat_seg(&c->cat, strtoull(PQgetvalue(res, i, 0), NULL, 10));
+            coord_seg *s = coord_cat_seg(&c->cat, (uint64_t)pg_result_i64_or(res, i, 0, 0));
             coord_node *n = coord_cat_node(&c->cat, PQgetvalue(res, i, 1));
             if (s == NULL || n == NULL) {
                 continue;
             }
             s->owner = n;
-            s->epoch = strtoull(PQgetvalue(res, i, 2), NULL, 10);
+            s->epoch = (uint64_t)pg_result_i64_or(res, i, 2, 0);
             s->pending = false;
             s->revoked = false;
             s->reported = false;
@@ -323,19 +325,19 @@ static coord_node *most_loaded(coord *c)
     return best;
 }
 
-static void add_move(grant *g, coord_arr *ids, coord_arr *nodes, coord_arr *eps, coord_seg *s,
+static void add_move(grant *g, pg_array *ids, pg_array *nodes, pg_array *eps, coord_seg *s,
                      coord_node *to)
 {
     g->segs[g->n++] = s;
-    coord_arr_i64(ids, (int64_t)s->segment_id);
-    coord_arr_str(nodes, to->node_id);
-    coord_arr_i64(eps, (int64_t)s->epoch);
+    pg_array_i64(ids, (int64_t)s->segment_id);
+    pg_array_str(nodes, to->node_id);
+    pg_array_i64(eps, (int64_t)s->epoch);
     to->nsegs++;
 }
 
 /* Evens out the loads: from the most to the least loaded node, segments
  * that are idle (no transfer, no write in flight). */
-static void balance(coord *c, grant *g, coord_arr *ids, coord_arr *nodes, coord_arr *eps)
+static void balance(coord *c, grant *g, pg_array *ids, pg_array *nodes, pg_array *eps)
 {
     for (int moves = 0; moves < COORD_BALANCE_MOVES_MAX && g->n < COORD_GRANT_MAX; moves++) {
         coord_node *hi = most_loaded(c), *lo = least_loaded(c, NULL);
@@ -378,10 +380,10 @@ void coord_place_tick(coord *c)
         }
     }
     grant *g = esc_xcalloc(1, sizeof *g);
-    coord_arr ids, nodes, eps;
-    coord_arr_init(&ids);
-    coord_arr_init(&nodes);
-    coord_arr_init(&eps);
+    pg_array ids, nodes, eps;
+    pg_array_init(&ids);
+    pg_array_init(&nodes);
+    pg_array_init(&eps);
     for (size_t i = 0; i < c->cat.nsegs && g->n < COORD_GRANT_MAX; i++) {
         coord_seg *s = c->cat.segs[i];
         if (s->pending || s->state == WIRE_SEG_RETIRED || !needs_move(s) ||
@@ -397,7 +399,7 @@ void coord_place_tick(coord *c)
         balance(c, g, &ids, &nodes, &eps);
     }
     if (g->n > 0) {
-        const char *v[3] = {coord_arr_text(&ids), coord_arr_text(&nodes), coord_arr_text(&eps)};
+        const char *v[3] = {pg_array_text(&ids), pg_array_text(&nodes), pg_array_text(&eps)};
         if (coord_db_push(c, sql_grant, 3, v, on_granted, g) == 0) {
             c->grant_busy = true;
             for (size_t i = 0; i < g->n; i++) {
@@ -411,7 +413,7 @@ void coord_place_tick(coord *c)
         }
     }
     free(g);
-    coord_arr_fini(&ids);
-    coord_arr_fini(&nodes);
-    coord_arr_fini(&eps);
+    pg_array_fini(&ids);
+    pg_array_fini(&nodes);
+    pg_array_fini(&eps);
 }

@@ -15,6 +15,7 @@
 #include "escrow_errors.h"
 #include "log.h"
 #include "region_cfg.h"
+#include "pg_result.h"
 
 #define TAG "/* escrow:coord-region */ "
 /* Open quota transfers offered again per round (the oldest first). */
@@ -194,7 +195,7 @@ static void on_done(coord *c, PGresult *res, const pgx_err *err, void *arg)
     if (err->code != 0) {
         ESC_LOG(ESC_LOG_WARN, "COORD-QUOTA", "transfer=%" PRIu64 " recording the answer: %s",
                 j->transfer_id, err->message);
-    } else if (PQgetvalue(res, 0, 0)[0] == 't') {
+    } else if (pg_result_true(res, 0, 0)) {
         c->region->n_done++;
         ESC_LOG(ESC_LOG_INFO, "COORD-QUOTA-DONE", "transfer=%" PRIu64 " %s", j->transfer_id,
                 j->refused ? "refused: units back in unallocated" : "received");
@@ -340,8 +341,8 @@ static void on_applied(coord *c, PGresult *res, const pgx_err *err, void *arg)
                 coord_reload(c);
             }
             ESC_LOG(ESC_LOG_INFO, "COORD-QUOTA-APPLIED",
-                    "from=%s transfer=%" PRIu64 " item=%s/%s qty=%" PRId64, j->from,
-                    j->transfer_id, j->tenant_id, j->item_id, j->qty);
+                    "from=%s transfer=%" PRIu64 " item=%s/%s qty=%" PRId64, j->from, j->transfer_id,
+                    j->tenant_id, j->item_id, j->qty);
             if (r->fp_after_apply) {
                 ESC_LOG(ESC_LOG_WARN, "COORD-FAILPOINT",
                         "ESC_FAILPOINT_QUOTA_EXIT_AFTER_APPLY: exiting before the answer");
@@ -576,14 +577,15 @@ static void on_sent(coord *c, PGresult *res, const pgx_err *err, void *arg)
         free(j);
         return;
     }
-    if (PQgetisnull(res, 0, 0)) {
-        ESC_LOG(ESC_LOG_INFO, "COORD-QUOTA", "item=%s/%s fewer than %" PRId64
-                " units unallocated: re-reading", it->tenant_id, it->item_id, j->qty);
+    if (pg_result_null(res, 0, 0)) {
+        ESC_LOG(ESC_LOG_INFO, "COORD-QUOTA",
+                "item=%s/%s fewer than %" PRId64 " units unallocated: re-reading", it->tenant_id,
+                it->item_id, j->qty);
         coord_reload(c);
         free(j);
         return;
     }
-    uint64_t id = strtoull(PQgetvalue(res, 0, 0), NULL, 10);
+    uint64_t id = (uint64_t)pg_result_i64_or(res, 0, 0, 0);
     c->region->n_sent++;
     it->total -= j->qty;
     it->unallocated -= j->qty;
@@ -652,15 +654,15 @@ static void on_open_transfers(coord *c, PGresult *res, const pgx_err *err, void 
         }
     }
     for (int i = 0; i < PQntuples(res); i++) {
-        uint64_t id = strtoull(PQgetvalue(res, i, 0), NULL, 10);
+        uint64_t id = (uint64_t)pg_result_i64_or(res, i, 0, 0);
         const char *tenant = PQgetvalue(res, i, 1), *item = PQgetvalue(res, i, 2);
         const char *to = PQgetvalue(res, i, 3);
-        int64_t qty = strtoll(PQgetvalue(res, i, 4), NULL, 10);
+        int64_t qty = pg_result_i64_or(res, i, 4, 0);
         int peer = peer_index(r, to);
         if (peer < 0) {
             ESC_LOG(ESC_LOG_ERROR, "COORD-QUOTA",
-                    "transfer=%" PRIu64 " to region %s which is not in [peers] of %s: it waits",
-                    id, to, r->cfg->path);
+                    "transfer=%" PRIu64 " to region %s which is not in [peers] of %s: it waits", id,
+                    to, r->cfg->path);
             continue;
         }
         coord_item *it = coord_cat_item(&c->cat, tenant, item);
@@ -821,8 +823,8 @@ static void on_claimed(coord *c, PGresult *res, const pgx_err *err, void *arg)
     const char *owner = PQgetvalue(res, 0, 0);
     if (strcmp(owner, r->cfg->name) != 0) {
         ESC_LOG(ESC_LOG_ERROR, "COORD-REGION",
-                "the database in %s belongs to region %s, not %s: refusing to start",
-                r->cfg->path, owner, r->cfg->name);
+                "the database in %s belongs to region %s, not %s: refusing to start", r->cfg->path,
+                owner, r->cfg->name);
         c->exit_code = 1;
         coord_stop(c);
         return;

@@ -24,6 +24,8 @@
 #include "coord_region.h"
 #include "escrow_errors.h"
 #include "log.h"
+#include "pg_array.h"
+#include "pg_result.h"
 
 void coord_xfer_sent(coord *c, const coord_xfer *x)
 {
@@ -85,7 +87,7 @@ static void on_reread(coord *c, PGresult *res, const pgx_err *err, void *arg)
     }
     bool became_sent = x->state == COORD_XF_PLANNED && strcmp(st, "sent") == 0;
     x->state = strcmp(st, "sent") == 0 ? COORD_XF_SENT : COORD_XF_PLANNED;
-    x->qty = strtoll(PQgetvalue(res, 0, 1), NULL, 10);
+    x->qty = pg_result_i64_or(res, 0, 1, 0);
     c->xfer_changes++;
     if (became_sent) {
         coord_xfer_sent(c, x);
@@ -173,9 +175,9 @@ static void on_received_here(coord *c, PGresult *res, const pgx_err *err, void *
         return;
     }
     coord_item *it = x->item;
-    it->total = strtoll(PQgetvalue(res, 0, 0), NULL, 10);
-    it->unallocated = strtoll(PQgetvalue(res, 0, 1), NULL, 10);
-    it->reduce_pending = strtoll(PQgetvalue(res, 0, 2), NULL, 10);
+    it->total = pg_result_i64_or(res, 0, 0, 0);
+    it->unallocated = pg_result_i64_or(res, 0, 1, 0);
+    it->reduce_pending = pg_result_i64_or(res, 0, 2, 0);
     xfer_done(c, x, "received into unallocated");
 }
 
@@ -257,10 +259,10 @@ static void on_planned(coord *c, PGresult *res, const pgx_err *err, void *arg)
     it->plan_busy--;
     if (err->code == 0) {
         for (int i = 0; i < PQntuples(res); i++) {
-            uint64_t id = strtoull(PQgetvalue(res, i, 0), NULL, 10);
-            uint64_t from = strtoull(PQgetvalue(res, i, 1), NULL, 10);
-            uint64_t to = strtoull(PQgetvalue(res, i, 2), NULL, 10);
-            int64_t qty = strtoll(PQgetvalue(res, i, 3), NULL, 10);
+            uint64_t id = (uint64_t)pg_result_i64_or(res, i, 0, 0);
+            uint64_t from = (uint64_t)pg_result_i64_or(res, i, 1, 0);
+            uint64_t to = (uint64_t)pg_result_i64_or(res, i, 2, 0);
+            int64_t qty = pg_result_i64_or(res, i, 3, 0);
             coord_xfer *x = coord_cat_add_xfer(&c->cat, it, id, from, to, qty,
                                                j->restock ? COORD_XF_SENT : COORD_XF_PLANNED);
             if (x == NULL) {
@@ -270,7 +272,7 @@ static void on_planned(coord *c, PGresult *res, const pgx_err *err, void *arg)
             x->reason = plan_reason(j, from, to);
             coord_metrics_xfer_planned(c, x->reason);
             if (j->restock) {
-                it->unallocated = strtoll(PQgetvalue(res, i, 4), NULL, 10);
+                it->unallocated = pg_result_i64_or(res, i, 4, 0);
             }
             coord_seg *f = from ? coord_cat_seg(&c->cat, from) : NULL;
             if (f != NULL && f->state == WIRE_SEG_DRAINING && it->tail_segment == to) {
@@ -300,29 +302,29 @@ static void push_plan(coord *c, coord_item *it, const coord_plan *p, bool restoc
     plan_job *j = esc_xcalloc(1, sizeof *j);
     j->it = it;
     j->restock = restock;
-    coord_arr f, t, q, r;
-    coord_arr_init(&f);
-    coord_arr_init(&t);
-    coord_arr_init(&q);
-    coord_arr_init(&r);
+    pg_array f, t, q, r;
+    pg_array_init(&f);
+    pg_array_init(&t);
+    pg_array_init(&q);
+    pg_array_init(&r);
     for (size_t i = 0; i < p->nxfers; i++) {
         const coord_pxfer *x = &p->xfers[i];
         if ((x->from == 0) != restock) {
             continue;
         }
         j->x[j->n++] = *x;
-        coord_arr_i64(&f, (int64_t)x->from);
-        coord_arr_i64(&t, (int64_t)x->to);
-        coord_arr_i64(&q, x->qty);
-        coord_arr_str(&r, coord_reason_name(x->reason));
+        pg_array_i64(&f, (int64_t)x->from);
+        pg_array_i64(&t, (int64_t)x->to);
+        pg_array_i64(&q, x->qty);
+        pg_array_str(&r, coord_reason_name(x->reason));
     }
     int rc = ESC_EINVAL;
     if (j->n > 0 && restock) {
-        const char *v[4] = {it->tenant_id, it->item_id, coord_arr_text(&t), coord_arr_text(&q)};
+        const char *v[4] = {it->tenant_id, it->item_id, pg_array_text(&t), pg_array_text(&q)};
         rc = coord_db_push(c, sql_restock, 4, v, on_planned, j);
     } else if (j->n > 0) {
-        const char *v[6] = {it->tenant_id,      it->item_id,        coord_arr_text(&f),
-                            coord_arr_text(&t), coord_arr_text(&q), coord_arr_text(&r)};
+        const char *v[6] = {it->tenant_id,     it->item_id,       pg_array_text(&f),
+                            pg_array_text(&t), pg_array_text(&q), pg_array_text(&r)};
         rc = coord_db_push(c, sql_plan, 6, v, on_planned, j);
     }
     if (rc == 0) {
@@ -334,10 +336,10 @@ static void push_plan(coord *c, coord_item *it, const coord_plan *p, bool restoc
     } else {
         free(j);
     }
-    coord_arr_fini(&f);
-    coord_arr_fini(&t);
-    coord_arr_fini(&q);
-    coord_arr_fini(&r);
+    pg_array_fini(&f);
+    pg_array_fini(&t);
+    pg_array_fini(&q);
+    pg_array_fini(&r);
 }
 
 /* ---- collapse ------------------------------------------------------------------------ */
