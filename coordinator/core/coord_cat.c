@@ -46,6 +46,19 @@ void coord_cat_fini(coord_cat *c)
     memset(c, 0, sizeof *c);
 }
 
+void coord_cat_watch(coord_cat *c, coord_cat_watch_cb cb, void *arg)
+{
+    c->watch_cb = cb;
+    c->watch_arg = arg;
+}
+
+void coord_cat_changed(coord_cat *c, coord_item *it)
+{
+    if (c->watch_cb != NULL) {
+        c->watch_cb(it, COORD_CAT_CHANGED, c->watch_arg);
+    }
+}
+
 /* Appends p to a pointer array, growing it (the daemon aborts on OOM). */
 static void push(void ***arr, size_t *n, size_t *cap, void *p)
 {
@@ -125,6 +138,9 @@ coord_item *coord_cat_add_item(coord_cat *c, const char *tenant_id, const char *
     it->segments_wanted = 1;
     (void)hmap_insert(&c->items_by_key, &it->by_key, item_hash(tenant_id, item_id));
     push((void ***)&c->items, &c->nitems, &c->items_cap, it);
+    if (c->watch_cb != NULL) {
+        c->watch_cb(it, COORD_CAT_ADDED, c->watch_arg);
+    }
     return it;
 }
 
@@ -211,7 +227,7 @@ void coord_cat_drop_xfer(coord_cat *c, coord_xfer *x)
     free(x);
 }
 
-bool coord_node_eligible(const coord_node *n)
+bool coord_cat_node_eligible(const coord_node *n)
 {
     return n->alive && n->seen && !n->stopping && !n->drained && !n->inc_pending &&
            n->db_state >= 0 && n->incarnation == n->db_incarnation;
@@ -224,7 +240,7 @@ static bool node_serving(const coord_node *n)
     return n->alive && !n->inc_pending && (!n->seen || n->incarnation == n->db_incarnation);
 }
 
-bool coord_seg_served(const coord_seg *s)
+bool coord_cat_seg_served(const coord_seg *s)
 {
     return s->owner != NULL && !s->pending && !s->revoked && s->state != WIRE_SEG_RETIRED &&
            node_serving(s->owner);
@@ -251,7 +267,7 @@ void coord_cat_assignment(const coord_cat *c, const coord_node *n, wire_hb_reply
     }
     for (size_t i = 0; i < c->nsegs && out->nsegs < ESC_HB_SEGMENTS_MAX; i++) {
         const coord_seg *s = c->segs[i];
-        if (s->owner != n || !coord_seg_served(s)) {
+        if (s->owner != n || !coord_cat_seg_served(s)) {
             continue;
         }
         wire_assignment *a = &out->segs[out->nsegs++];
@@ -264,7 +280,7 @@ void coord_cat_assignment(const coord_cat *c, const coord_node *n, wire_hb_reply
         const coord_xfer *x = c->xfers[i];
         uint64_t seg_id = x->state == COORD_XF_PLANNED ? x->from : x->to;
         const coord_seg *s = seg_id ? coord_cat_seg(c, seg_id) : NULL;
-        if (x->busy || s == NULL || s->owner != n || !coord_seg_served(s)) {
+        if (x->busy || s == NULL || s->owner != n || !coord_cat_seg_served(s)) {
             continue;
         }
         add_cmd(out, x, x->state == COORD_XF_PLANNED ? WIRE_XFER_GIVE : WIRE_XFER_RECEIVE, seg_id);
@@ -290,7 +306,7 @@ void coord_cat_route(const coord_item *it, wire_route *out)
         w->epoch = s->epoch;
         w->state = (uint32_t)s->state;
         snprintf(w->endpoint, sizeof w->endpoint, "%s",
-                 coord_seg_served(s) && s->owner->seen ? s->owner->endpoint : "");
+                 coord_cat_seg_served(s) && s->owner->seen ? s->owner->endpoint : "");
     }
 }
 
@@ -344,7 +360,7 @@ void coord_cat_snapshot(const coord_cat *c, const coord_item *it, uint32_t colla
         p->reported = s->reported && s->rep_epoch == s->epoch;
         p->available = p->reported ? s->available : s->db_available;
         p->held = p->reported ? s->held : s->db_held;
-        p->owner_live = coord_seg_served(s) && s->owner->seen;
+        p->owner_live = coord_cat_seg_served(s) && s->owner->seen;
         p->busy = s->xfer_id != 0;
         p->dry = s->dry;
         p->forwarded = s->forwarded;

@@ -17,6 +17,12 @@
  * Items, segments and nodes are heap objects that live until
  * coord_cat_fini (pointers to them stay valid); transfers are freed when
  * they close.
+ *
+ * Routes: an item's routing table is derived from the catalog. The catalog
+ * tells one watcher (coord_cat_watch; the daemon's routing, coord_route.h)
+ * when an item was added and whenever a module that changed an item reports
+ * it with coord_cat_changed, so the modules that write items never call the
+ * routing themselves. The watcher runs synchronously, inside the call.
  */
 #ifndef ESC_COORD_CAT_H
 #define ESC_COORD_CAT_H
@@ -103,7 +109,7 @@ typedef struct coord_item {
     bool sold_out;
     uint64_t route_version;
     uint64_t route_hash;
-    bool global;          /* a global_items row exists: its total is this region's quota */
+    bool global;           /* a global_items row exists: its total is this region's quota */
     struct coord_gitem *g; /* owned by coord_region.c (NULL until it first looks) */
 } coord_item;
 
@@ -114,14 +120,25 @@ typedef struct coord_xfer {
     uint64_t from, to; /* 0 = unallocated */
     int64_t qty;
     int state;          /* COORD_XF_* */
-    const char *reason; /* static (coord_reason_name) when planned here; NULL = not known */
+    const char *reason; /* static (coord_policy_reason_name) when planned here; NULL = not known */
     bool busy;          /* a coordinator-side commit or re-read is in flight */
     size_t idx;         /* in coord_cat.xfers */
     uint32_t gen;       /* catalog read that last saw it open */
 } coord_xfer;
 
+/* What the watcher is told about an item. */
+typedef enum coord_cat_event {
+    COORD_CAT_ADDED = 0, /* coord_cat_add_item created it */
+    COORD_CAT_CHANGED,   /* coord_cat_changed: its route may differ now */
+} coord_cat_event;
+
+/* it is borrowed; arg is the one given to coord_cat_watch. */
+typedef void (*coord_cat_watch_cb)(coord_item *it, coord_cat_event ev, void *arg);
+
 typedef struct coord_cat {
     hmap items_by_key, segs_by_id, nodes_by_id, xfers_by_id;
+    coord_cat_watch_cb watch_cb; /* NULL = nobody watches */
+    void *watch_arg;
     coord_item **items;
     size_t nitems, items_cap;
     coord_seg **segs;
@@ -136,13 +153,20 @@ typedef struct coord_cat {
 int coord_cat_init(coord_cat *c);
 void coord_cat_fini(coord_cat *c);
 
+/* Installs the one watcher (replacing any); cb NULL = none. */
+void coord_cat_watch(coord_cat *c, coord_cat_watch_cb cb, void *arg);
+/* Reports that it changed in a way its route may show (segments, states,
+ * tail, sold out, paused...): the watcher hears COORD_CAT_CHANGED. */
+void coord_cat_changed(coord_cat *c, coord_item *it);
+
 coord_item *coord_cat_item(const coord_cat *c, const char *tenant_id, const char *item_id);
 coord_seg *coord_cat_seg(const coord_cat *c, uint64_t segment_id);
 coord_node *coord_cat_node(const coord_cat *c, const char *node_id);
 coord_xfer *coord_cat_xfer(const coord_cat *c, uint64_t transfer_id);
 
 /* Adds (zeroed but for the keys) and returns the entry, or NULL when the
- * table is at its bound. */
+ * table is at its bound. A new item is reported to the watcher
+ * (COORD_CAT_ADDED) before it is returned. */
 coord_item *coord_cat_add_item(coord_cat *c, const char *tenant_id, const char *item_id);
 coord_seg *coord_cat_add_seg(coord_cat *c, coord_item *it, uint64_t segment_id, int32_t seg_no);
 coord_node *coord_cat_add_node(coord_cat *c, const char *node_id);
@@ -152,10 +176,10 @@ coord_xfer *coord_cat_add_xfer(coord_cat *c, coord_item *it, uint64_t transfer_i
 void coord_cat_drop_xfer(coord_cat *c, coord_xfer *x);
 
 /* True if the node may be given segments. */
-bool coord_node_eligible(const coord_node *n);
+bool coord_cat_node_eligible(const coord_node *n);
 /* True if the segment is served right now: owner alive, incarnation
  * committed, no write in flight, not revoked. */
-bool coord_seg_served(const coord_seg *s);
+bool coord_cat_seg_served(const coord_seg *s);
 
 /* The heartbeat reply's assignment and transfer commands for node n. */
 void coord_cat_assignment(const coord_cat *c, const coord_node *n, wire_hb_reply *out);

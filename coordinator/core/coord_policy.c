@@ -28,7 +28,7 @@
 static const char *const reason_names[COORD_R_LAST_] = {
     "rebalance", "refill", "collapse", "forward", "restock", "reduce", "split"};
 
-const char *coord_reason_name(int reason)
+const char *coord_policy_reason_name(int reason)
 {
     return reason >= 0 && reason < COORD_R_LAST_ ? reason_names[reason] : "rebalance";
 }
@@ -400,7 +400,7 @@ static int64_t over_horizon(int64_t demand_milli, uint32_t horizon_ms)
     return u > 1e12 ? (int64_t)1e12 : (int64_t)ceil(u);
 }
 
-int coord_quota_plan(const coord_qin *in, int64_t *qty)
+int coord_policy_quota(const coord_qin *in, int64_t *qty)
 {
     int64_t keep = over_horizon(in->demand_milli, in->horizon_ms);
     if (keep < in->floor) {

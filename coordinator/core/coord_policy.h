@@ -34,7 +34,7 @@ typedef enum coord_reason {
     COORD_R_LAST_
 } coord_reason;
 
-const char *coord_reason_name(int reason);
+const char *coord_policy_reason_name(int reason);
 
 typedef struct coord_pseg {
     uint64_t segment_id;
@@ -121,6 +121,6 @@ typedef struct coord_qin {
  * min(spare, need). Returns the peer's index and *qty >= 1, or -1. Two
  * regions never send to each other in the same round: a region that needs
  * has no spare. */
-int coord_quota_plan(const coord_qin *in, int64_t *qty);
+int coord_policy_quota(const coord_qin *in, int64_t *qty);
 
 #endif

@@ -248,7 +248,7 @@ void coord_metrics_sample(coord *c)
         gap += s->reported ? (d < 0 ? -d : d) : 0;
         active += s->state == WIRE_SEG_ACTIVE;
         sdraining += s->state == WIRE_SEG_DRAINING;
-        unserved += s->state != WIRE_SEG_RETIRED && !coord_seg_served(s);
+        unserved += s->state != WIRE_SEG_RETIRED && !coord_cat_seg_served(s);
     }
     size_t planned = 0, sent = 0;
     for (size_t i = 0; i < c->cat.nxfers; i++) {

@@ -211,7 +211,7 @@ void coord_node_heartbeat(coord *c, const wire_heartbeat *hb, coord_node **out)
     for (size_t i = 0; i < hb->nsegs; i++) {
         const wire_seg_stats *st = &hb->segs[i];
         coord_seg *s = coord_cat_seg(&c->cat, st->segment_id);
-        if (s != NULL && s->owner == n && s->epoch == st->epoch && coord_seg_served(s)) {
+        if (s != NULL && s->owner == n && s->epoch == st->epoch && coord_cat_seg_served(s)) {
             take_stats(n, s, st, now);
         }
     }
@@ -306,7 +306,7 @@ static coord_node *least_loaded(coord *c, const coord_node *except)
     coord_node *best = NULL;
     for (size_t i = 0; i < c->cat.nnodes; i++) {
         coord_node *n = c->cat.nodes[i];
-        if (n != except && coord_node_eligible(n) && (best == NULL || n->nsegs < best->nsegs)) {
+        if (n != except && coord_cat_node_eligible(n) && (best == NULL || n->nsegs < best->nsegs)) {
             best = n;
         }
     }
@@ -318,7 +318,7 @@ static coord_node *most_loaded(coord *c)
     coord_node *best = NULL;
     for (size_t i = 0; i < c->cat.nnodes; i++) {
         coord_node *n = c->cat.nodes[i];
-        if (coord_node_eligible(n) && (best == NULL || n->nsegs > best->nsegs)) {
+        if (coord_cat_node_eligible(n) && (best == NULL || n->nsegs > best->nsegs)) {
             best = n;
         }
     }
@@ -347,7 +347,7 @@ static void balance(coord *c, grant *g, pg_array *ids, pg_array *nodes, pg_array
         coord_seg *pick = NULL;
         for (size_t i = 0; i < c->cat.nsegs && pick == NULL; i++) {
             coord_seg *s = c->cat.segs[i];
-            if (s->owner == hi && !s->pending && s->xfer_id == 0 && coord_seg_served(s)) {
+            if (s->owner == hi && !s->pending && s->xfer_id == 0 && coord_cat_seg_served(s)) {
                 pick = s;
             }
         }

@@ -716,7 +716,7 @@ static void plan_item(coord *c, coord_item *it, int64_t now)
         .peers = peers,
     };
     int64_t qty = 0;
-    int peer = coord_quota_plan(&in, &qty);
+    int peer = coord_policy_quota(&in, &qty);
     if (peer >= 0) {
         g->intent_peer = peer;
         g->intent_left = qty;

@@ -12,7 +12,7 @@
  *   - sends every peer a status of its global items (quota, unused, demand,
  *     floor, in flight) and learns the peer's view of the same items from
  *     the answer;
- *   - runs the automatic policy (coord_quota_plan) for each global item and
+ *   - runs the automatic policy (coord_policy_quota) for each global item and
  *     sets an export intent.
  * An export intent (automatic, or WIRE_QUOTA_MOVE from escrowctl) asks the
  * policy to reclaim units from the segments into unallocated

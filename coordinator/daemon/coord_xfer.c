@@ -246,7 +246,7 @@ static const char *plan_reason(const plan_job *j, uint64_t from, uint64_t to)
 {
     for (size_t i = 0; i < j->n; i++) {
         if (j->x[i].from == from && j->x[i].to == to) {
-            return coord_reason_name(j->x[i].reason);
+            return coord_policy_reason_name(j->x[i].reason);
         }
     }
     return NULL;
@@ -316,7 +316,7 @@ static void push_plan(coord *c, coord_item *it, const coord_plan *p, bool restoc
         pg_array_i64(&f, (int64_t)x->from);
         pg_array_i64(&t, (int64_t)x->to);
         pg_array_i64(&q, x->qty);
-        pg_array_str(&r, coord_reason_name(x->reason));
+        pg_array_str(&r, coord_policy_reason_name(x->reason));
     }
     int rc = ESC_EINVAL;
     if (j->n > 0 && restock) {
