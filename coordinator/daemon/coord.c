@@ -1,6 +1,6 @@
 /*
- * coord.c - see coord.h. Lifecycle, sockets, dispatch, heartbeat replies and
- * routing tables.
+ * coord.c - see coord.h. Life cycle, the REP socket's dispatch, timers and
+ * heartbeat replies.
  *
  * A heartbeat is answered at once from memory (never after a database
  * round trip): the reply carries only ownership that committed, so a node
@@ -16,143 +16,21 @@
 #include <string.h>
 
 #include "clock.h"
+#include "coord_admin.h"
 #include "coord_auth.h"
+#include "coord_db.h"
 #include "coord_metrics.h"
 #include "coord_mon.h"
+#include "coord_pass.h"
+#include "coord_place.h"
 #include "coord_region.h"
+#include "coord_reply.h"
+#include "coord_route.h"
+#include "coord_xfer.h"
 #include "escrow_errors.h"
 #include "log.h"
 
 #define ROUTE_TICK_MS 100
-#define ROUTE_ALL_US 1000000
-
-/* ---- replies -------------------------------------------------------------- */
-
-void coord_send_reply(coord *c, const nnx_hdr *hdr, const wire_reply *rep)
-{
-    size_t len;
-    int rc = wire_encode_reply(rep, c->frame, sizeof c->frame, &len);
-    if (rc != 0) {
-        ESC_LOG(ESC_LOG_ERROR, "COORD-REPLY", "cannot encode reply corr=%" PRIu64 ": %s",
-                rep->corr_id, esc_err_name(rc));
-        return;
-    }
-    rc = nnx_send(c->sock, hdr, c->frame, len);
-    if (rc != 0) {
-        ESC_LOG(ESC_LOG_DEBUG, "COORD-REPLY", "send failed: %s", esc_err_name(rc));
-    }
-}
-
-void coord_reply(coord *c, const nnx_hdr *hdr, uint64_t corr_id, int status, const char *msg)
-{
-    wire_reply rep;
-    memset(&rep, 0, sizeof rep);
-    rep.corr_id = corr_id;
-    rep.status = status;
-    const char *m = msg ? msg : (status ? esc_strerror(status) : "");
-    size_t n = strnlen(m, sizeof rep.message - 1); /* a long sentence is cut, not refused */
-    memcpy(rep.message, m, n);
-    rep.message[n] = '\0';
-    coord_send_reply(c, hdr, &rep);
-}
-
-/* ---- routes --------------------------------------------------------------- */
-
-void coord_bump_version(coord *c, coord_item *it)
-{
-    uint64_t now = (uint64_t)esc_wall_ms() * 1000u;
-    if (now < c->version_floor) {
-        now = c->version_floor;
-    }
-    it->route_version = it->route_version + 1 > now ? it->route_version + 1 : now;
-}
-
-static void publish(coord *c, const wire_route *r)
-{
-    size_t len;
-    int rc = wire_encode_route_pub(r, c->frame, sizeof c->frame, &len);
-    if (rc == 0) {
-        rc = nnx_publish(c->pub, c->frame, len);
-    }
-    if (rc == 0) {
-        coord_metrics_route_published(c);
-    }
-    if (rc != 0) {
-        ESC_LOG(ESC_LOG_DEBUG, "COORD-PUB", "item=%s/%s not published: %s", r->tenant_id,
-                r->item_id, esc_err_name(rc));
-    }
-}
-
-void coord_route_changed(coord *c, coord_item *it)
-{
-    coord_cat_route(it, &c->route_scratch);
-    uint64_t h = coord_cat_route_hash(&c->route_scratch);
-    if (h == it->route_hash) {
-        return;
-    }
-    it->route_hash = h;
-    coord_bump_version(c, it);
-    c->route_scratch.version = it->route_version;
-    ESC_LOG(ESC_LOG_DEBUG, "COORD-ROUTE",
-            "item=%s/%s version=%" PRIu64 " segments=%zu tail=%" PRIu64 " sold_out=%d paused=%d",
-            it->tenant_id, it->item_id, it->route_version, c->route_scratch.nsegs, it->tail_segment,
-            it->sold_out, c->route_scratch.paused);
-    publish(c, &c->route_scratch);
-}
-
-static void on_route_timer(uv_timer_t *t)
-{
-    coord *c = t->data;
-    if (!c->loaded) {
-        return;
-    }
-    int64_t now = esc_mono_us();
-    bool all = now - c->last_pub_all_us >= ROUTE_ALL_US;
-    for (size_t i = 0; i < c->cat.nitems; i++) {
-        coord_item *it = c->cat.items[i];
-        uint64_t before = it->route_version;
-        coord_route_changed(c, it);
-        if (all && before == it->route_version) {
-            coord_cat_route(it, &c->route_scratch);
-            publish(c, &c->route_scratch);
-        }
-    }
-    if (all) {
-        c->last_pub_all_us = now;
-    }
-}
-
-static void handle_route(coord *c, const nnx_hdr *hdr, const wire_request *q)
-{
-    c->n_routes++;
-    coord_item *it = NULL;
-    char msg[512];
-    if (q->segment_id != 0) {
-        coord_seg *s = coord_cat_seg(&c->cat, q->segment_id);
-        if (s != NULL && strcmp(s->item->tenant_id, q->tenant_id) == 0) {
-            it = s->item;
-        } else {
-            snprintf(msg, sizeof msg, "no segment %" PRIu64 " for tenant %s", q->segment_id,
-                     q->tenant_id);
-        }
-    } else {
-        it = coord_cat_item(&c->cat, q->tenant_id, q->item_id);
-        if (it == NULL) {
-            snprintf(msg, sizeof msg, "unknown item %s/%s", q->tenant_id, q->item_id);
-        }
-    }
-    if (it == NULL) {
-        coord_reply(c, hdr, q->corr_id, ESC_EUNKNOWN_ITEM, msg);
-        return;
-    }
-    coord_route_changed(c, it); /* a change not yet published is published first */
-    coord_cat_route(it, &c->route_scratch);
-    wire_reply rep;
-    memset(&rep, 0, sizeof rep);
-    rep.corr_id = q->corr_id;
-    rep.route = &c->route_scratch;
-    coord_send_reply(c, hdr, &rep);
-}
 
 /* ---- heartbeats ------------------------------------------------------------ */
 
@@ -162,7 +40,7 @@ static void handle_heartbeat(coord *c, const nnx_hdr *hdr, const wire_request *q
     coord_metrics_heartbeat(c);
     const wire_heartbeat *hb = q->hb;
     coord_node *n = NULL;
-    coord_node_heartbeat(c, hb, &n);
+    coord_place_heartbeat(c, hb, &n);
     if (n == NULL) {
         coord_reply(c, hdr, q->corr_id, ESC_EBUSY, "too many nodes");
         return;
@@ -178,7 +56,7 @@ static void handle_heartbeat(coord *c, const nnx_hdr *hdr, const wire_request *q
     for (size_t i = 0; i < hb->ndry; i++) {
         coord_seg *s = coord_cat_seg(&c->cat, hb->dry[i]);
         if (s != NULL && s->item->pass_now) {
-            coord_policy_pass(c, s->item, false); /* a dry segment: a pass at once */
+            coord_pass_run(c, s->item); /* a dry segment: a pass at once */
         }
     }
     wire_hb_reply *h = &c->hb_scratch;
@@ -189,7 +67,7 @@ static void handle_heartbeat(coord *c, const nnx_hdr *hdr, const wire_request *q
     memset(&rep, 0, sizeof rep);
     rep.corr_id = q->corr_id;
     rep.hb = h;
-    coord_send_reply(c, hdr, &rep);
+    coord_reply_send(c, hdr, &rep);
 }
 
 /* ---- dispatch --------------------------------------------------------------- */
@@ -206,18 +84,11 @@ static void dispatch(coord *c, const nnx_hdr *hdr, const wire_request *q)
         handle_heartbeat(c, hdr, q);
         return;
     case WIRE_OP_ROUTE:
-        handle_route(c, hdr, q);
+        coord_route_handle(c, hdr, q);
         return;
-    case WIRE_OP_ADMIN: {
-        c->n_admin++;
-        coord_admin_req *r = esc_xcalloc(1, sizeof *r);
-        r->hdr = *hdr;
-        r->req = *q;
-        r->req.hb = NULL;
-        r->deadline_us = esc_mono_us() + (int64_t)COORD_DEFER_MS_MAX * 1000;
-        coord_admin_handle(c, r);
+    case WIRE_OP_ADMIN:
+        coord_admin_handle(c, hdr, q);
         return;
-    }
     case WIRE_OP_QUOTA:
         coord_region_handle(c, hdr, q);
         return;
@@ -266,6 +137,7 @@ static void on_tick(uv_timer_t *t)
     }
     coord_place_tick(c);
     coord_xfer_tick(c);
+    coord_pass_tick(c);
     coord_admin_tick(c);
     coord_region_tick(c);
 }
@@ -277,21 +149,24 @@ static void on_rebalance(uv_timer_t *t)
         return;
     }
     for (size_t i = 0; i < c->cat.nitems; i++) {
-        coord_policy_pass(c, c->cat.items[i], false);
+        coord_pass_run(c, c->cat.items[i]);
     }
+}
+
+static void on_route_timer(uv_timer_t *t)
+{
+    coord_route_tick(t->data);
 }
 
 static void on_poll(uv_timer_t *t)
 {
     coord *c = t->data;
-    coord_reload(c);
+    coord_db_reload(c);
 }
 
-void coord_reload_done(coord *c, bool ok)
+/* coord_db's callback: a catalog read finished. */
+static void on_reload_done(coord *c, bool ok)
 {
-    c->reload_running = false;
-    c->reads_done++;
-    c->last_read_ok = ok;
     if (ok && !c->loaded) {
         c->loaded = true;
         size_t nodes_up = 0;
@@ -304,30 +179,15 @@ void coord_reload_done(coord *c, bool ok)
                 c->cfg.listen[0], c->cfg.publish, c->cat.nitems, c->cat.nsegs, c->cat.nnodes,
                 nodes_up, c->cat.nxfers, c->cfg.lease_ms, c->cfg.heartbeat_ms);
     }
-    /* admin requests that waited for this read are decided again */
-    coord_admin_req *r = c->after_reload, *later = NULL;
-    c->after_reload = NULL;
-    while (r != NULL) {
-        coord_admin_req *next = r->next;
-        r->next = NULL;
-        if (r->wait_read <= c->reads_done) {
-            coord_admin_handle(c, r); /* may queue it again for the next read */
-        } else {
-            r->next = later; /* queued while this read ran: it waits for the next one */
-            later = r;
-        }
-        r = next;
-    }
-    while (later != NULL) {
-        coord_admin_req *next = later->next;
-        later->next = c->after_reload;
-        c->after_reload = later;
-        later = next;
-    }
-    if (c->reload_again) {
-        c->reload_again = false;
-        coord_reload(c);
-    }
+    coord_admin_reload_done(c);
+}
+
+/* coord_region's callback: the region cannot run (its database belongs to
+ * another region, or cannot be claimed). */
+static void on_region_failed(coord *c)
+{
+    c->exit_code = 1;
+    coord_stop(c);
 }
 
 static void on_signal(uv_signal_t *s, int signum)
@@ -360,13 +220,8 @@ static int open_sockets(coord *c)
             return rc;
         }
     }
-    rc = nnx_open_pub(&c->pub);
-    if (rc == 0) {
-        rc = nnx_bind(c->pub, c->cfg.publish);
-    }
+    rc = coord_route_open(c);
     if (rc != 0) {
-        ESC_LOG(ESC_LOG_ERROR, "COORD-LISTEN", "cannot publish on %s: %s", c->cfg.publish,
-                esc_strerror(rc));
         return rc;
     }
     rc = nnx_watch_start(c->loop, &c->watch, c->sock, on_readable, c);
@@ -397,7 +252,6 @@ static int start_handles(coord *c)
     rc = rc ? rc : start_timer(c, &c->rebalance_timer, on_rebalance, c->cfg.rebalance_ms);
     rc = rc ? rc : start_timer(c, &c->route_timer, on_route_timer, ROUTE_TICK_MS);
     rc = rc ? rc : start_timer(c, &c->poll_timer, on_poll, c->cfg.catalog_poll_ms);
-    rc = rc ? rc : start_timer(c, &c->reconnect_timer, NULL, 0);
     if (rc != 0) {
         return rc;
     }
@@ -420,22 +274,20 @@ int coord_start(coord *c, uv_loop_t *loop, const coord_config *cfg)
     c->loop = loop;
     c->cfg = *cfg;
     c->sock = -1;
-    c->pub = -1;
+    coord_route_init(c);
     c->started_us = esc_mono_us();
-    c->version_floor = (uint64_t)esc_wall_ms() * 1000u;
     int rc = coord_cat_init(&c->cat);
     if (rc != 0 || (rc = coord_auth_start(c)) != 0) {
         return rc;
     }
     if ((rc = coord_metrics_open(c)) != 0 || (rc = open_sockets(c)) != 0 ||
-        (rc = start_handles(c)) != 0) {
+        (rc = start_handles(c)) != 0 || (rc = coord_db_open(c, on_reload_done)) != 0) {
         return rc;
     }
-    coord_db_open(c);
-    if ((rc = coord_region_start(c)) != 0 || (rc = coord_mon_start(c)) != 0) {
+    if ((rc = coord_region_start(c, on_region_failed)) != 0 || (rc = coord_mon_start(c)) != 0) {
         return rc;
     }
-    coord_reload(c);
+    coord_db_reload(c);
     return 0;
 }
 
@@ -459,22 +311,11 @@ void coord_stop(coord *c)
         return;
     }
     c->stopping = true;
-    /* waiting admin requests were never decided: say so */
-    for (coord_admin_req **list = &c->deferred; list != NULL;
-         list = list == &c->deferred ? &c->after_reload : NULL) {
-        while (*list != NULL) {
-            coord_admin_req *r = *list;
-            *list = r->next;
-            coord_reply(c, &r->hdr, r->req.corr_id, ESC_ECLOSED, "the coordinator is stopping");
-            free(r);
-        }
-    }
-    c->ndeferred = 0;
+    coord_admin_stop(c);
     close_handle(c, (uv_handle_t *)&c->tick_timer);
     close_handle(c, (uv_handle_t *)&c->rebalance_timer);
     close_handle(c, (uv_handle_t *)&c->route_timer);
     close_handle(c, (uv_handle_t *)&c->poll_timer);
-    close_handle(c, (uv_handle_t *)&c->reconnect_timer);
     close_handle(c, (uv_handle_t *)&c->sig_int);
     close_handle(c, (uv_handle_t *)&c->sig_term);
     c->watch.poll.data = c;
@@ -494,8 +335,8 @@ void coord_stop(coord *c)
 void coord_fini(coord *c)
 {
     nnx_close(c->sock);
-    nnx_close(c->pub);
-    c->sock = c->pub = -1;
+    c->sock = -1;
+    coord_route_close(c);
     coord_mon_free(c);
     coord_metrics_free(c);
     coord_region_free(c);

@@ -1,5 +1,5 @@
 /*
- * coord_admin.c - AdminReq: item and node operations for escrowctl.
+ * coord_admin.c - see coord_admin.h.
  *
  * Each item operation is one statement (one transaction) that changes the
  * catalog and writes its outbox event (actor 'coordinator'); memory changes
@@ -13,6 +13,8 @@
  * ESC_ECONFLICT (the item is retired), ESC_EBUSY, ESC_EUNAVAILABLE (the
  * database connection was lost: the outcome is unknown).
  */
+#include "coord_admin.h"
+
 #include <inttypes.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -20,12 +22,30 @@
 #include <string.h>
 
 #include "clock.h"
-#include "coord.h"
+#include "coord_state.h"
+#include "coord_db.h"
 #include "coord_metrics.h"
+#include "coord_pass.h"
+#include "coord_place.h"
+#include "coord_reply.h"
 #include "escrow_errors.h"
 #include "log.h"
 #include "pg_array.h"
 #include "pg_result.h"
+
+/* An admin request until it is answered (owned by whichever list or job
+ * holds it). */
+typedef struct coord_admin_req coord_admin_req;
+struct coord_admin_req {
+    struct coord_admin_req *next;
+    nnx_hdr hdr;
+    wire_request req;
+    int64_t deadline_us;
+    bool reloaded;      /* an unknown item/node triggered one catalog reload already */
+    uint64_t wait_read; /* answered once this catalog read completed */
+};
+
+static void decide(coord *c, coord_admin_req *r);
 
 static void answer(coord *c, coord_admin_req *r, int status, const char *fmt, ...)
     __attribute__((format(printf, 4, 5)));
@@ -47,34 +67,73 @@ static void answer(coord *c, coord_admin_req *r, int status, const char *fmt, ..
 static void after_reload(coord *c, coord_admin_req *r)
 {
     r->reloaded = true;
-    r->wait_read = c->reads_started + 1;
-    r->next = c->after_reload;
-    c->after_reload = r;
-    coord_reload(c);
+    r->wait_read = c->db.reads_started + 1;
+    r->next = c->admin.after_reload;
+    c->admin.after_reload = r;
+    coord_db_reload(c);
 }
 
 static void defer(coord *c, coord_admin_req *r)
 {
-    if (c->ndeferred >= COORD_DEFERRED_MAX || esc_mono_us() > r->deadline_us) {
+    if (c->admin.ndeferred >= COORD_DEFERRED_MAX || esc_mono_us() > r->deadline_us) {
         answer(c, r, ESC_EBUSY, "the item is busy with another operation; retry");
         return;
     }
-    r->next = c->deferred;
-    c->deferred = r;
-    c->ndeferred++;
+    r->next = c->admin.deferred;
+    c->admin.deferred = r;
+    c->admin.ndeferred++;
 }
 
 void coord_admin_tick(coord *c)
 {
-    coord_admin_req *r = c->deferred;
-    c->deferred = NULL;
-    c->ndeferred = 0;
+    coord_admin_req *r = c->admin.deferred;
+    c->admin.deferred = NULL;
+    c->admin.ndeferred = 0;
     while (r != NULL) {
         coord_admin_req *next = r->next;
         r->next = NULL;
-        coord_admin_handle(c, r);
+        decide(c, r);
         r = next;
     }
+}
+
+void coord_admin_reload_done(coord *c)
+{
+    /* the requests that waited for this read are decided again */
+    coord_admin_req *r = c->admin.after_reload, *later = NULL;
+    c->admin.after_reload = NULL;
+    while (r != NULL) {
+        coord_admin_req *next = r->next;
+        r->next = NULL;
+        if (r->wait_read <= c->db.reads_done) {
+            decide(c, r); /* may queue it again for the next read */
+        } else {
+            r->next = later; /* queued while this read ran: it waits for the next one */
+            later = r;
+        }
+        r = next;
+    }
+    while (later != NULL) {
+        coord_admin_req *next = later->next;
+        later->next = c->admin.after_reload;
+        c->admin.after_reload = later;
+        later = next;
+    }
+}
+
+void coord_admin_stop(coord *c)
+{
+    /* waiting requests were never decided: say so */
+    for (coord_admin_req **list = &c->admin.deferred; list != NULL;
+         list = list == &c->admin.deferred ? &c->admin.after_reload : NULL) {
+        while (*list != NULL) {
+            coord_admin_req *r = *list;
+            *list = r->next;
+            coord_reply(c, &r->hdr, r->req.corr_id, ESC_ECLOSED, "the coordinator is stopping");
+            free(r);
+        }
+    }
+    c->admin.ndeferred = 0;
 }
 
 /* ---- item writes ---------------------------------------------------------------- */
@@ -105,7 +164,7 @@ static bool db_failed(coord *c, admin_job *j, const pgx_err *err)
 }
 
 static int push(coord *c, admin_job *j, const char *sql, int n, const char *const *v,
-                coord_job_cb cb)
+                coord_db_cb cb)
 {
     int rc = coord_db_push(c, sql, n, v, cb, j);
     if (rc != 0) {
@@ -164,7 +223,7 @@ static void on_restocked(coord *c, PGresult *res, const pgx_err *err, void *arg)
     if (PQntuples(res) != 1) {
         answer(c, j->r, ESC_ECONFLICT, "%s/%s changed meanwhile; nothing restocked", it->tenant_id,
                it->item_id);
-        coord_reload(c);
+        coord_db_reload(c);
         free(j);
         return;
     }
@@ -176,7 +235,7 @@ static void on_restocked(coord *c, PGresult *res, const pgx_err *err, void *arg)
         apply_states(it, it->segments_wanted);
     }
     it->pass_now = true;
-    coord_route_changed(c, it);
+    coord_cat_changed(&c->cat, it);
     answer(c, j->r, 0, "restocked %s/%s by %" PRId64 ": total=%" PRId64 " unallocated=%" PRId64,
            it->tenant_id, it->item_id, j->qty, it->total, it->unallocated);
     free(j);
@@ -230,7 +289,7 @@ static void on_reduced(coord *c, PGresult *res, const pgx_err *err, void *arg)
     if (PQntuples(res) != 1) {
         answer(c, j->r, ESC_ECONFLICT, "%s/%s changed meanwhile; nothing reduced", it->tenant_id,
                it->item_id);
-        coord_reload(c);
+        coord_db_reload(c);
     } else if (PQgetisnull(res, 0, 1)) {
         answer(c, j->r, ESC_EINVAL,
                "cannot reduce %s/%s by %" PRId64 ": only %s units are neither held nor sold",
@@ -280,10 +339,10 @@ static void on_state(coord *c, PGresult *res, const pgx_err *err, void *arg)
     coord_item *it = j->it;
     if (strcmp(PQgetvalue(res, 0, 0), "1") != 0) {
         answer(c, j->r, ESC_ECONFLICT, "%s/%s is retired", it->tenant_id, it->item_id);
-        coord_reload(c);
+        coord_db_reload(c);
     } else {
         it->state = j->state;
-        coord_route_changed(c, it);
+        coord_cat_changed(&c->cat, it);
         answer(c, j->r, 0, "%s/%s %s", it->tenant_id, it->item_id, item_event_names[j->state]);
     }
     free(j);
@@ -319,7 +378,7 @@ static void on_split(coord *c, PGresult *res, const pgx_err *err, void *arg)
     coord_item *it = j->it;
     if (PQntuples(res) < 1 || strcmp(PQgetvalue(res, 0, 2), "1") != 0) {
         answer(c, j->r, ESC_ECONFLICT, "%s/%s is retired", it->tenant_id, it->item_id);
-        coord_reload(c);
+        coord_db_reload(c);
         free(j);
         return;
     }
@@ -334,7 +393,7 @@ static void on_split(coord *c, PGresult *res, const pgx_err *err, void *arg)
     it->tail_segment = 0;
     apply_states(it, j->nsegs);
     it->pass_now = true;
-    coord_route_changed(c, it);
+    coord_cat_changed(&c->cat, it);
     answer(c, j->r, 0, "split %s/%s into %u active segments (%d new)", it->tenant_id, it->item_id,
            j->nsegs, PQntuples(res) - 1);
     free(j);
@@ -371,48 +430,41 @@ static void split(coord *c, admin_job *j)
 
 /* ---- dispatch --------------------------------------------------------------------- */
 
-static void item_op(coord *c, coord_admin_req *r)
+/* WIRE_ADMIN_COLLAPSE's answer, from the pass (no COORD-ADMIN line: the
+ * pass logged what it did). */
+static void collapse_answered(coord *c, int status, const char *msg, void *arg)
+{
+    coord_admin_req *r = arg;
+    coord_metrics_admin(c, r->req.admin_op, status);
+    coord_reply(c, &r->hdr, r->req.corr_id, status, msg);
+    free(r);
+}
+
+static void collapse(coord *c, coord_admin_req *r, coord_item *it)
+{
+    size_t active = 0;
+    for (size_t i = 0; i < it->nsegs; i++) {
+        active += it->segs[i]->state == WIRE_SEG_ACTIVE;
+    }
+    if (it->tail_segment != 0 || active < 2) {
+        answer(c, r, 0, "%s/%s already sells from one segment", it->tenant_id, it->item_id);
+        return;
+    }
+    int rc = coord_pass_collapse(c, it, collapse_answered, r);
+    if (rc != 0) {
+        collapse_answered(c, ESC_EUNAVAILABLE,
+                          rc == ESC_EBUSY
+                              ? "the item is busy or the coordinator is reconciling; retry"
+                              : "no active segment is served by a live node; nothing collapsed",
+                          r);
+    }
+}
+
+/* The operations that are one write of the item: restock, reduce, pause,
+ * resume, retire, split. */
+static void item_write(coord *c, coord_admin_req *r, coord_item *it)
 {
     const wire_request *q = &r->req;
-    coord_item *it = coord_cat_item(&c->cat, q->tenant_id, q->item_id);
-    if (it == NULL) {
-        if (!r->reloaded) {
-            after_reload(c, r);
-            return;
-        }
-        answer(c, r, ESC_EUNKNOWN_ITEM, "unknown item %s/%s", q->tenant_id, q->item_id);
-        return;
-    }
-    if (it->write_busy || it->plan_busy > 0 || c->need_reconcile) {
-        defer(c, r);
-        return;
-    }
-    if (it->state == COORD_ITEM_RETIRED) {
-        if (q->admin_op == WIRE_ADMIN_RETIRE) {
-            answer(c, r, 0, "%s/%s is already retired", it->tenant_id, it->item_id);
-        } else {
-            answer(c, r, ESC_ECONFLICT, "%s/%s is retired", it->tenant_id, it->item_id);
-        }
-        return;
-    }
-    if (q->admin_op == WIRE_ADMIN_REBALANCE) {
-        int n = coord_policy_pass(c, it, false);
-        answer(c, r, 0, "rebalance pass for %s/%s: %d transfers planned", it->tenant_id,
-               it->item_id, n < 0 ? 0 : n);
-        return;
-    }
-    if (q->admin_op == WIRE_ADMIN_COLLAPSE) {
-        size_t active = 0;
-        for (size_t i = 0; i < it->nsegs; i++) {
-            active += it->segs[i]->state == WIRE_SEG_ACTIVE;
-        }
-        if (it->tail_segment != 0 || active < 2) {
-            answer(c, r, 0, "%s/%s already sells from one segment", it->tenant_id, it->item_id);
-            return;
-        }
-        coord_xfer_collapse_now(c, it, r);
-        return;
-    }
     if (it->global && (q->admin_op == WIRE_ADMIN_RESTOCK || q->admin_op == WIRE_ADMIN_REDUCE)) {
         answer(c, r, ESC_ECONFLICT,
                "%s/%s is a global item: its total here is this region's quota, which changes "
@@ -447,6 +499,43 @@ static void item_op(coord *c, coord_admin_req *r)
     }
 }
 
+static void item_op(coord *c, coord_admin_req *r)
+{
+    const wire_request *q = &r->req;
+    coord_item *it = coord_cat_item(&c->cat, q->tenant_id, q->item_id);
+    if (it == NULL) {
+        if (!r->reloaded) {
+            after_reload(c, r);
+            return;
+        }
+        answer(c, r, ESC_EUNKNOWN_ITEM, "unknown item %s/%s", q->tenant_id, q->item_id);
+        return;
+    }
+    if (it->write_busy || it->plan_busy > 0 || c->db.need_reconcile) {
+        defer(c, r);
+        return;
+    }
+    if (it->state == COORD_ITEM_RETIRED) {
+        if (q->admin_op == WIRE_ADMIN_RETIRE) {
+            answer(c, r, 0, "%s/%s is already retired", it->tenant_id, it->item_id);
+        } else {
+            answer(c, r, ESC_ECONFLICT, "%s/%s is retired", it->tenant_id, it->item_id);
+        }
+        return;
+    }
+    if (q->admin_op == WIRE_ADMIN_REBALANCE) {
+        int n = coord_pass_run(c, it);
+        answer(c, r, 0, "rebalance pass for %s/%s: %d transfers planned", it->tenant_id,
+               it->item_id, n < 0 ? 0 : n);
+        return;
+    }
+    if (q->admin_op == WIRE_ADMIN_COLLAPSE) {
+        collapse(c, r, it);
+        return;
+    }
+    item_write(c, r, it);
+}
+
 static void node_op(coord *c, coord_admin_req *r)
 {
     const wire_request *q = &r->req;
@@ -464,7 +553,7 @@ static void node_op(coord *c, coord_admin_req *r)
         return;
     }
     n->drained = q->admin_op == WIRE_ADMIN_DRAIN;
-    coord_node_write(c, n, true);
+    coord_place_node_write(c, n, true);
     size_t owned = 0;
     for (size_t i = 0; i < c->cat.nsegs; i++) {
         owned += c->cat.segs[i]->owner == n;
@@ -477,7 +566,18 @@ static void node_op(coord *c, coord_admin_req *r)
     }
 }
 
-void coord_admin_handle(coord *c, coord_admin_req *r)
+void coord_admin_handle(coord *c, const nnx_hdr *hdr, const wire_request *q)
+{
+    c->n_admin++;
+    coord_admin_req *r = esc_xcalloc(1, sizeof *r);
+    r->hdr = *hdr;
+    r->req = *q;
+    r->req.hb = NULL;
+    r->deadline_us = esc_mono_us() + (int64_t)COORD_DEFER_MS_MAX * 1000;
+    decide(c, r);
+}
+
+static void decide(coord *c, coord_admin_req *r)
 {
     if (c->stopping) {
         answer(c, r, ESC_ECLOSED, "the coordinator is stopping");
@@ -490,7 +590,7 @@ void coord_admin_handle(coord *c, coord_admin_req *r)
             after_reload(c, r);
             return;
         }
-        if (!c->last_read_ok) {
+        if (!c->db.last_read_ok) {
             answer(c, r, ESC_EUNAVAILABLE, "the catalog could not be read");
             return;
         }

@@ -10,6 +10,7 @@
 
 #include <stdlib.h>
 
+#include "coord_state.h"
 #include "escrow_errors.h"
 #include "log.h"
 

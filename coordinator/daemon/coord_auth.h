@@ -5,7 +5,9 @@
 #define ESC_COORD_AUTH_H
 
 #include "auth_guard.h"
-#include "coord.h"
+#include "wire.h"
+
+typedef struct coord coord;
 
 /* Starts c->auth (allocated here) per c->cfg.auth and c->cfg.cluster_key.
  * Returns 0 or an ESC_E* code. */

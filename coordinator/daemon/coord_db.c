@@ -1,27 +1,22 @@
 /*
- * coord_db.c - the coordinator's statement queue on its one libpq
- * connection, and the catalog read.
+ * coord_db.c - see coord_db.h.
  *
- * Statements run one at a time, in the order they were queued (FIFO): a
- * write queued before a read is visible to it. A statement whose connection
- * was lost has an unknown outcome; its owner calls coord_db_unknown and the
- * catalog is read again once the connection is back, before memory is
- * trusted for new decisions. Queued statements survive a reconnect.
- *
- * The catalog read is four statements (items, nodes, segments, open
- * transfers), merged into coord_cat as they arrive. It never overwrites
- * what a write in flight is about to change (a segment with an ownership
- * write pending, a transfer being committed), and its transfer part is
- * dropped when a heartbeat changed a transfer while it ran (it would be
- * older than memory).
+ * The catalog read never overwrites what a write in flight is about to
+ * change (a segment with an ownership write pending, a transfer being
+ * committed), and its transfer part is dropped when a heartbeat changed a
+ * transfer while it ran (it would be older than memory). New items are added
+ * to the catalog, which tells its watcher (the routing gives them a version).
  */
+#include "coord_db.h"
+
 #include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "clock.h"
-#include "coord.h"
+#include "coord_state.h"
+#include "coord_failpoint.h"
 #include "coord_metrics.h"
 #include "escrow_errors.h"
 #include "log.h"
@@ -31,14 +26,14 @@
 #define RECONNECT_MS_MAX 2000
 #define JOB_PARAMS_MAX 16
 
-struct coord_job {
-    coord_job *next;
+typedef struct coord_job {
+    struct coord_job *next;
     const char *sql; /* borrowed: static text */
     int nparams;
     char *values[JOB_PARAMS_MAX]; /* owned */
-    coord_job_cb cb;
+    coord_db_cb cb;
     void *arg;
-};
+} coord_job;
 
 /* ---- the queue ------------------------------------------------------------ */
 
@@ -56,14 +51,15 @@ static void on_job_done(pgx_conn *pc, PGresult *res, const pgx_err *err, void *a
 {
     (void)pc;
     coord *c = arg;
-    coord_job *j = c->job_head;
-    ESC_ASSERT(j != NULL && c->job_running);
-    c->job_head = j->next;
-    if (c->job_head == NULL) {
-        c->job_tail = NULL;
+    coord_db *db = &c->db;
+    coord_job *j = db->head;
+    ESC_ASSERT(j != NULL && db->running);
+    db->head = j->next;
+    if (db->head == NULL) {
+        db->tail = NULL;
     }
-    c->njobs--;
-    c->job_running = false;
+    db->njobs--;
+    db->running = false;
     if (err->code != 0 && !c->stopping) {
         ESC_LOG(ESC_LOG_WARN, "COORD-DB", "statement failed: %s%s%s (sqlstate=%s)", err->message,
                 err->constraint[0] ? " constraint=" : "", err->constraint, err->sqlstate);
@@ -75,22 +71,24 @@ static void on_job_done(pgx_conn *pc, PGresult *res, const pgx_err *err, void *a
 
 static void run_next(coord *c)
 {
-    if (c->job_running || c->job_head == NULL || !pgx_ready(&c->db)) {
+    coord_db *db = &c->db;
+    if (db->running || db->head == NULL || !pgx_ready(&db->conn)) {
         return;
     }
-    coord_job *j = c->job_head;
-    int rc =
-        pgx_query(&c->db, NULL, j->sql, j->nparams, (const char *const *)j->values, on_job_done, c);
+    coord_job *j = db->head;
+    int rc = pgx_query(&db->conn, NULL, j->sql, j->nparams, (const char *const *)j->values,
+                       on_job_done, c);
     if (rc == 0) {
-        c->job_running = true;
+        db->running = true;
     }
 }
 
-int coord_db_push(coord *c, const char *sql, int nparams, const char *const *values,
-                  coord_job_cb cb, void *arg)
+int coord_db_push(coord *c, const char *sql, int nparams, const char *const *values, coord_db_cb cb,
+                  void *arg)
 {
+    coord_db *db = &c->db;
     ESC_ASSERT(nparams <= JOB_PARAMS_MAX);
-    if (c->njobs >= COORD_JOBS_MAX || c->stopping) {
+    if (db->njobs >= COORD_JOBS_MAX || c->stopping) {
         return ESC_EBUSY;
     }
     coord_job *j = esc_xcalloc(1, sizeof *j);
@@ -101,58 +99,67 @@ int coord_db_push(coord *c, const char *sql, int nparams, const char *const *val
     }
     j->cb = cb;
     j->arg = arg;
-    if (c->job_tail != NULL) {
-        c->job_tail->next = j;
+    if (db->tail != NULL) {
+        db->tail->next = j;
     } else {
-        c->job_head = j;
+        db->head = j;
     }
-    c->job_tail = j;
-    c->njobs++;
+    db->tail = j;
+    db->njobs++;
     run_next(c);
     return 0;
 }
 
 void coord_db_unknown(coord *c)
 {
-    c->need_reconcile = true;
-    c->unknown_count++;
-    coord_reload(c);
+    c->db.need_reconcile = true;
+    c->db.unknown_count++;
+    coord_db_reload(c);
 }
 
 static void on_reconnect_timer(uv_timer_t *t)
 {
     coord *c = t->data;
-    pgx_reconnect(&c->db);
+    pgx_reconnect(&c->db.conn);
 }
 
 static void on_db_state(pgx_conn *pc, bool up, void *arg)
 {
     (void)pc;
     coord *c = arg;
+    coord_db *db = &c->db;
     coord_metrics_db(c, "coord", up);
     if (c->stopping) {
         return;
     }
     if (!up) {
-        c->reconnect_ms = c->reconnect_ms ? c->reconnect_ms * 2 : RECONNECT_MS_MIN;
-        if (c->reconnect_ms > RECONNECT_MS_MAX) {
-            c->reconnect_ms = RECONNECT_MS_MAX;
+        db->reconnect_ms = db->reconnect_ms ? db->reconnect_ms * 2 : RECONNECT_MS_MIN;
+        if (db->reconnect_ms > RECONNECT_MS_MAX) {
+            db->reconnect_ms = RECONNECT_MS_MAX;
         }
-        (void)uv_timer_start(&c->reconnect_timer, on_reconnect_timer, c->reconnect_ms, 0);
+        (void)uv_timer_start(&db->reconnect_timer, on_reconnect_timer, db->reconnect_ms, 0);
         return;
     }
-    c->reconnect_ms = 0;
+    db->reconnect_ms = 0;
     run_next(c);
 }
 
-void coord_db_open(coord *c)
+int coord_db_open(coord *c, coord_db_reload_cb reload_cb)
 {
-    int rc = pgx_open(c->loop, &c->db, c->cfg.dsn, "coord", NULL, NULL, 0, on_db_state, c);
+    coord_db *db = &c->db;
+    db->reload_cb = reload_cb;
+    if (uv_timer_init(c->loop, &db->reconnect_timer) != 0) {
+        return ESC_EIO;
+    }
+    c->handles_open++;
+    db->reconnect_timer.data = c;
+    int rc = pgx_open(c->loop, &db->conn, c->cfg.dsn, "coord", NULL, NULL, 0, on_db_state, c);
     ESC_ASSERT(rc == 0 || rc == ESC_ENOMEM);
     if (rc != 0) {
         ESC_LOG(ESC_LOG_ERROR, "COORD-DB", "out of memory");
         abort();
     }
+    return 0;
 }
 
 static void on_db_closed(uv_handle_t *h)
@@ -161,17 +168,28 @@ static void on_db_closed(uv_handle_t *h)
     c->handles_open--;
 }
 
+static void on_timer_closed(uv_handle_t *h)
+{
+    coord *c = h->data;
+    c->handles_open--;
+}
+
 void coord_db_close(coord *c)
 {
-    c->db.state_arg = c;
+    coord_db *db = &c->db;
+    if (db->reconnect_timer.loop != NULL && !uv_is_closing((uv_handle_t *)&db->reconnect_timer)) {
+        uv_close((uv_handle_t *)&db->reconnect_timer,
+                 on_timer_closed); /* coord_db_open inited it */
+    }
+    db->conn.state_arg = c;
     c->handles_open++;
-    if (!pgx_close(&c->db, on_db_closed)) {
+    if (!pgx_close(&db->conn, on_db_closed)) {
         c->handles_open--;
     }
     /* statements never sent are dropped: their callbacks learn it */
-    while (c->job_head != NULL) {
-        coord_job *j = c->job_head;
-        c->job_head = j->next;
+    while (db->head != NULL) {
+        coord_job *j = db->head;
+        db->head = j->next;
         pgx_err err;
         memset(&err, 0, sizeof err);
         err.code = ESC_ECLOSED;
@@ -179,8 +197,8 @@ void coord_db_close(coord *c)
         j->cb(c, NULL, &err, j->arg);
         job_free(j);
     }
-    c->job_tail = NULL;
-    c->njobs = 0;
+    db->tail = NULL;
+    db->njobs = 0;
 }
 
 /* ---- the catalog read ------------------------------------------------------ */
@@ -202,9 +220,9 @@ static const char sql_transfers[] =
         "AND from_region = 'local' AND to_region = 'local' ORDER BY transfer_id";
 
 typedef struct reload_run {
-    uint64_t xfer_changes; /* c->cat changes counter when the read was queued */
+    uint64_t xfer_changes; /* c->db.xfer_changes when the read was queued */
     uint32_t gen;
-    uint64_t unknown_count; /* c->unknown_count when the read was queued */
+    uint64_t unknown_count; /* c->db.unknown_count when the read was queued */
     bool failed;
 } reload_run;
 
@@ -245,15 +263,12 @@ static void merge_items(coord *c, PGresult *res, const pgx_err *err, void *arg)
         return;
     }
     for (int i = 0; i < PQntuples(res); i++) {
-        coord_item *it = coord_cat_item(&c->cat, PQgetvalue(res, i, 0), PQgetvalue(res, i, 1));
-        if (it == NULL) {
-            it = coord_cat_add_item(&c->cat, PQgetvalue(res, i, 0), PQgetvalue(res, i, 1));
-            if (it == NULL) {
-                ESC_LOG(ESC_LOG_WARN, "COORD-CATALOG", "more than %d items; ignoring the rest",
-                        COORD_ITEMS_MAX);
-                return;
-            }
-            coord_bump_version(c, it);
+        const char *tenant = PQgetvalue(res, i, 0), *item = PQgetvalue(res, i, 1);
+        coord_item *it = coord_cat_item(&c->cat, tenant, item);
+        if (it == NULL && (it = coord_cat_add_item(&c->cat, tenant, item)) == NULL) {
+            ESC_LOG(ESC_LOG_WARN, "COORD-CATALOG", "more than %d items; ignoring the rest",
+                    COORD_ITEMS_MAX);
+            return;
         }
         if (it->write_busy) {
             continue; /* the write in flight carries the newer values */
@@ -359,7 +374,7 @@ static void merge_one_xfer(coord *c, PGresult *res, int i, uint32_t gen)
         }
         x->gen = gen;
         if (state == COORD_XF_SENT) {
-            coord_xfer_sent(c, x);
+            coord_failpoint_xfer_sent(&c->cfg.failpoints, x);
         }
         return;
     }
@@ -371,7 +386,55 @@ static void merge_one_xfer(coord *c, PGresult *res, int i, uint32_t gen)
     x->state = state;
     x->qty = i64(res, i, 5);
     if (became_sent) {
-        coord_xfer_sent(c, x);
+        coord_failpoint_xfer_sent(&c->cfg.failpoints, x);
+    }
+}
+
+/* Memory follows the transfers just read: open in memory but closed in the
+ * database is dropped; every segment's open transfer is set from them. */
+static void adopt_transfers(coord *c, PGresult *res, uint32_t gen)
+{
+    for (int i = 0; i < PQntuples(res); i++) {
+        merge_one_xfer(c, res, i, gen);
+    }
+    for (size_t i = 0; i < c->cat.nxfers;) {
+        coord_xfer *x = c->cat.xfers[i];
+        if (x->gen != gen && !x->busy) {
+            coord_cat_drop_xfer(&c->cat, x);
+            continue;
+        }
+        i++;
+    }
+    for (size_t i = 0; i < c->cat.nsegs; i++) {
+        if (c->cat.segs[i]->xfer_id != COORD_XFER_INSERTING) {
+            c->cat.segs[i]->xfer_id = 0;
+        }
+    }
+    for (size_t i = 0; i < c->cat.nxfers; i++) {
+        coord_xfer *x = c->cat.xfers[i];
+        coord_seg *f = x->from ? coord_cat_seg(&c->cat, x->from) : NULL;
+        coord_seg *t = x->to ? coord_cat_seg(&c->cat, x->to) : NULL;
+        if (f != NULL) {
+            f->xfer_id = x->transfer_id;
+        }
+        if (t != NULL) {
+            t->xfer_id = x->transfer_id;
+        }
+    }
+}
+
+/* The read is over: its bookkeeping, the owner's callback, then the read
+ * that was asked for meanwhile. */
+static void reload_finished(coord *c, bool ok)
+{
+    coord_db *db = &c->db;
+    db->reload_running = false;
+    db->reads_done++;
+    db->last_read_ok = ok;
+    db->reload_cb(c, ok);
+    if (db->reload_again) {
+        db->reload_again = false;
+        coord_db_reload(c);
     }
 }
 
@@ -379,66 +442,39 @@ static void merge_transfers(coord *c, PGresult *res, const pgx_err *err, void *a
 {
     reload_run *run = arg;
     bool ok = err->code == 0 && !run->failed;
-    if (ok && run->xfer_changes == c->xfer_changes) {
-        for (int i = 0; i < PQntuples(res); i++) {
-            merge_one_xfer(c, res, i, run->gen);
-        }
-        /* open in memory, closed in the database: drop */
-        for (size_t i = 0; i < c->cat.nxfers;) {
-            coord_xfer *x = c->cat.xfers[i];
-            if (x->gen != run->gen && !x->busy) {
-                coord_cat_drop_xfer(&c->cat, x);
-                continue;
-            }
-            i++;
-        }
-        /* every segment's open transfer, from the transfers */
-        for (size_t i = 0; i < c->cat.nsegs; i++) {
-            if (c->cat.segs[i]->xfer_id != COORD_XFER_INSERTING) {
-                c->cat.segs[i]->xfer_id = 0;
-            }
-        }
-        for (size_t i = 0; i < c->cat.nxfers; i++) {
-            coord_xfer *x = c->cat.xfers[i];
-            coord_seg *f = x->from ? coord_cat_seg(&c->cat, x->from) : NULL;
-            coord_seg *t = x->to ? coord_cat_seg(&c->cat, x->to) : NULL;
-            if (f != NULL) {
-                f->xfer_id = x->transfer_id;
-            }
-            if (t != NULL) {
-                t->xfer_id = x->transfer_id;
-            }
-        }
+    if (ok && run->xfer_changes == c->db.xfer_changes) {
+        adopt_transfers(c, res, run->gen);
     } else if (ok) {
-        c->reload_again = true; /* a heartbeat moved a transfer meanwhile: read again */
+        c->db.reload_again = true; /* a heartbeat moved a transfer meanwhile: read again */
     }
-    if (ok && run->unknown_count == c->unknown_count) {
-        c->need_reconcile = false; /* read after every write of unknown outcome */
+    if (ok && run->unknown_count == c->db.unknown_count) {
+        c->db.need_reconcile = false; /* read after every write of unknown outcome */
     }
     free(run);
-    coord_reload_done(c, ok);
+    reload_finished(c, ok);
 }
 
-void coord_reload(coord *c)
+void coord_db_reload(coord *c)
 {
+    coord_db *db = &c->db;
     if (c->stopping) {
         return;
     }
-    if (c->reload_running) {
-        c->reload_again = true;
+    if (db->reload_running) {
+        db->reload_again = true;
         return;
     }
     reload_run *run = esc_xcalloc(1, sizeof *run);
-    run->xfer_changes = c->xfer_changes;
-    run->unknown_count = c->unknown_count;
+    run->xfer_changes = db->xfer_changes;
+    run->unknown_count = db->unknown_count;
     run->gen = ++g_reload_gen;
-    if (c->njobs + 4 > COORD_JOBS_MAX) {
+    if (db->njobs + 4 > COORD_JOBS_MAX) {
         free(run);
-        c->reload_again = true;
+        db->reload_again = true;
         return;
     }
-    c->reload_running = true;
-    c->reads_started++;
+    db->reload_running = true;
+    db->reads_started++;
     (void)coord_db_push(c, sql_items, 0, NULL, merge_items, run);
     (void)coord_db_push(c, sql_nodes, 0, NULL, merge_nodes, run);
     (void)coord_db_push(c, sql_segments, 0, NULL, merge_segments, run);

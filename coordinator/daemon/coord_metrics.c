@@ -10,7 +10,7 @@
 #include <string.h>
 
 #include "clock.h"
-#include "coord.h"
+#include "coord_state.h"
 #include "escrow_errors.h"
 #include "log.h"
 #include "metrics_http.h"

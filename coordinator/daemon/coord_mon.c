@@ -11,7 +11,7 @@
 #include <string.h>
 
 #include "clock.h"
-#include "coord.h"
+#include "coord_state.h"
 #include "coord_metrics.h"
 #include "escrow_errors.h"
 #include "log.h"

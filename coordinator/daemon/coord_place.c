@@ -14,13 +14,16 @@
  * believes in (UPDATE ... WHERE epoch = $e); a segment whose write matched
  * nothing is re-read from the catalog and placed again.
  */
+#include "coord_place.h"
+
 #include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "clock.h"
-#include "coord.h"
+#include "coord_state.h"
+#include "coord_db.h"
 #include "coord_metrics.h"
 #include "escrow_errors.h"
 #include "log.h"
@@ -94,7 +97,7 @@ static void on_node_written(coord *c, PGresult *res, const pgx_err *err, void *a
                 n->node_id, w->incarnation, n->endpoint, PQntuples(res));
     }
     if (stale) {
-        coord_reload(c);
+        coord_db_reload(c);
     }
     free(w);
 }
@@ -104,7 +107,7 @@ static int node_state_now(const coord_node *n)
     return !n->alive ? COORD_NODE_DOWN : n->drained ? COORD_NODE_DRAINING : COORD_NODE_UP;
 }
 
-void coord_node_write(coord *c, coord_node *n, bool force)
+void coord_place_node_write(coord *c, coord_node *n, bool force)
 {
     int64_t now = esc_mono_us();
     int state = node_state_now(n);
@@ -181,7 +184,7 @@ static void take_stats(coord_node *n, coord_seg *s, const wire_seg_stats *st, in
     }
 }
 
-void coord_node_heartbeat(coord *c, const wire_heartbeat *hb, coord_node **out)
+void coord_place_heartbeat(coord *c, const wire_heartbeat *hb, coord_node **out)
 {
     coord_node *n = coord_cat_node(&c->cat, hb->node_id);
     if (n == NULL && (n = coord_cat_add_node(&c->cat, hb->node_id)) == NULL) {
@@ -207,7 +210,7 @@ void coord_node_heartbeat(coord *c, const wire_heartbeat *hb, coord_node **out)
         ESC_LOG(ESC_LOG_INFO, "COORD-NODE", "node=%s is back (its segments get new epochs)",
                 n->node_id);
     }
-    coord_node_write(c, n, !was_alive);
+    coord_place_node_write(c, n, !was_alive);
     for (size_t i = 0; i < hb->nsegs; i++) {
         const wire_seg_stats *st = &hb->segs[i];
         coord_seg *s = coord_cat_seg(&c->cat, st->segment_id);
@@ -240,7 +243,7 @@ static void expire_leases(coord *c, int64_t now)
         ESC_LOG(ESC_LOG_WARN, "COORD-NODE-DEAD",
                 "node=%s missed its lease (%u ms); %zu segments revoked", n->node_id,
                 c->cfg.lease_ms, lost);
-        coord_node_write(c, n, true);
+        coord_place_node_write(c, n, true);
     }
 }
 
@@ -290,7 +293,7 @@ static void on_granted(coord *c, PGresult *res, const pgx_err *err, void *arg)
         }
     }
     if (stale) {
-        coord_reload(c);
+        coord_db_reload(c);
     }
     free(g);
 }
@@ -365,9 +368,9 @@ void coord_place_tick(coord *c)
     int64_t now = esc_mono_us();
     expire_leases(c, now);
     for (size_t i = 0; i < c->cat.nnodes; i++) {
-        coord_node_write(c, c->cat.nodes[i], false);
+        coord_place_node_write(c, c->cat.nodes[i], false);
     }
-    if (c->need_reconcile || c->grant_busy) {
+    if (c->db.need_reconcile || c->grant_busy) {
         return;
     }
     for (size_t i = 0; i < c->cat.nnodes; i++) {

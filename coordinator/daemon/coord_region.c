@@ -8,14 +8,17 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <unistd.h>
 
 #include "clock.h"
+#include "coord_db.h"
+#include "coord_failpoint.h"
 #include "coord_policy.h"
+#include "coord_reply.h"
+#include "coord_state.h"
 #include "escrow_errors.h"
 #include "log.h"
-#include "region_cfg.h"
 #include "pg_result.h"
+#include "region_cfg.h"
 
 #define TAG "/* escrow:coord-region */ "
 /* Open quota transfers offered again per round (the oldest first). */
@@ -30,6 +33,12 @@
 #define REGION_RECONNECT_ROUNDS 5
 /* corr_id of an offer: this bit | transfer_id; status: a sequence below it. */
 #define CORR_OFFER (1ULL << 62)
+
+/* An operator's move waiting for its answer. */
+typedef struct move_req {
+    nnx_hdr hdr;
+    uint64_t corr_id;
+} move_req;
 
 /* One peer's view of one global item. */
 typedef struct coord_gview {
@@ -46,7 +55,7 @@ typedef struct coord_gitem {
     int64_t intent_sent;
     bool intent_manual;
     int64_t intent_until_us;
-    coord_admin_req *intent_req; /* an operator waits for the answer */
+    struct move_req *intent_req; /* owned: an operator waits for the answer */
     int64_t answer_at_us;
 } coord_gitem;
 
@@ -65,12 +74,12 @@ typedef struct coord_peer {
 
 typedef struct coord_region {
     const region_cfg *cfg;
+    coord_region_fail_cb fail_cb;
     size_t npeers;
     coord_peer peers[REGION_PEERS_MAX];
     int64_t last_round_us;
     bool offers_running;
     bool claimed;
-    bool fp_after_sent, fp_after_apply;
     unsigned char frame[ESC_FRAME_BYTES_MAX];
     wire_quota scratch;
     wire_quota_item items[ESC_QUOTA_ITEMS_MAX];
@@ -200,7 +209,7 @@ static void on_done(coord *c, PGresult *res, const pgx_err *err, void *arg)
         ESC_LOG(ESC_LOG_INFO, "COORD-QUOTA-DONE", "transfer=%" PRIu64 " %s", j->transfer_id,
                 j->refused ? "refused: units back in unallocated" : "received");
         if (j->refused) {
-            coord_reload(c); /* the units came back: memory follows the database */
+            coord_db_reload(c); /* the units came back: memory follows the database */
         }
     }
     free(j);
@@ -338,16 +347,12 @@ static void on_applied(coord *c, PGresult *res, const pgx_err *err, void *arg)
                 j->it->unallocated += j->qty;
                 j->it->pass_now = true;
             } else {
-                coord_reload(c);
+                coord_db_reload(c);
             }
             ESC_LOG(ESC_LOG_INFO, "COORD-QUOTA-APPLIED",
                     "from=%s transfer=%" PRIu64 " item=%s/%s qty=%" PRId64, j->from, j->transfer_id,
                     j->tenant_id, j->item_id, j->qty);
-            if (r->fp_after_apply) {
-                ESC_LOG(ESC_LOG_WARN, "COORD-FAILPOINT",
-                        "ESC_FAILPOINT_QUOTA_EXIT_AFTER_APPLY: exiting before the answer");
-                _exit(99);
-            }
+            coord_failpoint_quota_applied(&c->cfg.failpoints);
         }
         if (strncmp(outcome, "refused", 7) == 0) {
             r->n_refused++;
@@ -370,7 +375,7 @@ static void handle_offer(coord *c, const nnx_hdr *hdr, const wire_request *q)
         return;
     }
     coord_item *it = coord_cat_item(&c->cat, q->tenant_id, q->item_id);
-    if (it != NULL && (it->write_busy || it->plan_busy > 0 || c->need_reconcile)) {
+    if (it != NULL && (it->write_busy || it->plan_busy > 0 || c->db.need_reconcile)) {
         coord_reply(c, hdr, q->corr_id, ESC_EBUSY, "the item is busy; offer again");
         return;
     }
@@ -406,7 +411,7 @@ static void handle_status(coord *c, const nnx_hdr *hdr, const wire_request *q)
         memset(&probe, 0, sizeof probe);
         probe.corr_id = q->corr_id;
         snprintf(probe.region, sizeof probe.region, "%s", r->cfg->name);
-        coord_send_reply(c, hdr, &probe);
+        coord_reply_send(c, hdr, &probe);
         return;
     }
     if (peer < 0) {
@@ -436,14 +441,14 @@ static void handle_status(coord *c, const nnx_hdr *hdr, const wire_request *q)
     rep.quota = r->items;
     rep.nquota = n;
     snprintf(rep.region, sizeof rep.region, "%s", r->cfg->name);
-    coord_send_reply(c, hdr, &rep);
+    coord_reply_send(c, hdr, &rep);
 }
 
 /* The answer to an operator's move: what was sent, what is still coming. */
 static void answer_move(coord *c, coord_item *it)
 {
     coord_gitem *g = it->g;
-    coord_admin_req *a = g->intent_req;
+    move_req *a = g->intent_req;
     if (a == NULL) {
         return;
     }
@@ -463,7 +468,7 @@ static void answer_move(coord *c, coord_item *it)
     }
     wire_reply rep;
     memset(&rep, 0, sizeof rep);
-    rep.corr_id = a->req.corr_id;
+    rep.corr_id = a->corr_id;
     size_t n = strnlen(msg, sizeof rep.message - 1); /* a long sentence is cut */
     memcpy(rep.message, msg, n);
     rep.message[n] = '\0';
@@ -471,7 +476,7 @@ static void answer_move(coord *c, coord_item *it)
     rep.quota = c->region->items;
     rep.nquota = 1;
     snprintf(rep.region, sizeof rep.region, "%s", c->region->cfg->name);
-    coord_send_reply(c, &a->hdr, &rep);
+    coord_reply_send(c, &a->hdr, &rep);
     ESC_LOG(ESC_LOG_INFO, "COORD-QUOTA-MOVE", "%s", msg);
     free(a);
 }
@@ -515,10 +520,9 @@ static void handle_move(coord *c, const nnx_hdr *hdr, const wire_request *q)
         return;
     }
     coord_gitem *g = it->g;
-    coord_admin_req *a = esc_xcalloc(1, sizeof *a);
+    move_req *a = esc_xcalloc(1, sizeof *a);
     a->hdr = *hdr;
-    a->req = *q;
-    a->req.quota = NULL;
+    a->corr_id = q->corr_id;
     g->intent_peer = peer;
     g->intent_left = q->qty;
     g->intent_sent = 0;
@@ -581,7 +585,7 @@ static void on_sent(coord *c, PGresult *res, const pgx_err *err, void *arg)
         ESC_LOG(ESC_LOG_INFO, "COORD-QUOTA",
                 "item=%s/%s fewer than %" PRId64 " units unallocated: re-reading", it->tenant_id,
                 it->item_id, j->qty);
-        coord_reload(c);
+        coord_db_reload(c);
         free(j);
         return;
     }
@@ -598,18 +602,14 @@ static void on_sent(coord *c, PGresult *res, const pgx_err *err, void *arg)
     ESC_LOG(ESC_LOG_INFO, "COORD-QUOTA-SENT",
             "transfer=%" PRIu64 " item=%s/%s qty=%" PRId64 " to=%s quota_left=%" PRId64, id,
             it->tenant_id, it->item_id, j->qty, to, it->total);
-    if (c->region->fp_after_sent) {
-        ESC_LOG(ESC_LOG_WARN, "COORD-FAILPOINT",
-                "ESC_FAILPOINT_QUOTA_EXIT_AFTER_SENT: exiting before the offer");
-        _exit(99);
-    }
+    coord_failpoint_quota_sent(&c->cfg.failpoints);
     send_offer(c, j->peer, id, it->tenant_id, it->item_id, j->qty);
     if (g->intent_left == 0) {
         answer_move(c, it);
         g->intent_peer = -1;
         g->intent_manual = false;
     }
-    coord_route_changed(c, it);
+    coord_cat_changed(&c->cat, it);
     free(j);
 }
 
@@ -619,7 +619,7 @@ static void send_ready(coord *c, coord_item *it)
     coord_gitem *g = it->g;
     int64_t free_units = it->unallocated - it->reduce_pending;
     if (g == NULL || g->intent_peer < 0 || g->intent_left <= 0 || free_units <= 0 ||
-        it->write_busy || it->plan_busy > 0 || c->need_reconcile) {
+        it->write_busy || it->plan_busy > 0 || c->db.need_reconcile) {
         return;
     }
     send_job *j = esc_xcalloc(1, sizeof *j);
@@ -816,8 +816,7 @@ static void on_claimed(coord *c, PGresult *res, const pgx_err *err, void *arg)
     if (err->code != 0) {
         ESC_LOG(ESC_LOG_ERROR, "COORD-REGION", "cannot claim the database for region %s: %s",
                 r->cfg->name, err->message);
-        c->exit_code = 1;
-        coord_stop(c);
+        r->fail_cb(c);
         return;
     }
     const char *owner = PQgetvalue(res, 0, 0);
@@ -825,8 +824,7 @@ static void on_claimed(coord *c, PGresult *res, const pgx_err *err, void *arg)
         ESC_LOG(ESC_LOG_ERROR, "COORD-REGION",
                 "the database in %s belongs to region %s, not %s: refusing to start", r->cfg->path,
                 owner, r->cfg->name);
-        c->exit_code = 1;
-        coord_stop(c);
+        r->fail_cb(c);
         return;
     }
     r->claimed = true;
@@ -834,13 +832,7 @@ static void on_claimed(coord *c, PGresult *res, const pgx_err *err, void *arg)
             r->cfg->name, r->npeers, r->cfg->interval_ms, r->cfg->quota_auto);
 }
 
-static bool env_on(const char *name)
-{
-    const char *v = getenv(name);
-    return v != NULL && strcmp(v, "1") == 0;
-}
-
-int coord_region_start(coord *c)
+int coord_region_start(coord *c, coord_region_fail_cb fail_cb)
 {
     static const char sql[] =
         TAG "WITH ins AS (INSERT INTO region_self (region) VALUES ($1) "
@@ -853,8 +845,7 @@ int coord_region_start(coord *c)
     coord_region *r = esc_xcalloc(1, sizeof *r);
     c->region = r;
     r->cfg = cfg;
-    r->fp_after_sent = env_on("ESC_FAILPOINT_QUOTA_EXIT_AFTER_SENT");
-    r->fp_after_apply = env_on("ESC_FAILPOINT_QUOTA_EXIT_AFTER_APPLY");
+    r->fail_cb = fail_cb;
     for (size_t i = 0; i < cfg->npeers; i++) {
         coord_peer *p = &r->peers[i];
         p->c = c;
@@ -906,7 +897,7 @@ void coord_region_close(coord *c)
     for (size_t i = 0; i < c->cat.nitems; i++) {
         coord_item *it = c->cat.items[i];
         if (it->g != NULL && it->g->intent_req != NULL) {
-            coord_reply(c, &it->g->intent_req->hdr, it->g->intent_req->req.corr_id, ESC_ECLOSED,
+            coord_reply(c, &it->g->intent_req->hdr, it->g->intent_req->corr_id, ESC_ECLOSED,
                         "the coordinator is stopping; see escrowctl quota show");
             free(it->g->intent_req);
             it->g->intent_req = NULL;

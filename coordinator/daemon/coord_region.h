@@ -24,10 +24,7 @@
  * unconfirmed: a partitioned region answers TRY_LATER, never SOLD_OUT, while
  * another region may still have units.
  *
- * Failpoints (tests): ESC_FAILPOINT_QUOTA_EXIT_AFTER_SENT=1 exits right after
- * a donor's 'sent' committed, before it is offered;
- * ESC_FAILPOINT_QUOTA_EXIT_AFTER_APPLY=1 exits right after a receiver's
- * receipt committed, before the answer goes out.
+ * Failpoints of the quota steps: coord_failpoint.h.
  */
 #ifndef ESC_COORD_REGION_H
 #define ESC_COORD_REGION_H
@@ -35,11 +32,20 @@
 #include <stdbool.h>
 #include <stdint.h>
 
-#include "coord.h"
+#include "coord_cat.h"
+#include "nnx.h"
+#include "wire.h"
+
+typedef struct coord coord;
+
+/* The region cannot run (its database belongs to another region, or cannot
+ * be claimed): the coordinator stops with exit code 1. */
+typedef void (*coord_region_fail_cb)(coord *c);
 
 /* Opens the peers' sockets and claims the database for the region
- * (region_self). No-op without cfg.region. Returns 0 or an ESC_E* code. */
-int coord_region_start(coord *c);
+ * (region_self); fail_cb runs if the claim fails. No-op without cfg.region.
+ * Returns 0 or an ESC_E* code. */
+int coord_region_start(coord *c, coord_region_fail_cb fail_cb);
 /* Closes the peers' handles (coord_stop); frees everything (coord_fini). */
 void coord_region_close(coord *c);
 void coord_region_free(coord *c);

@@ -10,9 +10,10 @@
 
 #include <uv.h>
 
-#include "coord.h"
-#include "coord_mon.h"
 #include "auth_guard.h"
+#include "coord.h"
+#include "coord_failpoint.h"
+#include "coord_mon.h"
 #include "escrow_errors.h"
 #include "log.h"
 #include "metrics_http.h"
@@ -269,8 +270,7 @@ int main(int argc, char **argv)
     cfg.low_water_pct = 25;
     cfg.catalog_poll_ms = 1000;
     cfg.check_ms = COORD_MON_CHECK_MS_DEFAULT;
-    const char *fp = getenv("ESC_FAILPOINT_COORD_EXIT_AFTER_SENT");
-    cfg.failpoint_exit_after_sent = fp != NULL && strcmp(fp, "1") == 0;
+    coord_failpoint_read(&cfg.failpoints);
     cli_given given;
     memset(&given, 0, sizeof given);
     if (parse_args(argc, argv, &cfg, &given) != 0) {
