@@ -19,7 +19,9 @@
  *   coord.c         life cycle, the REP socket's dispatch, timers, heartbeats
  *   coord_admin     AdminReq: item and node operations for escrowctl
  *   coord_pass      policy passes: snapshot, coord_policy_plan, writes
- *   coord_region    regions: peers, quota transfers, global items' state
+ *   coord_region    regions: the round and quota requests; below it
+ *                   coord_quota (quota transfers and moves), coord_peer (the
+ *                   peers' sockets), coord_gitem (a global item's state)
  *   coord_xfer      transfers reported by the nodes, received into unallocated
  *   coord_place     nodes, leases, placement, epochs
  *   coord_route     routing tables: versions, publishing, route requests

@@ -24,7 +24,10 @@
  * unconfirmed: a partitioned region answers TRY_LATER, never SOLD_OUT, while
  * another region may still have units.
  *
- * Failpoints of the quota steps: coord_failpoint.h.
+ * The region is cut by job: coord_region.c (life cycle, the round, the
+ * requests), coord_peer.h (the peers' sockets), coord_quota.h (quota
+ * transfers and moves), coord_gitem.h (a global item's state). Failpoints
+ * of the quota steps: coord_failpoint.h.
  */
 #ifndef ESC_COORD_REGION_H
 #define ESC_COORD_REGION_H
