@@ -101,6 +101,70 @@ typedef struct cli_given {
     bool flag[128];
 } cli_given;
 
+/* One option (getopt character ch, its value optarg). Returns 0, or -1
+ * after a message on stderr. */
+static int take_opt(int ch, coord_config *cfg, cli_given *given)
+{
+    switch (ch) {
+    case 'd':
+        cfg->dsn = optarg;
+        return 0;
+    case 'l':
+        if (cfg->nlisten == COORD_LISTEN_MAX) {
+            fprintf(stderr, "escrow-coordinator: at most %d --listen endpoints\n",
+                    COORD_LISTEN_MAX);
+            return -1;
+        }
+        cfg->listen[cfg->nlisten++] = optarg;
+        return 0;
+    case 'p':
+        cfg->publish = optarg;
+        return 0;
+    case 'L':
+        return parse_ms("lease-ms", optarg, 100, 600000, &cfg->lease_ms);
+    case 'H':
+        return parse_ms("heartbeat-ms", optarg, 10, 60000, &cfg->heartbeat_ms);
+    case 'R':
+        return parse_ms("rebalance-ms", optarg, 10, 60000, &cfg->rebalance_ms);
+    case 'C':
+        return parse_ms("collapse-pct", optarg, 0, 100, &cfg->collapse_pct);
+    case 'W':
+        return parse_ms("low-water-pct", optarg, 0, 100, &cfg->low_water_pct);
+    case 'P':
+        return parse_ms("catalog-poll-ms", optarg, 100, 600000, &cfg->catalog_poll_ms);
+    case 'K':
+        return parse_ms("check-ms", optarg, COORD_MON_CHECK_MS_MIN, COORD_MON_CHECK_MS_MAX,
+                        &cfg->check_ms);
+    case 'm':
+        cfg->metrics = optarg;
+        return parse_metrics(optarg);
+    case 'v':
+        if (esc_log_level_parse(optarg) < 0) {
+            fprintf(stderr, "escrow-coordinator: unknown log level '%s'\n", optarg);
+            return -1;
+        }
+        esc_log_set_level(esc_log_level_parse(optarg));
+        return 0;
+    case 'F':
+        given->config = optarg;
+        return 0;
+    case 'a':
+        if (auth_parse_onoff(optarg, &cfg->auth) != 0) {
+            fprintf(stderr, "escrow-coordinator: --auth takes on or off\n");
+            return -1;
+        }
+        return 0;
+    case 'k':
+        given->cluster_key = optarg;
+        return 0;
+    case 'h':
+        usage(stdout);
+        exit(0);
+    default:
+        return -1;
+    }
+}
+
 static int parse_args(int argc, char **argv, coord_config *cfg, cli_given *given)
 {
     static const struct option opts[] = {{"dsn", required_argument, NULL, 'd'},
@@ -125,72 +189,7 @@ static int parse_args(int argc, char **argv, coord_config *cfg, cli_given *given
         if (ch > 0 && ch < 128) {
             given->flag[ch] = true;
         }
-        switch (ch) {
-        case 'd':
-            cfg->dsn = optarg;
-            break;
-        case 'l':
-            if (cfg->nlisten == COORD_LISTEN_MAX) {
-                fprintf(stderr, "escrow-coordinator: at most %d --listen endpoints\n",
-                        COORD_LISTEN_MAX);
-                return -1;
-            }
-            cfg->listen[cfg->nlisten++] = optarg;
-            break;
-        case 'p':
-            cfg->publish = optarg;
-            break;
-        case 'L':
-            rc = parse_ms("lease-ms", optarg, 100, 600000, &cfg->lease_ms);
-            break;
-        case 'H':
-            rc = parse_ms("heartbeat-ms", optarg, 10, 60000, &cfg->heartbeat_ms);
-            break;
-        case 'R':
-            rc = parse_ms("rebalance-ms", optarg, 10, 60000, &cfg->rebalance_ms);
-            break;
-        case 'C':
-            rc = parse_ms("collapse-pct", optarg, 0, 100, &cfg->collapse_pct);
-            break;
-        case 'W':
-            rc = parse_ms("low-water-pct", optarg, 0, 100, &cfg->low_water_pct);
-            break;
-        case 'P':
-            rc = parse_ms("catalog-poll-ms", optarg, 100, 600000, &cfg->catalog_poll_ms);
-            break;
-        case 'K':
-            rc = parse_ms("check-ms", optarg, COORD_MON_CHECK_MS_MIN, COORD_MON_CHECK_MS_MAX,
-                          &cfg->check_ms);
-            break;
-        case 'm':
-            rc = parse_metrics(optarg);
-            cfg->metrics = optarg;
-            break;
-        case 'v':
-            if (esc_log_level_parse(optarg) < 0) {
-                fprintf(stderr, "escrow-coordinator: unknown log level '%s'\n", optarg);
-                return -1;
-            }
-            esc_log_set_level(esc_log_level_parse(optarg));
-            break;
-        case 'F':
-            given->config = optarg;
-            break;
-        case 'a':
-            if (auth_parse_onoff(optarg, &cfg->auth) != 0) {
-                fprintf(stderr, "escrow-coordinator: --auth takes on or off\n");
-                return -1;
-            }
-            break;
-        case 'k':
-            given->cluster_key = optarg;
-            break;
-        case 'h':
-            usage(stdout);
-            exit(0);
-        default:
-            return -1;
-        }
+        rc = take_opt(ch, cfg, given);
     }
     return rc;
 }
@@ -258,22 +257,51 @@ static int apply_config(const cli_given *g, coord_config *cfg)
     return 0;
 }
 
-int main(int argc, char **argv)
+static void defaults(coord_config *cfg)
 {
-    coord_config cfg;
-    memset(&cfg, 0, sizeof cfg);
-    cfg.dsn = getenv("ESCROW_DSN");
-    cfg.lease_ms = 2000;
-    cfg.heartbeat_ms = 200;
-    cfg.rebalance_ms = 200;
-    cfg.collapse_pct = 5;
-    cfg.low_water_pct = 25;
-    cfg.catalog_poll_ms = 1000;
-    cfg.check_ms = COORD_MON_CHECK_MS_DEFAULT;
-    coord_failpoint_read(&cfg.failpoints);
+    memset(cfg, 0, sizeof *cfg);
+    cfg->dsn = getenv("ESCROW_DSN");
+    cfg->lease_ms = 2000;
+    cfg->heartbeat_ms = 200;
+    cfg->rebalance_ms = 200;
+    cfg->collapse_pct = 5;
+    cfg->low_water_pct = 25;
+    cfg->catalog_poll_ms = 1000;
+    cfg->check_ms = COORD_MON_CHECK_MS_DEFAULT;
+    coord_failpoint_read(&cfg->failpoints);
+}
+
+/* The cluster key (--cluster-key FILE or $ESCROW_CLUSTER_KEY), required by
+ * --auth on. Returns 0, or -1 after a message on stderr. */
+static int load_cluster_key(const cli_given *given, coord_config *cfg)
+{
+    static char cluster_key[ESC_CREDENTIAL_LEN_MAX + 1]; /* cfg borrows it until exit */
+    bool have_key = false;
+    char why[256];
+    if (auth_cluster_key_load(given->cluster_key, cluster_key, &have_key, why, sizeof why) != 0) {
+        fprintf(stderr, "escrow-coordinator: %s\n", why);
+        return -1;
+    }
+    if (cfg->auth && !have_key) {
+        fprintf(stderr, "escrow-coordinator: --auth on needs the cluster key (--cluster-key FILE "
+                        "or $ESCROW_CLUSTER_KEY): nodes could not heartbeat\n");
+        return -1;
+    }
+    if (have_key) {
+        cfg->cluster_key = cluster_key;
+        (void)wire_set_credential(cluster_key); /* quota messages to peers carry it */
+    }
+    return 0;
+}
+
+/* Defaults, the command line, the region file, the cluster key. Returns 0,
+ * or 2 (bad usage) after a message on stderr. */
+static int configure(int argc, char **argv, coord_config *cfg)
+{
+    defaults(cfg);
     cli_given given;
     memset(&given, 0, sizeof given);
-    if (parse_args(argc, argv, &cfg, &given) != 0) {
+    if (parse_args(argc, argv, cfg, &given) != 0) {
         usage(stderr);
         return 2;
     }
@@ -283,36 +311,26 @@ int main(int argc, char **argv)
         usage(stderr);
         return 2;
     }
-    if (given.config != NULL && apply_config(&given, &cfg) != 0) {
+    if (given.config != NULL && apply_config(&given, cfg) != 0) {
         return 2;
     }
-    if (check_args(argc, &cfg) != 0) {
+    if (check_args(argc, cfg) != 0) {
         usage(stderr);
         return 2;
     }
-    static char cluster_key[ESC_CREDENTIAL_LEN_MAX + 1];
-    bool have_key = false;
-    char why[256];
-    if (auth_cluster_key_load(given.cluster_key, cluster_key, &have_key, why, sizeof why) != 0) {
-        fprintf(stderr, "escrow-coordinator: %s\n", why);
-        return 2;
-    }
-    if (cfg.auth && !have_key) {
-        fprintf(stderr, "escrow-coordinator: --auth on needs the cluster key (--cluster-key FILE "
-                        "or $ESCROW_CLUSTER_KEY): nodes could not heartbeat\n");
-        return 2;
-    }
-    if (have_key) {
-        cfg.cluster_key = cluster_key;
-        (void)wire_set_credential(cluster_key); /* quota messages to peers carry it */
-    }
+    return load_cluster_key(&given, cfg) != 0 ? 2 : 0;
+}
+
+/* Runs the coordinator until it stops. Returns the exit code. */
+static int run(const coord_config *cfg)
+{
     static uv_loop_t loop; /* static: reachable until exit, even on a failed start */
     if (uv_loop_init(&loop) != 0) {
         fprintf(stderr, "escrow-coordinator: cannot create the event loop\n");
         return 1;
     }
     static coord c;
-    int rc = coord_start(&c, &loop, &cfg);
+    int rc = coord_start(&c, &loop, cfg);
     if (rc != 0) {
         ESC_LOG(ESC_LOG_ERROR, "COORD-START", "cannot start: %s", esc_strerror(rc));
         coord_fini(&c);
@@ -325,4 +343,11 @@ int main(int argc, char **argv)
         ESC_LOG(ESC_LOG_WARN, "COORD-STOP", "loop closed with handles still open");
     }
     return code;
+}
+
+int main(int argc, char **argv)
+{
+    coord_config cfg;
+    int rc = configure(argc, argv, &cfg);
+    return rc != 0 ? rc : run(&cfg);
 }
