@@ -14,7 +14,6 @@
  */
 #include "escrow_feed.h"
 
-#include <errno.h>
 #include <inttypes.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -25,6 +24,7 @@
 #include <libpq-fe.h>
 
 #include "escrow_errors.h"
+#include "pg_result.h"
 
 #define TAG "/* escrow:feed */ "
 
@@ -115,51 +115,14 @@ static int query(PGconn *conn, const char *sql, int nparams, const char *const *
     return 0;
 }
 
-static int parse_u64(const char *s, uint64_t *out)
+/* A bigint cell that may be NULL (read as 0). */
+static int nullable_i64(const PGresult *res, int row, int col, int64_t *out)
 {
-    if (s == NULL || s[0] < '0' || s[0] > '9') {
-        return ESC_EINVAL;
-    }
-    errno = 0;
-    char *end = NULL;
-    unsigned long long v = strtoull(s, &end, 10);
-    if (errno != 0 || *end != '\0') {
-        return ESC_EINVAL;
-    }
-    *out = (uint64_t)v;
-    return 0;
-}
-
-/* A bigint cell; NULL reads as 0 when null_ok. */
-static int cell_i64(const PGresult *res, int row, int col, bool null_ok, int64_t *out)
-{
-    if (PQgetisnull(res, row, col)) {
+    if (pg_result_null(res, row, col)) {
         *out = 0;
-        return null_ok ? 0 : ESC_EDB;
-    }
-    const char *s = PQgetvalue(res, row, col);
-    uint64_t v = 0;
-    bool neg = s[0] == '-';
-    if (parse_u64(neg ? s + 1 : s, &v) != 0 || v > (uint64_t)INT64_MAX) {
-        return ESC_EDB;
-    }
-    *out = neg ? -(int64_t)v : (int64_t)v;
-    return 0;
-}
-
-/* A text cell into dst[cap]; "" for NULL; too long = schema mismatch. */
-static int cell_str(const PGresult *res, int row, int col, char *dst, size_t cap)
-{
-    if (PQgetisnull(res, row, col)) {
-        dst[0] = '\0';
         return 0;
     }
-    size_t n = (size_t)PQgetlength(res, row, col);
-    if (n >= cap) {
-        return ESC_EDB;
-    }
-    memcpy(dst, PQgetvalue(res, row, col), n + 1);
-    return 0;
+    return pg_result_i64(res, row, col, out);
 }
 
 static bool name_valid(const char *s, size_t max)
@@ -270,7 +233,7 @@ static int start_cursor(feed *f, const feed_opts *o, feed_cursor *out, char why[
                          "tenant %s has no event %s (or its transaction has not ended yet)",
                          f->tenant, id);
         }
-        rc = parse_u64(PQgetvalue(res, 0, 0), &c.txid);
+        rc = pg_result_u64(res, 0, 0, &c.txid);
         PQclear(res);
         if (rc != 0) {
             return failf(why, ESC_EDB, "unexpected txid of event %s", id);
@@ -306,15 +269,13 @@ static int create_or_load(feed *f, const feed_opts *o, bool *created, char why[F
     }
     int64_t ev = 0;
     if (PQntuples(res) != 1 || PQnfields(res) != 3 ||
-        parse_u64(PQgetvalue(res, 0, 1), &f->committed.txid) != 0 ||
-        cell_i64(res, 0, 2, false, &ev) != 0) {
+        pg_result_u64(res, 0, 1, &f->committed.txid) != 0 || pg_result_i64(res, 0, 2, &ev) != 0) {
         rc = failf(why, ESC_EDB, "consumer %s: unexpected row in feed_consumers", f->consumer);
-    } else if (strcmp(PQgetisnull(res, 0, 0) ? "" : PQgetvalue(res, 0, 0), f->item) != 0) {
+    } else if (strcmp(pg_result_text_or(res, 0, 0, ""), f->item) != 0) {
         rc = failf(why, ESC_ECONFLICT,
                    "consumer %s of tenant %s exists with item filter '%s', not '%s' (a cursor "
                    "only means something for its filter; use another consumer name)",
-                   f->consumer, f->tenant, PQgetisnull(res, 0, 0) ? "" : PQgetvalue(res, 0, 0),
-                   f->item);
+                   f->consumer, f->tenant, pg_result_text_or(res, 0, 0, ""), f->item);
     }
     PQclear(res);
     f->committed.event_id = ev;
@@ -383,19 +344,16 @@ static int ensure_conn(feed *f)
 
 static int parse_row(const PGresult *res, int r, feed_event *e)
 {
-    int rc = cell_i64(res, r, P_ID, false, &e->event_id);
-    if (rc == 0 &&
-        (PQgetisnull(res, r, P_TXID) || parse_u64(PQgetvalue(res, r, P_TXID), &e->txid))) {
-        rc = ESC_EDB;
-    }
-    rc = rc != 0 ? rc : cell_str(res, r, P_ITEM, e->item, sizeof e->item);
-    rc = rc != 0 ? rc : cell_str(res, r, P_KIND, e->kind, sizeof e->kind);
-    rc = rc != 0 ? rc : cell_i64(res, r, P_QTY, false, &e->qty);
-    rc = rc != 0 ? rc : cell_i64(res, r, P_SEG, true, &e->segment_id);
-    rc = rc != 0 ? rc : cell_i64(res, r, P_HOLD, true, &e->hold_id);
-    rc = rc != 0 ? rc : cell_str(res, r, P_BUYER, e->buyer, sizeof e->buyer);
-    rc = rc != 0 ? rc : cell_str(res, r, P_ACTOR, e->actor, sizeof e->actor);
-    rc = rc != 0 ? rc : cell_str(res, r, P_AT, e->at, sizeof e->at);
+    int rc = pg_result_i64(res, r, P_ID, &e->event_id);
+    rc = rc != 0 ? rc : pg_result_u64(res, r, P_TXID, &e->txid);
+    rc = rc != 0 ? rc : pg_result_text_copy(res, r, P_ITEM, e->item, sizeof e->item);
+    rc = rc != 0 ? rc : pg_result_text_copy(res, r, P_KIND, e->kind, sizeof e->kind);
+    rc = rc != 0 ? rc : pg_result_i64(res, r, P_QTY, &e->qty);
+    rc = rc != 0 ? rc : nullable_i64(res, r, P_SEG, &e->segment_id);
+    rc = rc != 0 ? rc : nullable_i64(res, r, P_HOLD, &e->hold_id);
+    rc = rc != 0 ? rc : pg_result_text_copy(res, r, P_BUYER, e->buyer, sizeof e->buyer);
+    rc = rc != 0 ? rc : pg_result_text_copy(res, r, P_ACTOR, e->actor, sizeof e->actor);
+    rc = rc != 0 ? rc : pg_result_text_copy(res, r, P_AT, e->at, sizeof e->at);
     return rc;
 }
 
@@ -509,7 +467,7 @@ int feed_commit(feed *f, const feed_event *ev)
         return rc;
     }
     int64_t exists = 0;
-    if (PQntuples(res) != 1 || cell_i64(res, 0, 1, false, &exists) != 0) {
+    if (PQntuples(res) != 1 || pg_result_i64(res, 0, 1, &exists) != 0) {
         rc = failf(f->why, ESC_EDB, "unexpected answer to the cursor commit");
     } else if (exists == 0) {
         rc = failf(f->why, ESC_ENOT_FOUND, "consumer %s of tenant %s no longer exists", f->consumer,
