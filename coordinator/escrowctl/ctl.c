@@ -10,6 +10,7 @@
 #include "ctl_admin.h"
 #include "ctl_check.h"
 #include "ctl_db.h"
+#include "ctl_exit.h"
 #include "ctl_feed.h"
 #include "ctl_item.h"
 #include "ctl_list.h"

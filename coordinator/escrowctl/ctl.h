@@ -15,7 +15,7 @@
 #include "ctl_opts.h"
 
 /* a and out are borrowed; a was filled by ctl_args_parse and a->help is
- * false. Errors go to stderr as sentences. Returns CTL_EXIT_*. */
+ * false. Errors go to stderr as sentences. Returns CTL_EXIT_* (ctl_exit.h). */
 int ctl_run(const ctl_args *a, FILE *out);
 
 #endif

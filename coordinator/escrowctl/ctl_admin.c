@@ -6,32 +6,13 @@
 #include <string.h>
 
 #include "ctl_json.h"
+#include "ctl_num.h"
 #include "ctl_rpc.h"
 #include "escrow_errors.h"
 #include "wire.h"
 
 /* An AdminReq is a few hundred bytes at most (ids are bounded). */
 #define ADMIN_FRAME_MAX 1024
-
-void ctl_report_no_answer(const char *who, const char *url, int timeout_ms, bool sent,
-                          bool outcome_matters)
-{
-    char t[32];
-    ctl_format_ms(timeout_ms, t, sizeof t);
-    if (!sent) {
-        fprintf(stderr,
-                "escrowctl: %s at %s did not answer within %s: nothing could be sent "
-                "(is it running?); nothing was done\n",
-                who, url, t);
-    } else if (outcome_matters) {
-        fprintf(stderr,
-                "escrowctl: %s at %s did not answer within %s: the request was sent, its "
-                "outcome is unknown (look with 'escrowctl status' before retrying)\n",
-                who, url, t);
-    } else {
-        fprintf(stderr, "escrowctl: %s at %s did not answer within %s\n", who, url, t);
-    }
-}
 
 /* Sends one AdminReq; the reply lands in *rep. Errors other than the
  * coordinator's own answer are explained here. */
@@ -52,8 +33,7 @@ static int admin_call(const ctl_args *a, uint32_t op, wire_reply *rep, bool outc
     rc = ctl_rpc_call(a->coordinator, corr, frame, len, a->timeout_ms, rep, &sent);
     if (rc == ESC_ETIMEDOUT) {
         if (!quiet) {
-            ctl_report_no_answer("coordinator", a->coordinator, a->timeout_ms, sent,
-                                 outcome_matters);
+            ctl_rpc_no_answer("coordinator", a->coordinator, a->timeout_ms, sent, outcome_matters);
         }
     } else if (rc == ESC_EPROTO) {
         fprintf(stderr, "escrowctl: the coordinator at %s sent an answer that is not a reply\n",
@@ -113,7 +93,7 @@ bool ctl_admin_reload(const ctl_args *a)
         return true;
     }
     char t[32];
-    ctl_format_ms(a->timeout_ms, t, sizeof t);
+    ctl_num_format_ms(a->timeout_ms, t, sizeof t);
     if (rc == ESC_ETIMEDOUT) {
         fprintf(stderr,
                 "escrowctl: warning: the coordinator at %s did not answer within %s; it will "

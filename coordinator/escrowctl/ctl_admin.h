@@ -28,10 +28,4 @@ int ctl_admin(const ctl_args *a, FILE *out, bool *refused);
  * nothing when a->coordinator is empty. Returns true if it was reloaded. */
 bool ctl_admin_reload(const ctl_args *a);
 
-/* A sentence for a daemon that did not answer: "coordinator at URL did not
- * answer within 3 s" plus what that means for the outcome. who and url
- * borrowed. */
-void ctl_report_no_answer(const char *who, const char *url, int timeout_ms, bool sent,
-                          bool outcome_matters);
-
 #endif

@@ -9,6 +9,7 @@
 #include "auth.h"
 #include "auth_guard.h"
 #include "ctl_db.h"
+#include "ctl_exit.h"
 #include "ctl_json.h"
 #include "ctl_opts.h"
 #include "escrow_errors.h"

@@ -21,7 +21,7 @@
 int ctl_auth_credential(int *argc, char **argv);
 /* True if argv (argv[0] skipped) is one of the commands above. */
 bool ctl_auth_is_cmd(int argc, char **argv);
-/* Runs it; returns an exit code (CTL_EXIT_*). */
+/* Runs it; returns an exit code (CTL_EXIT_*, ctl_exit.h). */
 int ctl_auth_run(int argc, char **argv, FILE *out);
 /* Their lines of `escrowctl --help`. */
 void ctl_auth_usage(FILE *f);

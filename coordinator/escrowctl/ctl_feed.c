@@ -17,6 +17,7 @@
 
 #include "ctl_db.h"
 #include "ctl_json.h"
+#include "ctl_num.h"
 #include "escrow_errors.h"
 #include "escrow_feed.h"
 
@@ -188,7 +189,7 @@ int ctl_follow(const ctl_args *a, FILE *out)
         return rc;
     }
     const char *fp = getenv("ESC_FAILPOINT_FOLLOW_CRASH_BATCH");
-    if (fp != NULL && ctl_parse_i64(fp, 0, INT64_MAX, &follow_crash_batch) != 0) {
+    if (fp != NULL && ctl_num_parse(fp, 0, INT64_MAX, &follow_crash_batch) != 0) {
         fprintf(stderr, "escrowctl: ESC_FAILPOINT_FOLLOW_CRASH_BATCH must be a count\n");
         return ESC_EINVAL;
     }

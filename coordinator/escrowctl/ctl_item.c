@@ -4,7 +4,7 @@
  * The item insert uses ON CONFLICT DO NOTHING: two concurrent creates of the
  * same item serialize on the primary key and the second one sees zero rows
  * and rolls back, so the answer is "exists" rather than a constraint error.
- * The split is computed in C (ctl_split_available, unit-tested) and sent as
+ * The split is computed in C (ctl_num_split, unit-tested) and sent as
  * one bigint[]; the sum is asserted before anything is written.
  */
 #include "ctl_item.h"
@@ -16,6 +16,7 @@
 #include "ctl_admin.h"
 #include "ctl_db.h"
 #include "ctl_json.h"
+#include "ctl_num.h"
 #include "escrow_errors.h"
 #include "log.h"
 
@@ -47,7 +48,7 @@ static int split_text(const ctl_item_spec *s, char buf[SPLIT_TEXT_MAX])
     int64_t sum = 0;
     buf[off++] = '{';
     for (int i = 0; i < s->segments; i++) {
-        int64_t v = ctl_split_available(s->total, s->segments, i);
+        int64_t v = ctl_num_split(s->total, s->segments, i);
         sum += v;
         int n = snprintf(buf + off, SPLIT_TEXT_MAX - off, "%s%" PRId64, i > 0 ? "," : "", v);
         if (n < 0 || (size_t)n >= SPLIT_TEXT_MAX - off) {

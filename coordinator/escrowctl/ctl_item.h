@@ -4,7 +4,7 @@
  * One transaction: the tenant and the node rows if missing, the item with
  * every unit allocated (unallocated = 0), and K segments seg_no 0..K-1 at
  * epoch 0 whose available counters add up to the total
- * (ctl_split_available). An item that already exists changes nothing.
+ * (ctl_num_split). An item that already exists changes nothing.
  */
 #ifndef CTL_ITEM_H
 #define CTL_ITEM_H

@@ -8,12 +8,14 @@
  */
 #include "ctl_opts.h"
 
-#include <errno.h>
 #include <inttypes.h>
 #include <stdarg.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include "ctl_num.h"
+#include "ctl_quota.h"
 #include "escrow_errors.h"
 #include "wire.h"
 
@@ -164,34 +166,6 @@ static int fail(char why[CTL_WHY_MAX], const char *fmt, ...)
     return ESC_EINVAL;
 }
 
-int ctl_parse_i64(const char *s, int64_t min, int64_t max, int64_t *out)
-{
-    if (s == NULL || (s[0] != '-' && (s[0] < '0' || s[0] > '9'))) {
-        return ESC_EINVAL;
-    }
-    if (s[0] == '-' && (s[1] < '0' || s[1] > '9')) {
-        return ESC_EINVAL;
-    }
-    errno = 0;
-    char *end = NULL;
-    long long v = strtoll(s, &end, 10);
-    if (errno != 0 || end == s || *end != '\0' || v < min || v > max) {
-        return ESC_EINVAL;
-    }
-    *out = (int64_t)v;
-    return 0;
-}
-
-int64_t ctl_split_available(int64_t total, int segments, int seg_no)
-{
-    if (total < 0 || segments < 1 || seg_no < 0 || seg_no >= segments) {
-        return 0;
-    }
-    int64_t share = total / segments;
-    int64_t rest = total % segments;
-    return share + (seg_no < rest ? 1 : 0);
-}
-
 static int find_opt(const char *arg, size_t *name_len)
 {
     const char *eq = strchr(arg, '=');
@@ -287,7 +261,7 @@ static int get_int(const raw_args *raw, int id, int64_t min, int64_t max, int64_
         *out = dflt;
         return 0;
     }
-    if (ctl_parse_i64(raw->val[id], min, max, out) != 0) {
+    if (ctl_num_parse(raw->val[id], min, max, out) != 0) {
         return fail(why, "--%s must be an integer in %" PRId64 "..%" PRId64, opt_defs[id].name, min,
                     max);
     }
@@ -400,7 +374,7 @@ static int build_holds(const raw_args *raw, ctl_args *a, char why[CTL_WHY_MAX])
     if (by_buyer) {
         return copy_id(a->buyer, raw->val[OPT_BUYER], ESC_BUYER_LEN_MAX, "--buyer", why);
     }
-    if (ctl_parse_i64(raw->val[OPT_HOLD], 1, INT64_MAX, &a->hold_id) != 0) {
+    if (ctl_num_parse(raw->val[OPT_HOLD], 1, INT64_MAX, &a->hold_id) != 0) {
         return fail(why, "--hold must be a hold id (a positive integer)");
     }
     return 0;
@@ -561,7 +535,7 @@ static int build_admin_pos(const struct cmd_def *c, const char *const *pos, ctl_
     case POS_NODE:
         return copy_id(a->node, pos[0], CTL_NODE_LEN_MAX, "NODE", why);
     case POS_HOLD:
-        if (ctl_parse_i64(pos[0], 1, INT64_MAX, &a->hold_id) != 0 ||
+        if (ctl_num_parse(pos[0], 1, INT64_MAX, &a->hold_id) != 0 ||
             !wire_hold_id_valid((uint64_t)a->hold_id)) {
             return fail(why,
                         "HOLD_ID must be a hold id (a positive integer naming a segment), "
@@ -575,13 +549,13 @@ static int build_admin_pos(const struct cmd_def *c, const char *const *pos, ctl_
     rc = copy_id(a->tenant, pos[0], ESC_TENANT_LEN_MAX, "TENANT", why);
     rc = rc != 0 ? rc : copy_id(a->item, pos[1], ESC_ITEM_LEN_MAX, "ITEM", why);
     if (rc == 0 && c->pos == POS_ITEM_QTY &&
-        ctl_parse_i64(pos[2], 1, ESC_TOTAL_MAX, &a->qty) != 0) {
+        ctl_num_parse(pos[2], 1, ESC_TOTAL_MAX, &a->qty) != 0) {
         rc = fail(why, "QTY must be an integer in 1..%lld, not '%s'", (long long)ESC_TOTAL_MAX,
                   pos[2]);
     }
     int64_t n = 0;
     if (rc == 0 && c->pos == POS_ITEM_SPLIT) {
-        if (ctl_parse_i64(pos[2], 1, ESC_SEGMENTS_PER_ITEM_MAX, &n) != 0) {
+        if (ctl_num_parse(pos[2], 1, ESC_SEGMENTS_PER_ITEM_MAX, &n) != 0) {
             return fail(why, "N (segments) must be an integer in 1..%d, not '%s'",
                         ESC_SEGMENTS_PER_ITEM_MAX, pos[2]);
         }
@@ -716,117 +690,4 @@ int ctl_args_parse(int argc, char *const argv[], const ctl_env *env, ctl_args *o
     a.json = (raw.seen & OPT_BIT(OPT_JSON)) != 0;
     *out = a;
     return 0;
-}
-
-int ctl_exit_code(ctl_cmd cmd, int rc, bool violated, bool refused)
-{
-    if (rc == 0) {
-        return violated ? CTL_EXIT_FAIL : CTL_EXIT_OK;
-    }
-    if (refused) {
-        return CTL_EXIT_FAIL;
-    }
-    if (rc == ESC_ETIMEDOUT || rc == ESC_ECLOSED) {
-        return CTL_EXIT_NO_ANSWER;
-    }
-    if (rc == ESC_EINVAL || rc == ESC_EUNAVAILABLE || cmd == CTL_CMD_CHECK) {
-        return CTL_EXIT_USAGE;
-    }
-    return CTL_EXIT_FAIL;
-}
-
-void ctl_format_ms(int ms, char *buf, size_t cap)
-{
-    if (ms % 1000 == 0) {
-        snprintf(buf, cap, "%d s", ms / 1000);
-    } else {
-        snprintf(buf, cap, "%d ms", ms);
-    }
-}
-
-void ctl_usage(FILE *f)
-{
-    fputs("usage: escrowctl [--config FILE] [--dsn DSN] [--coordinator URL] [--timeout-ms MS] "
-          "[--json]\n"
-          "                 COMMAND [ARGS]\n"
-          "\n"
-          "from the database (--dsn):\n"
-          "  migrate                      apply the embedded schema migrations (idempotent)\n"
-          "  item create TENANT ITEM --total N [--segments K] [--node NODE] [--region R]\n"
-          "              [--max-per-order N] [--max-per-buyer N] [--hold-ttl-ms MS]\n"
-          "                               create an item and its K segments; without --node\n"
-          "                               they stay unassigned and the coordinator (if one is\n"
-          "                               given) is asked to reload its catalog and place them\n"
-          "  status [TENANT [ITEM]]       per item and per segment: owner, epoch, state,\n"
-          "                               counters, transfers in flight, tail segment\n"
-          "  nodes                        nodes: endpoint, state, last seen, lease, segments\n"
-          "  transfers [TENANT [ITEM]] [--all] [--limit N]\n"
-          "                               open transfers (--all: ended ones too), newest first\n"
-          "  holds TENANT --buyer B [--item I] [--limit N]\n"
-          "  holds TENANT --hold HOLD_ID  list holds\n"
-          "  release HOLD_ID              force-release a hold through the node that owns its\n"
-          "                               segment (recorded as cancelled by an operator)\n"
-          "  events TENANT [--item I] [--after EVENT_ID] [--limit N]\n"
-          "                               list outbox events\n"
-          "  events TENANT --follow --consumer NAME [--item I] [--from-start | --after ID]\n"
-          "         [--limit N]           print events as they become final, in feed order,\n"
-          "                               one line each (--json: JSON lines); commit the\n"
-          "                               consumer's cursor after each printed batch (N events,\n"
-          "                               default 100); a restart resumes after the cursor;\n"
-          "                               --from-start/--after only place a NEW consumer;\n"
-          "                               SIGINT/SIGTERM stop it (exit 0)\n"
-          "  consumers TENANT             feed consumers: cursor, lag (events, seconds)\n"
-          "  check                        conservation (transfers in flight included) and the\n"
-          "                               counters against the holds; exit 1 if violated\n"
-          "\n"
-          "through the coordinator (--coordinator; no database needed):\n"
-          "  item restock TENANT ITEM QTY   add QTY units\n"
-          "  item reduce TENANT ITEM QTY    remove QTY units that are neither held nor sold\n"
-          "  item pause TENANT ITEM         stop new reserves (holds go on)\n"
-          "  item resume TENANT ITEM        take reserves again\n"
-          "  item retire TENANT ITEM        stop selling for good\n"
-          "  item split TENANT ITEM N       spread the item over N active segments\n"
-          "  item collapse TENANT ITEM      move everything into one tail segment now\n"
-          "  item rebalance TENANT ITEM     run a rebalancing pass for the item now\n"
-          "  drain NODE                     hand NODE's segments to other nodes\n"
-          "  undrain NODE                   let NODE take segments again\n"
-          "\n"
-          "over several regions (--config FILE once per region; no --dsn):\n"
-          "  item create TENANT ITEM --global --total N [--quota R=N,R=N...] [create options]\n"
-          "                               the item in every region's database, N split into\n"
-          "                               quotas by each file's [quota] share (or --quota);\n"
-          "                               re-running completes an interrupted create\n"
-          "  quota show [TENANT [ITEM]]   per global item and region: quota, available, held,\n"
-          "                               sold, unallocated, in flight out, floor; the sums\n"
-          "  quota move TENANT ITEM QTY --from R --to R\n"
-          "                               ask region R's coordinator to send QTY units of quota\n"
-          "  regions                      each region: database, region_self, coordinator\n"
-          "                               (answers?), peers, quota transfers and receipts\n"
-          "  status --global [TENANT [ITEM]]  each region's status, then the global items\n"
-          "  check --global               each region's check, then per global item: quotas +\n"
-          "                               units in flight = global_total (exit 1 if violated,\n"
-          "                               2 if a region it needs has no --config)\n"
-          "\n"
-          "  --config FILE      the region's INI file (examples/regions/eu.ini): the dsn\n"
-          "                     and the coordinator from its [region] section, unless\n"
-          "                     --dsn / --coordinator are given (the environment is then\n"
-          "                     not consulted)\n"
-          "  --dsn DSN          PostgreSQL connection string (default: $ESCROW_DSN)\n"
-          "  --coordinator URL  the coordinator's request endpoint, e.g. tcp://127.0.0.1:7000\n"
-          "                     (default: $ESCROW_COORDINATOR)\n"
-          "  --timeout-ms MS    how long to wait for the coordinator or node (10..60000)\n"
-          "  --json             machine-readable output; the coordinator's commands print\n"
-          "                     {\"status\":..., \"message\":...}\n"
-          "  --help             this text\n"
-          "\n"
-          "defaults: --segments 1, --region local, --hold-ttl-ms 600000, --timeout-ms 3000,\n"
-          "          --max-per-order 0 and --max-per-buyer 0 (no limit), --limit 100\n"
-          "exit: 0 ok\n"
-          "      1 failed: refused by the coordinator or node, not found, or check found a "
-          "violation\n"
-          "      2 usage or database connection error (nothing was done)\n"
-          "      3 no answer: the coordinator or the hold's node did not answer in time or is\n"
-          "        down (nothing was done if nothing could be sent; otherwise look before\n"
-          "        retrying a restock or reduce)\n",
-          f);
 }

@@ -1,6 +1,7 @@
 /*
- * ctl_opts.h - escrowctl's command line: parsing, validation, usage text,
- * exit codes, and the segment split arithmetic.
+ * ctl_opts.h - escrowctl's command line: parsing and validation into
+ * ctl_args. Its synopsis is ctl_usage.h, its exit codes ctl_exit.h, its
+ * numbers ctl_num.h.
  *
  * Pure: no libpq, no I/O except the FILE the usage is written to, so every
  * branch is unit-tested (tests/unit/test_ctl.c). Everything that comes from
@@ -18,10 +19,9 @@
 
 #include <stdbool.h>
 #include <stdint.h>
-#include <stdio.h>
 
-#include "esc_limits.h"
 #include "ctl_quota.h"
+#include "esc_limits.h"
 #include "region_cfg.h"
 
 /* Nodes and regions: the schema allows 1..64 printable ASCII bytes. */
@@ -53,16 +53,6 @@
 #define CTL_TIMEOUT_MS_DEFAULT 3000
 #define CTL_TIMEOUT_MS_MIN 10
 #define CTL_TIMEOUT_MS_MAX 60000
-
-/* Exit codes, for scripts:
- *   0  done (for check: no violation)
- *   1  failed: refused by the coordinator or the node (unknown item, retired
- *      item, nothing to release...), not found, or check found a violation
- *   2  usage or database connection error: nothing was done
- *   3  no answer: the coordinator (or the node owning a hold) did not answer
- *      within the timeout or is down. Nothing was done if nothing could be
- *      sent; otherwise the outcome is unknown (look with status first). */
-enum { CTL_EXIT_OK = 0, CTL_EXIT_FAIL = 1, CTL_EXIT_USAGE = 2, CTL_EXIT_NO_ANSWER = 3 };
 
 typedef enum ctl_cmd {
     CTL_CMD_NONE = 0,
@@ -174,28 +164,5 @@ bool ctl_cmd_is_admin(ctl_cmd cmd);
 /* True if url names a nanomsg endpoint escrow can use: tcp://, ipc:// or
  * inproc:// followed by 1..ESC_ENDPOINT_LEN_MAX printable bytes in all. */
 bool ctl_url_valid(const char *url);
-
-/* Strict decimal integer in [min, max]: no sign games, no spaces, no
- * trailing bytes. Returns 0 and *out, or ESC_EINVAL. */
-int ctl_parse_i64(const char *s, int64_t min, int64_t max, int64_t *out);
-
-/* Units given to segment seg_no when total is split over segments: an even
- * split, the remainder spread one unit each over the first segments. The
- * splits of seg_no 0..segments-1 add up to total. */
-int64_t ctl_split_available(int64_t total, int segments, int seg_no);
-
-/* Exit code for a command's result: rc is 0 or ESC_E*; violated is check's
- * verdict; refused is set when the coordinator or a node answered with an
- * error (whatever its code: the request was understood and declined -> 1).
- * Local usage and database connection errors are 2, and so is "check cannot
- * judge"; ESC_ETIMEDOUT (no answer in time) and ESC_ECLOSED (the node that
- * must act is down) are 3. */
-int ctl_exit_code(ctl_cmd cmd, int rc, bool violated, bool refused);
-
-/* "3 s" or "250 ms", for sentences about timeouts. */
-void ctl_format_ms(int ms, char *buf, size_t cap);
-
-/* The synopsis, for --help and usage errors. */
-void ctl_usage(FILE *f);
 
 #endif

@@ -12,7 +12,7 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "ctl_opts.h"
+#include "ctl_num.h"
 #include "escrow_errors.h"
 #include "log.h"
 #include "wire.h"
@@ -100,7 +100,7 @@ static int parse_entry(const char *s, int len, ctl_quota_part *p, char *why, siz
     if (!wire_id_valid(name, REGION_NAME_LEN_MAX)) {
         return refuse(why, why_len, "a region name must be printable ASCII without spaces", s, len);
     }
-    if (ctl_parse_i64(units, 0, ESC_TOTAL_MAX, &p->units) != 0) {
+    if (ctl_num_parse(units, 0, ESC_TOTAL_MAX, &p->units) != 0) {
         return refuse(why, why_len, "units must be an integer in 0..1000000000", s, len);
     }
     memcpy(p->region, name, nlen + 1);

@@ -19,6 +19,7 @@
 #include "ctl_db.h"
 #include "ctl_item.h"
 #include "ctl_json.h"
+#include "ctl_num.h"
 #include "ctl_region_view.h"
 #include "ctl_rpc.h"
 #include "ctl_status.h"
@@ -737,7 +738,7 @@ static int quota_move(ctl_region_set *set, const ctl_args *a, FILE *out, bool *r
     if (rc == ESC_ETIMEDOUT) {
         char who[CTL_REGION_LEN_MAX + 32];
         snprintf(who, sizeof who, "the coordinator of region %s", c->name);
-        ctl_report_no_answer(who, url, a->timeout_ms, sent, true);
+        ctl_rpc_no_answer(who, url, a->timeout_ms, sent, true);
         return rc;
     }
     if (rc != 0) {
@@ -780,7 +781,7 @@ static void probe_coordinator(const ctl_region *r, const ctl_args *a, region_loo
     free(q);
     if (rc == ESC_ETIMEDOUT) {
         char t[32];
-        ctl_format_ms(ms, t, sizeof t);
+        ctl_num_format_ms(ms, t, sizeof t);
         snprintf(l->coord_why, sizeof l->coord_why, "no answer within %s", t);
     } else if (rc != 0) {
         snprintf(l->coord_why, sizeof l->coord_why, "%s", esc_strerror(rc));

@@ -189,7 +189,7 @@ static int send_release(const ctl_args *a, const hold_loc *loc, wire_reply *rep)
     if (rc == ESC_ETIMEDOUT) {
         char who[ESC_NODE_ID_LEN_MAX + 16];
         snprintf(who, sizeof who, "node %s", loc->node);
-        ctl_report_no_answer(who, loc->endpoint, a->timeout_ms, sent, false);
+        ctl_rpc_no_answer(who, loc->endpoint, a->timeout_ms, sent, false);
         if (sent) {
             fprintf(stderr, "escrowctl: a release is safe to repeat\n");
         }

@@ -7,6 +7,7 @@
  */
 #include "ctl_rpc.h"
 
+#include <stdio.h>
 #include <string.h>
 #include <sys/random.h>
 #include <time.h>
@@ -15,6 +16,7 @@
 #include <uv.h>
 
 #include "ctl_json.h"
+#include "ctl_num.h"
 #include "escrow_errors.h"
 #include "log.h"
 #include "nnx.h"
@@ -202,4 +204,24 @@ void ctl_rpc_json_begin(ctl_json *j, FILE *out, const wire_reply *rep)
     ctl_json_str(j, "status", esc_err_name(rep->status));
     ctl_json_i64(j, "code", rep->status);
     ctl_json_str(j, "message", ctl_rpc_message(rep));
+}
+
+void ctl_rpc_no_answer(const char *who, const char *url, int timeout_ms, bool sent,
+                       bool outcome_matters)
+{
+    char t[32];
+    ctl_num_format_ms(timeout_ms, t, sizeof t);
+    if (!sent) {
+        fprintf(stderr,
+                "escrowctl: %s at %s did not answer within %s: nothing could be sent "
+                "(is it running?); nothing was done\n",
+                who, url, t);
+    } else if (outcome_matters) {
+        fprintf(stderr,
+                "escrowctl: %s at %s did not answer within %s: the request was sent, its "
+                "outcome is unknown (look with 'escrowctl status' before retrying)\n",
+                who, url, t);
+    } else {
+        fprintf(stderr, "escrowctl: %s at %s did not answer within %s\n", who, url, t);
+    }
 }

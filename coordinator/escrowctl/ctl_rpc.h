@@ -43,6 +43,13 @@ const char *ctl_rpc_message(const wire_reply *rep);
  * its own keys, then ctl_json_end_obj and ctl_json_finish). */
 void ctl_rpc_json_begin(struct ctl_json *j, FILE *out, const wire_reply *rep);
 
+/* A sentence on stderr for a daemon that did not answer: "coordinator at
+ * URL did not answer within 3 s" plus what that means for the outcome
+ * (nothing sent: nothing done; sent: unknown when outcome_matters). who and
+ * url borrowed. */
+void ctl_rpc_no_answer(const char *who, const char *url, int timeout_ms, bool sent,
+                       bool outcome_matters);
+
 /* A corr_id / request id for this process: random enough that two escrowctl
  * processes never confuse their replies. Never 0. */
 uint64_t ctl_rpc_corr_id(void);

@@ -8,7 +8,9 @@
 
 #include "ctl.h"
 #include "ctl_auth.h"
+#include "ctl_exit.h"
 #include "ctl_opts.h"
+#include "ctl_usage.h"
 #include "region_cfg.h"
 
 int main(int argc, char **argv)
