@@ -13,11 +13,15 @@
  *                          (answers?), peers, quota transfer counts
  *   status --global        each region's status, then a table per global item
  *   check --global         each region's check, then the global invariant of
- *                          migration 0008 (ctl_region_check.c)
+ *                          migration 0008 (ctl_region_check.h)
  *
  * Every file is loaded and validated, and every database reached, before
  * anything is written; a region whose region_self names another region is
  * refused. Errors are sentences on stderr naming the region and its file.
+ *
+ * This module dispatches; each command is its own module (ctl_region_create,
+ * ctl_region_show, ctl_region_check, ctl_region_move, ctl_region_list) on the
+ * set of regions (ctl_region_set) and their view (ctl_region_view).
  */
 #ifndef CTL_REGION_H
 #define CTL_REGION_H
@@ -25,28 +29,7 @@
 #include <stdbool.h>
 #include <stdio.h>
 
-#include <libpq-fe.h>
-
 #include "ctl_opts.h"
-#include "ctl_quota.h"
-#include "region_cfg.h"
-
-/* How long `regions` waits for each coordinator's status answer, at most
- * (--timeout-ms when it is shorter): a live coordinator answers on loopback
- * in well under a millisecond. */
-#define CTL_REGION_PROBE_MS_MAX 1000
-
-/* One region of a command: its file and its database connection. */
-typedef struct ctl_region {
-    region_cfg cfg;                    /* loaded from the file */
-    PGconn *conn;                      /* owned; NULL = not connected */
-    char self[CTL_REGION_LEN_MAX + 1]; /* region_self; "" = not claimed yet */
-} ctl_region;
-
-typedef struct ctl_region_set {
-    size_t n;
-    ctl_region *r; /* owned: n entries in --config order */
-} ctl_region_set;
 
 /* True for the commands ctl_region_run carries out. */
 bool ctl_region_cmd(const ctl_args *a);
@@ -56,19 +39,5 @@ bool ctl_region_cmd(const ctl_args *a);
  * coordinator answered with an error. check --global's "cannot judge" is
  * ESC_EUNAVAILABLE (exit 2). */
 int ctl_region_run(const ctl_args *a, FILE *out, bool *violated, bool *refused);
-
-/* Loads every --config file (distinct region names). Returns 0 and *set
- * (ctl_region_set_free), or ESC_EINVAL after a sentence on stderr. */
-int ctl_region_set_load(const ctl_args *a, ctl_region_set *set);
-/* Connects to every region's database and reads region_self, which must be
- * empty or the file's region name. Returns 0, or ESC_EUNAVAILABLE /
- * ESC_EDB / ESC_ECONFLICT after a sentence naming the region. */
-int ctl_region_set_connect(ctl_region_set *set);
-void ctl_region_set_free(ctl_region_set *set);
-/* The index of the region named name, or -1. */
-int ctl_region_find(const ctl_region_set *set, const char *name);
-
-/* check --global (ctl_region_check.c); set connected. */
-int ctl_region_check(ctl_region_set *set, const ctl_args *a, FILE *out, bool *violated);
 
 #endif

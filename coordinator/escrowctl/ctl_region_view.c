@@ -342,7 +342,7 @@ static void match_receipts(ctl_region_set *set, ctl_view *v, bool **answered, la
         int n = PQntuples(rc) < CTL_VIEW_ROWS_MAX ? PQntuples(rc) : CTL_VIEW_ROWS_MAX;
         v->reg[r].receipts_applied = PQntuples(rc);
         for (int i = 0; i < n; i++) {
-            int d = ctl_region_find(set, PQgetvalue(rc, i, R_FROM));
+            int d = ctl_region_set_find(set, PQgetvalue(rc, i, R_FROM));
             if (d < 0) {
                 note_receipt(v, false, "that region has no --config", set->r[r].cfg.name, rc, i);
                 continue;
@@ -379,7 +379,7 @@ static void count_in_flight(ctl_region_set *set, ctl_view *v, bool **answered)
                 continue;
             }
             long k = find_item(v, PQgetvalue(x, j, X_TENANT), PQgetvalue(x, j, X_ITEM));
-            if (ctl_region_find(set, PQgetvalue(x, j, X_TO)) < 0) {
+            if (ctl_region_set_find(set, PQgetvalue(x, j, X_TO)) < 0) {
                 ctl_view_note(v, false,
                               "region %s sent transfer %s (%s units of %s/%s) to region %s: no "
                               "--config for it",
@@ -450,7 +450,7 @@ static bool check_listed(ctl_region_set *set, ctl_view *v, ctl_view_item *it, co
     bool seen[CTL_REGIONS_MAX] = {false};
     char *save = NULL;
     for (char *name = strtok_r(buf, " ", &save); name != NULL; name = strtok_r(NULL, " ", &save)) {
-        int r = ctl_region_find(set, name);
+        int r = ctl_region_set_find(set, name);
         if (r < 0) {
             ctl_view_note(v, false, "global item %s/%s is split over region %s: no --config for it",
                           it->tenant, it->item, name);

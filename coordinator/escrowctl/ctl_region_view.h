@@ -22,7 +22,7 @@
 
 #include <libpq-fe.h>
 
-#include "ctl_region.h"
+#include "ctl_region_set.h"
 
 /* Quota transfer rows and receipts read per region: the check holds them
  * all in memory (about 64 bytes each); past this it cannot judge. */

@@ -225,3 +225,20 @@ void ctl_rpc_no_answer(const char *who, const char *url, int timeout_ms, bool se
         fprintf(stderr, "escrowctl: %s at %s did not answer within %s\n", who, url, t);
     }
 }
+
+int ctl_rpc_quota(const char *url, const char *tenant, const wire_quota *q, const char *item_id,
+                  int64_t qty, int timeout_ms, wire_reply *rep, wire_quota_item *item, bool *sent)
+{
+    unsigned char frame[1024];
+    size_t len = 0;
+    uint64_t corr = ctl_rpc_corr_id();
+    int rc = wire_encode_quota(corr, tenant, q, item_id, qty, frame, sizeof frame, &len);
+    if (rc != 0) {
+        fprintf(stderr, "escrowctl: cannot encode the request: %s\n", esc_strerror(rc));
+        return rc;
+    }
+    memset(rep, 0, sizeof *rep);
+    rep->quota = item;
+    rep->quota_cap = 1;
+    return ctl_rpc_call(url, corr, frame, len, timeout_ms, rep, sent);
+}

@@ -36,6 +36,12 @@
 int ctl_rpc_call(const char *url, uint64_t corr_id, const void *frame, size_t len, int timeout_ms,
                  wire_reply *rep, bool *sent);
 
+/* One QuotaReq (wire_encode_quota: tenant, q, item_id and qty borrowed) round
+ * trip to url, as ctl_rpc_call; the reply's first quota item lands in *item
+ * (rep->quota points at it). */
+int ctl_rpc_quota(const char *url, const char *tenant, const wire_quota *q, const char *item_id,
+                  int64_t qty, int timeout_ms, wire_reply *rep, wire_quota_item *item, bool *sent);
+
 struct ctl_json;
 /* A reply's sentence: its message, else the error's. */
 const char *ctl_rpc_message(const wire_reply *rep);
