@@ -13,6 +13,7 @@
 #include "ctl_json.h"
 #include "ctl_opts.h"
 #include "escrow_errors.h"
+#include "pg_result.h"
 #include "region_cfg.h"
 #include "wire.h"
 
@@ -262,7 +263,7 @@ static int key_list(PGconn *db, const auth_args *a, FILE *out)
     for (int i = 0; i < PQntuples(r); i++) {
         const char *v[4];
         for (int c = 0; c < 4; c++) {
-            v[c] = ctl_db_str(r, i, c);
+            v[c] = pg_result_text_or(r, i, c, "");
         }
         if (a->json) {
             ctl_json_begin_obj(&j, NULL);
@@ -300,8 +301,8 @@ static int key_revoke(PGconn *db, const auth_args *a, FILE *out)
                      1, p, &r) != 0) {
         return CTL_EXIT_FAIL;
     }
-    bool revoked = strcmp(ctl_db_str(r, 0, 0), "1") == 0;
-    bool exists = strcmp(ctl_db_str(r, 0, 1), "1") == 0;
+    bool revoked = strcmp(pg_result_text_or(r, 0, 0, ""), "1") == 0;
+    bool exists = strcmp(pg_result_text_or(r, 0, 1, ""), "1") == 0;
     PQclear(r);
     if (!exists) {
         fprintf(stderr, "escrowctl: no key %s\n", id);

@@ -15,6 +15,7 @@
 #include "ctl_db.h"
 #include "ctl_json.h"
 #include "escrow_errors.h"
+#include "pg_result.h"
 
 #define TAG "/* escrow:ctl-check */ "
 #define STR_(x) #x
@@ -103,7 +104,7 @@ static void print_human(FILE *out, const check_result *r)
                 PQgetvalue(g, i, G_ID), PQgetvalue(g, i, G_TENANT), PQgetvalue(g, i, G_ITEM),
                 PQgetvalue(g, i, G_AVAIL), PQgetvalue(g, i, G_HELD), PQgetvalue(g, i, G_LIVE),
                 PQgetvalue(g, i, G_SOLD), PQgetvalue(g, i, G_HSOLD),
-                ctl_db_bool(g, i, G_NEG) ? " negative counter" : "");
+                pg_result_true(g, i, G_NEG) ? " negative counter" : "");
     }
     if (r->items_violated > PQntuples(c) || r->segments_violated > PQntuples(g)) {
         fprintf(out, "(only the first %d violations of each kind are shown)\n",
@@ -148,7 +149,7 @@ static void json_violations(ctl_json *j, const check_result *r)
         for (int k = 0; k < 5; k++) {
             ctl_json_num(j, seg_keys[k], PQgetvalue(g, i, G_AVAIL + k));
         }
-        ctl_json_bool(j, "negative_counter", ctl_db_bool(g, i, G_NEG));
+        ctl_json_bool(j, "negative_counter", pg_result_true(g, i, G_NEG));
         ctl_json_end_obj(j);
     }
 }

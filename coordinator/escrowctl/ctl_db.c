@@ -8,12 +8,12 @@
  */
 #include "ctl_db.h"
 
-#include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "escrow_errors.h"
+#include "pg_result.h"
 
 /* The error text without its trailing newline, for one-line messages. */
 static void print_trimmed(const char *prefix, const char *msg)
@@ -139,30 +139,13 @@ void ctl_db_rollback(PGconn *conn)
 
 int ctl_db_i64(const PGresult *res, int row, int col, int64_t *out)
 {
-    if (PQgetisnull(res, row, col)) {
+    int rc = pg_result_i64(res, row, col, out);
+    if (rc != 0 && pg_result_null(res, row, col)) {
         fprintf(stderr, "escrowctl: database error: unexpected NULL in column %s\n",
                 PQfname(res, col));
-        return ESC_EDB;
-    }
-    const char *s = PQgetvalue(res, row, col);
-    errno = 0;
-    char *end = NULL;
-    long long v = strtoll(s, &end, 10);
-    if (errno != 0 || end == s || *end != '\0') {
+    } else if (rc != 0) {
         fprintf(stderr, "escrowctl: database error: column %s is not an integer\n",
                 PQfname(res, col));
-        return ESC_EDB;
     }
-    *out = (int64_t)v;
-    return 0;
-}
-
-const char *ctl_db_str(const PGresult *res, int row, int col)
-{
-    return PQgetisnull(res, row, col) ? "" : PQgetvalue(res, row, col);
-}
-
-bool ctl_db_bool(const PGresult *res, int row, int col)
-{
-    return !PQgetisnull(res, row, col) && strcmp(PQgetvalue(res, row, col), "t") == 0;
+    return rc;
 }

@@ -9,7 +9,6 @@
 #ifndef CTL_DB_H
 #define CTL_DB_H
 
-#include <stdbool.h>
 #include <stdint.h>
 
 #include <libpq-fe.h>
@@ -41,11 +40,9 @@ int ctl_db_commit(PGconn *conn);
  * was already reported. */
 void ctl_db_rollback(PGconn *conn);
 
-/* Cell (row, col) as an integer. Returns 0, or ESC_EDB for NULL or junk. */
+/* Cell (row, col) as an integer (pg_result_i64), with a sentence on stderr
+ * when it is NULL or not an integer. Returns 0, or ESC_EDB (*out untouched).
+ * The other cells are read with pg_result.h. */
 int ctl_db_i64(const PGresult *res, int row, int col, int64_t *out);
-/* Cell as a string: "" for NULL; borrowed from res. */
-const char *ctl_db_str(const PGresult *res, int row, int col);
-/* Cell of a boolean column: true for "t". */
-bool ctl_db_bool(const PGresult *res, int row, int col);
 
 #endif

@@ -20,6 +20,7 @@
 #include "ctl_num.h"
 #include "escrow_errors.h"
 #include "escrow_feed.h"
+#include "pg_result.h"
 
 /* How long one feed_poll waits; the loop then checks the stop flag. */
 #define CTL_FOLLOW_POLL_MS 1000
@@ -256,10 +257,10 @@ static void consumers_human(FILE *out, const PGresult *res)
         char lag[24];
         snprintf(lag, sizeof lag, "%s%" PRId64, lag_n >= CTL_CONSUMER_LAG_COUNT_MAX ? ">=" : "",
                  lag_n);
-        fprintf(out, "%-20s %-16s %12s %-24s %12s %10.1f\n", ctl_db_str(res, r, C_NAME),
-                PQgetisnull(res, r, C_ITEM) ? "*" : ctl_db_str(res, r, C_ITEM),
-                ctl_db_str(res, r, C_CURSOR), ctl_db_str(res, r, C_UPDATED), lag,
-                (double)lag_ms / 1000.0);
+        fprintf(out, "%-20s %-16s %12s %-24s %12s %10.1f\n", pg_result_text_or(res, r, C_NAME, ""),
+                PQgetisnull(res, r, C_ITEM) ? "*" : pg_result_text_or(res, r, C_ITEM, ""),
+                pg_result_text_or(res, r, C_CURSOR, ""), pg_result_text_or(res, r, C_UPDATED, ""),
+                lag, (double)lag_ms / 1000.0);
     }
     fprintf(out, "%d consumer%s\n", PQntuples(res), PQntuples(res) == 1 ? "" : "s");
 }
@@ -272,13 +273,14 @@ static void consumers_json(FILE *out, const PGresult *res)
     ctl_json_begin_arr(&j, "consumers");
     for (int r = 0; r < PQntuples(res); r++) {
         ctl_json_begin_obj(&j, NULL);
-        ctl_json_str(&j, "consumer", ctl_db_str(res, r, C_NAME));
-        ctl_json_str(&j, "item", PQgetisnull(res, r, C_ITEM) ? NULL : ctl_db_str(res, r, C_ITEM));
-        ctl_json_num(&j, "cursor_event_id", ctl_db_str(res, r, C_CURSOR));
-        ctl_json_num(&j, "cursor_txid", ctl_db_str(res, r, C_TXID));
-        ctl_json_str(&j, "updated_at", ctl_db_str(res, r, C_UPDATED));
-        ctl_json_num(&j, "lag_events", ctl_db_str(res, r, C_LAG_EVENTS));
-        ctl_json_num(&j, "lag_ms", ctl_db_str(res, r, C_LAG_MS));
+        ctl_json_str(&j, "consumer", pg_result_text_or(res, r, C_NAME, ""));
+        ctl_json_str(&j, "item",
+                     PQgetisnull(res, r, C_ITEM) ? NULL : pg_result_text_or(res, r, C_ITEM, ""));
+        ctl_json_num(&j, "cursor_event_id", pg_result_text_or(res, r, C_CURSOR, ""));
+        ctl_json_num(&j, "cursor_txid", pg_result_text_or(res, r, C_TXID, ""));
+        ctl_json_str(&j, "updated_at", pg_result_text_or(res, r, C_UPDATED, ""));
+        ctl_json_num(&j, "lag_events", pg_result_text_or(res, r, C_LAG_EVENTS, ""));
+        ctl_json_num(&j, "lag_ms", pg_result_text_or(res, r, C_LAG_MS, ""));
         ctl_json_end_obj(&j);
     }
     ctl_json_end_arr(&j);

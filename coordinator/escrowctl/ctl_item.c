@@ -19,11 +19,9 @@
 #include "ctl_num.h"
 #include "escrow_errors.h"
 #include "log.h"
+#include "pg_array.h"
 
 #define TAG "/* escrow:ctl-item-create */ "
-
-/* "{n,n,...}": up to 20 digits and a comma per segment. */
-#define SPLIT_TEXT_MAX (ESC_SEGMENTS_PER_ITEM_MAX * 21 + 3)
 
 static const char sql_tenant[] =
     TAG "INSERT INTO tenants (tenant_id) VALUES ($1) ON CONFLICT DO NOTHING";
@@ -42,25 +40,17 @@ static const char sql_segments[] =
         "RETURNING segment_id, seg_no, available) "
         "SELECT segment_id, seg_no, available FROM ins ORDER BY seg_no";
 
-static int split_text(const ctl_item_spec *s, char buf[SPLIT_TEXT_MAX])
+/* The split as a bigint[] literal (arr, initialised by the caller); its sum
+ * is asserted. */
+static void split_text(const ctl_item_spec *s, pg_array *arr)
 {
-    size_t off = 0;
     int64_t sum = 0;
-    buf[off++] = '{';
     for (int i = 0; i < s->segments; i++) {
         int64_t v = ctl_num_split(s->total, s->segments, i);
         sum += v;
-        int n = snprintf(buf + off, SPLIT_TEXT_MAX - off, "%s%" PRId64, i > 0 ? "," : "", v);
-        if (n < 0 || (size_t)n >= SPLIT_TEXT_MAX - off) {
-            return ESC_EINTERNAL;
-        }
-        off += (size_t)n;
+        pg_array_i64(arr, v);
     }
-    ESC_ASSERT(off + 2 <= SPLIT_TEXT_MAX);
-    buf[off++] = '}';
-    buf[off] = '\0';
     ESC_ASSERT(sum == s->total);
-    return 0;
 }
 
 /* Tenant, region check, node, item; in the open transaction. */
@@ -135,21 +125,20 @@ static void print_created(const ctl_args *a, const PGresult *segs, FILE *out)
 
 int ctl_item_insert(PGconn *conn, const ctl_item_spec *s, PGresult **out)
 {
-    char split[SPLIT_TEXT_MAX];
-    int rc = split_text(s, split);
-    if (rc != 0) {
-        return rc;
-    }
+    pg_array split;
+    pg_array_init(&split);
+    split_text(s, &split);
     const char *p_segs[] = {s->tenant, s->item, s->region, s->node[0] != '\0' ? s->node : NULL,
-                            split};
+                            pg_array_text(&split)};
     PGresult *segs = NULL;
-    rc = insert_catalog(conn, s);
+    int rc = insert_catalog(conn, s);
     rc = rc != 0 ? rc : ctl_db_query(conn, sql_segments, 5, p_segs, &segs);
     if (rc == 0 && PQntuples(segs) != s->segments) {
         fprintf(stderr, "escrowctl: %d segments written instead of %d; rolled back\n",
                 PQntuples(segs), s->segments);
         rc = ESC_EINTERNAL;
     }
+    pg_array_fini(&split);
     if (rc != 0) {
         PQclear(segs);
         return rc;

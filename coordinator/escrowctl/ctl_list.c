@@ -13,6 +13,7 @@
 #include "ctl_db.h"
 #include "ctl_json.h"
 #include "escrow_errors.h"
+#include "pg_result.h"
 
 /* Times as ISO-8601 UTC with milliseconds, the same for humans and JSON. */
 static const char sql_holds[] =
@@ -50,18 +51,6 @@ enum {
 };
 enum { E_ID, E_ITEM, E_SEG, E_HOLD, E_BUYER, E_KIND, E_QTY, E_AT, E_COLS_ };
 
-/* A cell for a human table: "-" for NULL. */
-static const char *cell(const PGresult *res, int row, int col)
-{
-    return PQgetisnull(res, row, col) ? "-" : PQgetvalue(res, row, col);
-}
-
-/* A cell for JSON: NULL for SQL NULL. */
-static const char *jcell(const PGresult *res, int row, int col)
-{
-    return PQgetisnull(res, row, col) ? NULL : PQgetvalue(res, row, col);
-}
-
 static void holds_human(FILE *out, const PGresult *res)
 {
     fprintf(out, "%-16s %-14s %-14s %4s %4s %-9s %-24s %-3s %-24s %-24s %s\n", "HOLD_ID", "ITEM",
@@ -69,10 +58,13 @@ static void holds_human(FILE *out, const PGresult *res)
             "IDEMPOTENCY_KEY");
     for (int r = 0; r < PQntuples(res); r++) {
         fprintf(out, "%-16s %-14s %-14s %4s %4s %-9s %-24s %-3s %-24s %-24s %s\n",
-                cell(res, r, H_ID), cell(res, r, H_ITEM), cell(res, r, H_BUYER),
-                cell(res, r, H_QTY), cell(res, r, H_SOLD), cell(res, r, H_STATE),
-                cell(res, r, H_EXPIRES), ctl_db_bool(res, r, H_EXT) ? "yes" : "no",
-                cell(res, r, H_CREATED), cell(res, r, H_ENDED), cell(res, r, H_KEY));
+                pg_result_text_or(res, r, H_ID, "-"), pg_result_text_or(res, r, H_ITEM, "-"),
+                pg_result_text_or(res, r, H_BUYER, "-"), pg_result_text_or(res, r, H_QTY, "-"),
+                pg_result_text_or(res, r, H_SOLD, "-"), pg_result_text_or(res, r, H_STATE, "-"),
+                pg_result_text_or(res, r, H_EXPIRES, "-"),
+                pg_result_true(res, r, H_EXT) ? "yes" : "no",
+                pg_result_text_or(res, r, H_CREATED, "-"), pg_result_text_or(res, r, H_ENDED, "-"),
+                pg_result_text_or(res, r, H_KEY, "-"));
     }
     fprintf(out, "%d hold%s\n", PQntuples(res), PQntuples(res) == 1 ? "" : "s");
 }
@@ -85,18 +77,18 @@ static void holds_json(FILE *out, const PGresult *res)
     ctl_json_begin_arr(&j, "holds");
     for (int r = 0; r < PQntuples(res); r++) {
         ctl_json_begin_obj(&j, NULL);
-        ctl_json_num(&j, "hold_id", jcell(res, r, H_ID));
-        ctl_json_num(&j, "segment_id", jcell(res, r, H_SEG));
-        ctl_json_str(&j, "item", jcell(res, r, H_ITEM));
-        ctl_json_str(&j, "buyer", jcell(res, r, H_BUYER));
-        ctl_json_num(&j, "qty", jcell(res, r, H_QTY));
-        ctl_json_num(&j, "qty_sold", jcell(res, r, H_SOLD));
-        ctl_json_str(&j, "state", jcell(res, r, H_STATE));
-        ctl_json_str(&j, "expires_at", jcell(res, r, H_EXPIRES));
-        ctl_json_bool(&j, "extended", ctl_db_bool(res, r, H_EXT));
-        ctl_json_str(&j, "created_at", jcell(res, r, H_CREATED));
-        ctl_json_str(&j, "ended_at", jcell(res, r, H_ENDED));
-        ctl_json_str(&j, "idempotency_key", jcell(res, r, H_KEY));
+        ctl_json_num(&j, "hold_id", pg_result_text(res, r, H_ID));
+        ctl_json_num(&j, "segment_id", pg_result_text(res, r, H_SEG));
+        ctl_json_str(&j, "item", pg_result_text(res, r, H_ITEM));
+        ctl_json_str(&j, "buyer", pg_result_text(res, r, H_BUYER));
+        ctl_json_num(&j, "qty", pg_result_text(res, r, H_QTY));
+        ctl_json_num(&j, "qty_sold", pg_result_text(res, r, H_SOLD));
+        ctl_json_str(&j, "state", pg_result_text(res, r, H_STATE));
+        ctl_json_str(&j, "expires_at", pg_result_text(res, r, H_EXPIRES));
+        ctl_json_bool(&j, "extended", pg_result_true(res, r, H_EXT));
+        ctl_json_str(&j, "created_at", pg_result_text(res, r, H_CREATED));
+        ctl_json_str(&j, "ended_at", pg_result_text(res, r, H_ENDED));
+        ctl_json_str(&j, "idempotency_key", pg_result_text(res, r, H_KEY));
         ctl_json_end_obj(&j);
     }
     ctl_json_end_arr(&j);
@@ -138,13 +130,15 @@ static void events_human(FILE *out, const PGresult *res, int limit)
             "SEGMENT", "HOLD_ID", "BUYER", "KIND", "QTY");
     int n = PQntuples(res);
     for (int r = 0; r < n; r++) {
-        fprintf(out, "%-10s %-24s %-16s %-7s %-16s %-14s %-17s %s\n", cell(res, r, E_ID),
-                cell(res, r, E_AT), cell(res, r, E_ITEM), cell(res, r, E_SEG), cell(res, r, E_HOLD),
-                cell(res, r, E_BUYER), cell(res, r, E_KIND), cell(res, r, E_QTY));
+        fprintf(out, "%-10s %-24s %-16s %-7s %-16s %-14s %-17s %s\n",
+                pg_result_text_or(res, r, E_ID, "-"), pg_result_text_or(res, r, E_AT, "-"),
+                pg_result_text_or(res, r, E_ITEM, "-"), pg_result_text_or(res, r, E_SEG, "-"),
+                pg_result_text_or(res, r, E_HOLD, "-"), pg_result_text_or(res, r, E_BUYER, "-"),
+                pg_result_text_or(res, r, E_KIND, "-"), pg_result_text_or(res, r, E_QTY, "-"));
     }
     fprintf(out, "%d event%s", n, n == 1 ? "" : "s");
     if (n == limit) {
-        fprintf(out, "; more with --after %s", cell(res, n - 1, E_ID));
+        fprintf(out, "; more with --after %s", pg_result_text_or(res, n - 1, E_ID, "-"));
     }
     fputc('\n', out);
 }
@@ -157,14 +151,14 @@ static void events_json(FILE *out, const PGresult *res)
     ctl_json_begin_arr(&j, "events");
     for (int r = 0; r < PQntuples(res); r++) {
         ctl_json_begin_obj(&j, NULL);
-        ctl_json_num(&j, "event_id", jcell(res, r, E_ID));
-        ctl_json_str(&j, "at", jcell(res, r, E_AT));
-        ctl_json_str(&j, "item", jcell(res, r, E_ITEM));
-        ctl_json_num(&j, "segment_id", jcell(res, r, E_SEG));
-        ctl_json_num(&j, "hold_id", jcell(res, r, E_HOLD));
-        ctl_json_str(&j, "buyer", jcell(res, r, E_BUYER));
-        ctl_json_str(&j, "kind", jcell(res, r, E_KIND));
-        ctl_json_num(&j, "qty", jcell(res, r, E_QTY));
+        ctl_json_num(&j, "event_id", pg_result_text(res, r, E_ID));
+        ctl_json_str(&j, "at", pg_result_text(res, r, E_AT));
+        ctl_json_str(&j, "item", pg_result_text(res, r, E_ITEM));
+        ctl_json_num(&j, "segment_id", pg_result_text(res, r, E_SEG));
+        ctl_json_num(&j, "hold_id", pg_result_text(res, r, E_HOLD));
+        ctl_json_str(&j, "buyer", pg_result_text(res, r, E_BUYER));
+        ctl_json_str(&j, "kind", pg_result_text(res, r, E_KIND));
+        ctl_json_num(&j, "qty", pg_result_text(res, r, E_QTY));
         ctl_json_end_obj(&j);
     }
     ctl_json_end_arr(&j);

@@ -14,6 +14,7 @@
 #include "ctl_db.h"
 #include "ctl_json.h"
 #include "escrow_errors.h"
+#include "pg_result.h"
 
 static const char sql_nodes[] =
     "/* escrow:ctl-nodes */ "
@@ -75,18 +76,6 @@ enum {
     T_COLS_
 };
 
-/* A cell for a human table: "-" for NULL. */
-static const char *cell(const PGresult *res, int row, int col)
-{
-    return PQgetisnull(res, row, col) ? "-" : PQgetvalue(res, row, col);
-}
-
-/* A cell for JSON: NULL for SQL NULL. */
-static const char *jcell(const PGresult *res, int row, int col)
-{
-    return PQgetisnull(res, row, col) ? NULL : PQgetvalue(res, row, col);
-}
-
 /* "0.4 s ago" / "1.6 s left" / "expired 3.0 s ago" / "-", from milliseconds. */
 static void fmt_age(char *buf, size_t cap, const PGresult *res, int row, int col, bool lease)
 {
@@ -94,7 +83,7 @@ static void fmt_age(char *buf, size_t cap, const PGresult *res, int row, int col
         snprintf(buf, cap, "-");
         return;
     }
-    long long ms = strtoll(PQgetvalue(res, row, col), NULL, 10);
+    long long ms = pg_result_i64_or(res, row, col, 0);
     if (!lease) {
         snprintf(buf, cap, "%.1f s ago", (double)ms / 1000.0);
     } else if (ms > 0) {
@@ -117,12 +106,13 @@ static void nodes_human(FILE *out, const PGresult *res)
         char seen[32], lease[40], segs[64];
         fmt_age(seen, sizeof seen, res, r, N_SEEN_AGO, false);
         fmt_age(lease, sizeof lease, res, r, N_LEASE_LEFT, true);
-        snprintf(segs, sizeof segs, "%s (%s active, %s draining)", cell(res, r, N_SEGS),
-                 cell(res, r, N_ACTIVE), cell(res, r, N_DRAINING));
+        snprintf(segs, sizeof segs, "%s (%s active, %s draining)",
+                 pg_result_text_or(res, r, N_SEGS, "-"), pg_result_text_or(res, r, N_ACTIVE, "-"),
+                 pg_result_text_or(res, r, N_DRAINING, "-"));
         const char *ep = PQgetvalue(res, r, N_EP);
-        fprintf(out, "%-12s %-8s %-9s %-28s %-14s %-20s %s\n", cell(res, r, N_ID),
-                cell(res, r, N_REGION), cell(res, r, N_STATE), ep[0] != '\0' ? ep : "-", seen,
-                lease, segs);
+        fprintf(out, "%-12s %-8s %-9s %-28s %-14s %-20s %s\n", pg_result_text_or(res, r, N_ID, "-"),
+                pg_result_text_or(res, r, N_REGION, "-"), pg_result_text_or(res, r, N_STATE, "-"),
+                ep[0] != '\0' ? ep : "-", seen, lease, segs);
     }
     fprintf(out, "%d node%s\n", n, n == 1 ? "" : "s");
 }
@@ -135,18 +125,18 @@ static void nodes_json(FILE *out, const PGresult *res)
     ctl_json_begin_arr(&j, "nodes");
     for (int r = 0; r < PQntuples(res); r++) {
         ctl_json_begin_obj(&j, NULL);
-        ctl_json_str(&j, "node", jcell(res, r, N_ID));
-        ctl_json_str(&j, "region", jcell(res, r, N_REGION));
-        ctl_json_str(&j, "endpoint", jcell(res, r, N_EP));
-        ctl_json_str(&j, "state", jcell(res, r, N_STATE));
-        ctl_json_num(&j, "incarnation", jcell(res, r, N_INC));
-        ctl_json_str(&j, "last_seen_at", jcell(res, r, N_SEEN));
-        ctl_json_num(&j, "last_seen_ms_ago", jcell(res, r, N_SEEN_AGO));
-        ctl_json_str(&j, "lease_until", jcell(res, r, N_LEASE));
-        ctl_json_num(&j, "lease_left_ms", jcell(res, r, N_LEASE_LEFT));
-        ctl_json_num(&j, "segments", jcell(res, r, N_SEGS));
-        ctl_json_num(&j, "segments_active", jcell(res, r, N_ACTIVE));
-        ctl_json_num(&j, "segments_draining", jcell(res, r, N_DRAINING));
+        ctl_json_str(&j, "node", pg_result_text(res, r, N_ID));
+        ctl_json_str(&j, "region", pg_result_text(res, r, N_REGION));
+        ctl_json_str(&j, "endpoint", pg_result_text(res, r, N_EP));
+        ctl_json_str(&j, "state", pg_result_text(res, r, N_STATE));
+        ctl_json_num(&j, "incarnation", pg_result_text(res, r, N_INC));
+        ctl_json_str(&j, "last_seen_at", pg_result_text(res, r, N_SEEN));
+        ctl_json_num(&j, "last_seen_ms_ago", pg_result_text(res, r, N_SEEN_AGO));
+        ctl_json_str(&j, "lease_until", pg_result_text(res, r, N_LEASE));
+        ctl_json_num(&j, "lease_left_ms", pg_result_text(res, r, N_LEASE_LEFT));
+        ctl_json_num(&j, "segments", pg_result_text(res, r, N_SEGS));
+        ctl_json_num(&j, "segments_active", pg_result_text(res, r, N_ACTIVE));
+        ctl_json_num(&j, "segments_draining", pg_result_text(res, r, N_DRAINING));
         ctl_json_end_obj(&j);
     }
     ctl_json_end_arr(&j);
@@ -178,10 +168,7 @@ int ctl_nodes(PGconn *conn, const ctl_args *a, FILE *out)
 
 /* "unallocated" stands for a NULL end: restock takes from it, reduce
  * returns to it. */
-static const char *seg_end(const PGresult *res, int row, int col)
-{
-    return PQgetisnull(res, row, col) ? "unallocated" : PQgetvalue(res, row, col);
-}
+#define UNALLOCATED "unallocated"
 
 static void transfers_human(FILE *out, const PGresult *res, int shown, const ctl_args *a)
 {
@@ -195,10 +182,13 @@ static void transfers_human(FILE *out, const PGresult *res, int shown, const ctl
         char age[32];
         fmt_age(age, sizeof age, res, r, T_AGE, false);
         fprintf(out, "%-10s %-10s %-16s %-11s %-11s %-9s %8s %8s %-9s %-12s %s\n",
-                cell(res, r, T_ID), cell(res, r, T_TENANT), cell(res, r, T_ITEM),
-                seg_end(res, r, T_FROM), seg_end(res, r, T_TO), cell(res, r, T_REASON),
-                cell(res, r, T_PLANNED), cell(res, r, T_QTY), cell(res, r, T_STATE), age,
-                cell(res, r, T_CREATED));
+                pg_result_text_or(res, r, T_ID, "-"), pg_result_text_or(res, r, T_TENANT, "-"),
+                pg_result_text_or(res, r, T_ITEM, "-"),
+                pg_result_text_or(res, r, T_FROM, UNALLOCATED),
+                pg_result_text_or(res, r, T_TO, UNALLOCATED),
+                pg_result_text_or(res, r, T_REASON, "-"), pg_result_text_or(res, r, T_PLANNED, "-"),
+                pg_result_text_or(res, r, T_QTY, "-"), pg_result_text_or(res, r, T_STATE, "-"), age,
+                pg_result_text_or(res, r, T_CREATED, "-"));
     }
     fprintf(out, "%d %stransfer%s", shown, a->all ? "" : "open ", shown == 1 ? "" : "s");
     if (PQntuples(res) > shown) {
@@ -225,9 +215,9 @@ static void transfers_json(FILE *out, const PGresult *res, int shown)
         ctl_json_begin_obj(&j, NULL);
         for (int c = 0; c < T_COLS_; c++) {
             if (numeric[c]) {
-                ctl_json_num(&j, keys[c], jcell(res, r, c));
+                ctl_json_num(&j, keys[c], pg_result_text(res, r, c));
             } else {
-                ctl_json_str(&j, keys[c], jcell(res, r, c));
+                ctl_json_str(&j, keys[c], pg_result_text(res, r, c));
             }
         }
         ctl_json_end_obj(&j);

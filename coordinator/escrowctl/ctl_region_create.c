@@ -21,6 +21,7 @@
 #include "ctl_json.h"
 #include "ctl_quota.h"
 #include "escrow_errors.h"
+#include "pg_result.h"
 
 #define TAG "/* escrow:ctl-region */ "
 
@@ -104,7 +105,7 @@ static int preflight(const ctl_region *r, const ctl_args *a, gcreate *g, size_t 
         return rc;
     }
     int64_t gt = -1, iq = -1;
-    bool global = ctl_db_bool(res, 0, 0);
+    bool global = pg_result_true(res, 0, 0);
     if (global) {
         ctl_db_i64(res, 0, 1, &gt);
         ctl_db_i64(res, 0, 3, &iq);
@@ -113,12 +114,12 @@ static int preflight(const ctl_region *r, const ctl_args *a, gcreate *g, size_t 
         fprintf(stderr, "escrowctl: region %s: item %s/%s exists and is not a global item\n",
                 r->cfg.name, a->spec.tenant, a->spec.item);
         rc = ESC_ECONFLICT;
-    } else if (gt != a->spec.total || strcmp(ctl_db_str(res, 0, 2), g->regions) != 0) {
+    } else if (gt != a->spec.total || strcmp(pg_result_text_or(res, 0, 2, ""), g->regions) != 0) {
         fprintf(stderr,
                 "escrowctl: region %s: global item %s/%s exists with global_total=%" PRId64
                 " over '%s' (this command: %" PRId64 " over '%s')\n",
-                r->cfg.name, a->spec.tenant, a->spec.item, gt, ctl_db_str(res, 0, 2), a->spec.total,
-                g->regions);
+                r->cfg.name, a->spec.tenant, a->spec.item, gt, pg_result_text_or(res, 0, 2, ""),
+                a->spec.total, g->regions);
         rc = ESC_ECONFLICT;
     } else if (iq != g->quota[i]) {
         fprintf(stderr,

@@ -9,6 +9,7 @@
 
 #include "ctl_db.h"
 #include "escrow_errors.h"
+#include "pg_result.h"
 
 #define TAG "/* escrow:ctl-region */ "
 
@@ -72,7 +73,7 @@ int ctl_region_set_self(PGconn *conn, char *self, size_t cap)
     PGresult *res = NULL;
     int rc = ctl_db_query(conn, sql_self, 0, NULL, &res);
     if (rc == 0) {
-        snprintf(self, cap, "%s", ctl_db_str(res, 0, 0));
+        snprintf(self, cap, "%s", pg_result_text_or(res, 0, 0, ""));
     }
     PQclear(res);
     return rc;
@@ -88,7 +89,7 @@ int ctl_region_set_open(ctl_region *r)
         return rc;
     }
     rc = ctl_db_query(r->conn, sql_has_self, 0, NULL, &res);
-    if (rc == 0 && !ctl_db_bool(res, 0, 0)) {
+    if (rc == 0 && !pg_result_true(res, 0, 0)) {
         fprintf(stderr,
                 "escrowctl: region %s: its database has no regions schema (run "
                 "'escrowctl migrate' on it)\n",

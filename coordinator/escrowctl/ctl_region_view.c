@@ -34,6 +34,8 @@
 #include "ctl_db.h"
 #include "escrow_errors.h"
 #include "log.h"
+#include "pg_array.h"
+#include "pg_result.h"
 
 #define TAG "/* escrow:ctl-region-view */ "
 #define STR_(x) #x
@@ -95,12 +97,6 @@ void ctl_view_note(ctl_view *v, bool violation, const char *fmt, ...)
     va_start(ap, fmt);
     vsnprintf(n->text, sizeof n->text, fmt, ap);
     va_end(ap);
-}
-
-static int64_t cell(const PGresult *res, int row, int col)
-{
-    int64_t x = 0;
-    return ctl_db_i64(res, row, col, &x) == 0 ? x : 0;
 }
 
 /* One region's snapshot: its local check (if asked), then its rows. */
@@ -210,14 +206,14 @@ static void fill_figs(ctl_region_set *set, ctl_view *v)
             f->present = true;
             f->regions = PQgetvalue(res, i, I_REGIONS);
             f->state = PQgetvalue(res, i, I_STATE);
-            f->global_total = cell(res, i, I_GTOTAL);
-            f->quota = cell(res, i, I_TOTAL);
-            f->available = cell(res, i, I_AVAIL);
-            f->held = cell(res, i, I_HELD);
-            f->sold = cell(res, i, I_SOLD);
-            f->unallocated = cell(res, i, I_UNALLOC);
-            f->seg_in_flight = cell(res, i, I_SEGFLIGHT);
-            f->sent_out = cell(res, i, I_SENT);
+            f->global_total = pg_result_i64_or(res, i, I_GTOTAL, 0);
+            f->quota = pg_result_i64_or(res, i, I_TOTAL, 0);
+            f->available = pg_result_i64_or(res, i, I_AVAIL, 0);
+            f->held = pg_result_i64_or(res, i, I_HELD, 0);
+            f->sold = pg_result_i64_or(res, i, I_SOLD, 0);
+            f->unallocated = pg_result_i64_or(res, i, I_UNALLOC, 0);
+            f->seg_in_flight = pg_result_i64_or(res, i, I_SEGFLIGHT, 0);
+            f->sent_out = pg_result_i64_or(res, i, I_SENT, 0);
             f->floor = region_cfg_floor(&set->r[r].cfg, it->tenant, it->item);
             if (it->quotas == 0 && it->available == 0 && it->held == 0 && it->sold == 0) {
                 it->global_total = f->global_total; /* until verdict_item compares them */
@@ -236,7 +232,7 @@ static int find_xfer(const PGresult *x, int64_t id)
     int lo = 0, hi = PQntuples(x) < CTL_VIEW_ROWS_MAX ? PQntuples(x) : CTL_VIEW_ROWS_MAX;
     while (lo < hi) {
         int mid = lo + (hi - lo) / 2;
-        int64_t m = cell(x, mid, X_ID);
+        int64_t m = pg_result_i64_or(x, mid, X_ID, 0);
         if (m == id) {
             return mid;
         }
@@ -255,7 +251,7 @@ static bool same_transfer(const PGresult *x, int j, const char *receiver, const 
     return strcmp(PQgetvalue(x, j, X_TO), receiver) == 0 &&
            strcmp(PQgetvalue(x, j, X_TENANT), PQgetvalue(rc, i, R_TENANT)) == 0 &&
            strcmp(PQgetvalue(x, j, X_ITEM), PQgetvalue(rc, i, R_ITEM)) == 0 &&
-           cell(x, j, X_QTY) == cell(rc, i, R_QTY);
+           pg_result_i64_or(x, j, X_QTY, 0) == pg_result_i64_or(rc, i, R_QTY, 0);
 }
 
 /* An applied receipt whose donor row was not in the donor's snapshot. */
@@ -273,38 +269,30 @@ static void note_receipt(ctl_view *v, bool violation, const char *why, const cha
                   why);
 }
 
-/* "{1,2,3}" of the late receipts' transfer ids from donor d (heap). */
-static char *late_ids(const ctl_view *v, const late_receipt *late, size_t nlate, size_t d)
+/* The late receipts' transfer ids from donor d, as a bigint[] literal in ids
+ * (initialised by the caller). */
+static void late_ids(const ctl_view *v, const late_receipt *late, size_t nlate, size_t d,
+                     pg_array *ids)
 {
-    size_t cap = nlate * 21 + 3, off = 0;
-    char *s = malloc(cap);
-    if (s == NULL) {
-        return NULL;
-    }
-    s[off++] = '{';
     for (size_t i = 0; i < nlate; i++) {
         if (late[i].donor == d) {
             const PGresult *rc = v->reg[late[i].receiver].receipts;
-            off += (size_t)snprintf(s + off, cap - off, "%s%s", off > 1 ? "," : "",
-                                    PQgetvalue(rc, late[i].row, R_ID));
+            pg_array_i64(ids, pg_result_i64_or(rc, late[i].row, R_ID, 0));
         }
     }
-    snprintf(s + off, cap - off, "}");
-    return s;
 }
 
 /* The second look at donor d for its late receipts (see the file comment). */
 static int late_look(ctl_region_set *set, ctl_view *v, const late_receipt *late, size_t nlate,
                      size_t d)
 {
-    char *ids = late_ids(v, late, nlate, d);
-    if (ids == NULL) {
-        return ESC_ENOMEM;
-    }
-    const char *p[] = {ids};
+    pg_array ids;
+    pg_array_init(&ids);
+    late_ids(v, late, nlate, d, &ids);
+    const char *p[] = {pg_array_text(&ids)};
     PGresult *res = NULL;
     int rc = ctl_db_query(set->r[d].conn, sql_late, 1, p, &res);
-    free(ids);
+    pg_array_fini(&ids);
     if (rc != 0) {
         return rc;
     }
@@ -315,12 +303,13 @@ static int late_look(ctl_region_set *set, ctl_view *v, const late_receipt *late,
         const char *receiver = set->r[late[i].receiver].cfg.name;
         const PGresult *rcp = v->reg[late[i].receiver].receipts;
         int row = late[i].row;
-        int j = find_xfer(res, cell(rcp, row, R_ID));
+        int j = find_xfer(res, pg_result_i64_or(rcp, row, R_ID, 0));
         const char *state = j >= 0 ? PQgetvalue(res, j, X_STATE) : "";
         long k = find_item(v, PQgetvalue(rcp, row, R_TENANT), PQgetvalue(rcp, row, R_ITEM));
         if (j >= 0 && strcmp(state, "refused") != 0 && same_transfer(res, j, receiver, rcp, row)) {
             if (k >= 0) {
-                v->items[k].counted_twice += cell(rcp, row, R_QTY); /* sent after tD */
+                v->items[k].counted_twice +=
+                    pg_result_i64_or(rcp, row, R_QTY, 0); /* sent after tD */
             }
         } else if (j < 0) {
             note_receipt(v, true, "the donor has no such transfer", receiver, rcp, row);
@@ -348,7 +337,7 @@ static void match_receipts(ctl_region_set *set, ctl_view *v, bool **answered, la
                 continue;
             }
             const PGresult *x = v->reg[d].xfers;
-            int j = find_xfer(x, cell(rc, i, R_ID));
+            int j = find_xfer(x, pg_result_i64_or(rc, i, R_ID, 0));
             if (j < 0) {
                 late[(*nlate)++] = (late_receipt){(size_t)d, r, i};
             } else if (strcmp(PQgetvalue(x, j, X_STATE), "refused") == 0) {
@@ -390,7 +379,7 @@ static void count_in_flight(ctl_region_set *set, ctl_view *v, bool **answered)
                     v->items[k].judged = false;
                 }
             } else if (k >= 0) {
-                v->items[k].in_flight += cell(x, j, X_QTY);
+                v->items[k].in_flight += pg_result_i64_or(x, j, X_QTY, 0);
             }
         }
     }

@@ -11,6 +11,7 @@
 #include "ctl_json.h"
 #include "ctl_rpc.h"
 #include "escrow_errors.h"
+#include "pg_result.h"
 #include "wire.h"
 
 #define TAG "/* escrow:ctl-release */ "
@@ -48,7 +49,7 @@ typedef struct hold_loc {
 
 static void copy_cell(char *dst, size_t cap, const PGresult *res, int col)
 {
-    snprintf(dst, cap, "%s", ctl_db_str(res, 0, col));
+    snprintf(dst, cap, "%s", pg_result_text_or(res, 0, col, ""));
 }
 
 static int lookup(PGconn *conn, const char *hold, hold_loc *loc)
@@ -74,7 +75,7 @@ static int lookup(PGconn *conn, const char *hold, hold_loc *loc)
         copy_cell(loc->node, sizeof loc->node, res, L_NODE);
         copy_cell(loc->endpoint, sizeof loc->endpoint, res, L_EP);
         copy_cell(loc->last_seen, sizeof loc->last_seen, res, L_SEEN);
-        loc->down = ctl_db_bool(res, 0, L_DOWN);
+        loc->down = pg_result_true(res, 0, L_DOWN);
     }
     PQclear(res);
     return rc;

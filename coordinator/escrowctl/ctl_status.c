@@ -14,6 +14,7 @@
 #include "ctl_db.h"
 #include "ctl_json.h"
 #include "escrow_errors.h"
+#include "pg_result.h"
 
 #define TAG "/* escrow:ctl-status */ "
 
@@ -103,12 +104,6 @@ enum {
     S_COLS_
 };
 
-/* A cell for JSON: NULL for SQL NULL. */
-static const char *jcell(const PGresult *res, int row, int col)
-{
-    return PQgetisnull(res, row, col) ? NULL : PQgetvalue(res, row, col);
-}
-
 static bool same_item(const PGresult *items, int i, const PGresult *segs, int s)
 {
     return strcmp(PQgetvalue(items, i, I_TENANT), PQgetvalue(segs, s, S_TENANT)) == 0 &&
@@ -127,7 +122,7 @@ static void human_item(FILE *out, const PGresult *items, int i)
             PQgetvalue(items, i, I_SOLD), PQgetvalue(items, i, I_FLIGHT),
             PQgetvalue(items, i, I_UNALLOC), segs, PQgetvalue(items, i, I_DRAINING),
             PQgetisnull(items, i, I_TAIL) ? "-" : PQgetvalue(items, i, I_TAIL),
-            PQgetvalue(items, i, I_XFERS), ctl_db_bool(items, i, I_OK) ? "ok" : "VIOLATED");
+            PQgetvalue(items, i, I_XFERS), pg_result_true(items, i, I_OK) ? "ok" : "VIOLATED");
 }
 
 static void human_segment(FILE *out, const PGresult *segs, int s)
@@ -137,7 +132,7 @@ static void human_segment(FILE *out, const PGresult *segs, int s)
         snprintf(owner, sizeof owner, "-");
     } else {
         snprintf(owner, sizeof owner, "%s%s", PQgetvalue(segs, s, S_NODE),
-                 ctl_db_bool(segs, s, S_NDOWN) ? "(down)" : "");
+                 pg_result_true(segs, s, S_NDOWN) ? "(down)" : "");
     }
     fprintf(out,
             "    segment %-6s seg_no=%-3s region=%-6s node=%-10s epoch=%-4s %-8s "
@@ -146,7 +141,7 @@ static void human_segment(FILE *out, const PGresult *segs, int s)
             owner, PQgetvalue(segs, s, S_EPOCH), PQgetvalue(segs, s, S_STATE),
             PQgetvalue(segs, s, S_AVAIL), PQgetvalue(segs, s, S_HELD), PQgetvalue(segs, s, S_SOLD),
             PQgetvalue(segs, s, S_XOPEN), PQgetvalue(segs, s, S_XOUT), PQgetvalue(segs, s, S_XIN),
-            ctl_db_bool(segs, s, S_TAIL) ? " TAIL" : "");
+            pg_result_true(segs, s, S_TAIL) ? " TAIL" : "");
 }
 
 /* "invariant monitor: ok (checked 2 s ago ...)" or the violation with its
@@ -159,8 +154,8 @@ static void human_monitor(FILE *out, const PGresult *mon)
         return;
     }
     const char *stale =
-        ctl_db_bool(mon, 0, M_STALE) ? "; STALE: the coordinator is not checking" : "";
-    if (ctl_db_bool(mon, 0, M_OK)) {
+        pg_result_true(mon, 0, M_STALE) ? "; STALE: the coordinator is not checking" : "";
+    if (pg_result_true(mon, 0, M_OK)) {
         fprintf(out,
                 "invariant monitor: ok (checked %s s ago, %s items, %s segments, every %s ms%s)\n",
                 PQgetvalue(mon, 0, M_AGE), PQgetvalue(mon, 0, M_ITEMS), PQgetvalue(mon, 0, M_SEGS),
@@ -185,13 +180,13 @@ static void json_monitor(ctl_json *j, const PGresult *mon)
         return;
     }
     ctl_json_begin_obj(j, "monitor");
-    ctl_json_bool(j, "ok", ctl_db_bool(mon, 0, M_OK));
+    ctl_json_bool(j, "ok", pg_result_true(mon, 0, M_OK));
     ctl_json_num(j, "violations", PQgetvalue(mon, 0, M_BAD));
     ctl_json_num(j, "items", PQgetvalue(mon, 0, M_ITEMS));
     ctl_json_num(j, "segments", PQgetvalue(mon, 0, M_SEGS));
     ctl_json_num(j, "age_s", PQgetvalue(mon, 0, M_AGE));
     ctl_json_num(j, "check_ms", PQgetvalue(mon, 0, M_CHECK_MS));
-    ctl_json_bool(j, "stale", ctl_db_bool(mon, 0, M_STALE));
+    ctl_json_bool(j, "stale", pg_result_true(mon, 0, M_STALE));
     ctl_json_str(j, "detail", PQgetvalue(mon, 0, M_DETAIL));
     ctl_json_end_obj(j);
 }
@@ -202,7 +197,7 @@ static int read_monitor(PGconn *conn, PGresult **out)
     PGresult *has = NULL;
     *out = NULL;
     int rc = ctl_db_query(conn, sql_has_monitor, 0, NULL, &has);
-    if (rc == 0 && ctl_db_bool(has, 0, 0)) {
+    if (rc == 0 && pg_result_true(has, 0, 0)) {
         rc = ctl_db_query(conn, sql_monitor, 0, NULL, out);
         if (rc == 0 && PQnfields(*out) != M_COLS_) {
             PQclear(*out);
@@ -227,7 +222,7 @@ static void print_human(FILE *out, const PGresult *items, int nitems, const PGre
         for (; s < PQntuples(segs) && same_item(items, i, segs, s); s++) {
             human_segment(out, segs, s);
             nsegs++;
-            down += ctl_db_bool(segs, s, S_NDOWN) ? 1 : 0;
+            down += pg_result_true(segs, s, S_NDOWN) ? 1 : 0;
             unowned += PQgetisnull(segs, s, S_NODE) ? 1 : 0;
         }
     }
@@ -244,9 +239,9 @@ static void json_segment(ctl_json *j, const PGresult *segs, int s)
     ctl_json_num(j, "segment_id", PQgetvalue(segs, s, S_ID));
     ctl_json_num(j, "seg_no", PQgetvalue(segs, s, S_NO));
     ctl_json_str(j, "region", PQgetvalue(segs, s, S_REGION));
-    ctl_json_str(j, "node", jcell(segs, s, S_NODE));
-    ctl_json_str(j, "node_state", jcell(segs, s, S_NSTATE));
-    ctl_json_bool(j, "node_down", ctl_db_bool(segs, s, S_NDOWN));
+    ctl_json_str(j, "node", pg_result_text(segs, s, S_NODE));
+    ctl_json_str(j, "node_state", pg_result_text(segs, s, S_NSTATE));
+    ctl_json_bool(j, "node_down", pg_result_true(segs, s, S_NDOWN));
     ctl_json_num(j, "epoch", PQgetvalue(segs, s, S_EPOCH));
     ctl_json_str(j, "state", PQgetvalue(segs, s, S_STATE));
     ctl_json_num(j, "available", PQgetvalue(segs, s, S_AVAIL));
@@ -255,7 +250,7 @@ static void json_segment(ctl_json *j, const PGresult *segs, int s)
     ctl_json_num(j, "transfers_open", PQgetvalue(segs, s, S_XOPEN));
     ctl_json_num(j, "in_flight_out", PQgetvalue(segs, s, S_XOUT));
     ctl_json_num(j, "in_flight_in", PQgetvalue(segs, s, S_XIN));
-    ctl_json_bool(j, "tail", ctl_db_bool(segs, s, S_TAIL));
+    ctl_json_bool(j, "tail", pg_result_true(segs, s, S_TAIL));
     ctl_json_end_obj(j);
 }
 
@@ -277,9 +272,9 @@ static void json_item(ctl_json *j, const PGresult *items, int i)
     ctl_json_str(j, "item", PQgetvalue(items, i, I_ITEM));
     ctl_json_str(j, "state", PQgetvalue(items, i, I_STATE));
     for (int k = 0; k < I_OK - I_TOTAL; k++) {
-        ctl_json_num(j, num_keys[k], jcell(items, i, I_TOTAL + k));
+        ctl_json_num(j, num_keys[k], pg_result_text(items, i, I_TOTAL + k));
     }
-    ctl_json_bool(j, "conservation_ok", ctl_db_bool(items, i, I_OK));
+    ctl_json_bool(j, "conservation_ok", pg_result_true(items, i, I_OK));
 }
 
 static void print_json(FILE *out, const PGresult *items, int nitems, const PGresult *segs,
