@@ -7,7 +7,6 @@
  */
 #include "pg_array.h"
 
-#include <errno.h>
 #include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -16,6 +15,7 @@
 
 #include "escrow_errors.h"
 #include "log.h"
+#include "pg_result.h"
 
 /* Digits of an int64 with its sign, and the NUL. */
 #define I64_TEXT_MAX 21
@@ -189,22 +189,6 @@ int pg_array_iter_next(pg_array_iter *it, char *buf, size_t cap, bool *is_null)
     return 1;
 }
 
-/* One bigint element's text. */
-static int parse_i64(const char *s, int64_t *out)
-{
-    if ((s[0] < '0' || s[0] > '9') && !(s[0] == '-' && s[1] >= '0' && s[1] <= '9')) {
-        return ESC_EINVAL;
-    }
-    errno = 0;
-    char *end = NULL;
-    long long v = strtoll(s, &end, 10);
-    if (errno != 0 || *end != '\0') {
-        return ESC_EINVAL;
-    }
-    *out = (int64_t)v;
-    return 0;
-}
-
 /* Reads every element of text; writes them to out[0..cap) when out is set. */
 static int read_all_i64(const char *text, int64_t *out, size_t cap, size_t *n)
 {
@@ -215,7 +199,7 @@ static int read_all_i64(const char *text, int64_t *out, size_t cap, size_t *n)
     int rc = pg_array_iter_init(&it, text);
     while (rc == 0 && (rc = pg_array_iter_next(&it, el, sizeof el, &is_null)) == 1) {
         int64_t v = 0;
-        if (is_null || count == cap || parse_i64(el, &v) != 0) {
+        if (is_null || count == cap || pg_result_parse_i64(el, &v) != 0) {
             return ESC_EINVAL;
         }
         if (out != NULL) {

@@ -3,12 +3,12 @@
  * "{\"a\",\"b\"}" as the text of one statement parameter (unnest($1::bigint[])
  * sends a whole batch in one round trip), and reading one back.
  *
- * Text only: no libpq, no I/O. One dimension, elements of one kind per array.
- * Strings are always quoted on output, with '"' and '\' escaped by a
- * backslash, so any byte string but NUL round-trips; integers are written in
- * decimal. The parser reads what PostgreSQL's array output function writes
- * for one-dimensional arrays: elements quoted or not, NULL, spaces around
- * elements.
+ * Text only, no I/O (pg_result.h reads the integers). One dimension,
+ * elements of one kind per array. Strings are always quoted on output, with
+ * '"' and '\' escaped by a backslash, so any byte string but NUL
+ * round-trips; integers are written in decimal. The parser reads what
+ * PostgreSQL's array output function writes for one-dimensional arrays:
+ * elements quoted or not, NULL, spaces around elements.
  *
  * Memory: a builder owns its buffer and grows it as needed; out of memory
  * aborts with a log line (esc_xrealloc), as the daemons and escrowctl do.

@@ -10,8 +10,7 @@
 
 #include "escrow_errors.h"
 
-/* Decimal text of a signed 64-bit integer. */
-static int parse_i64(const char *s, int64_t *out)
+int pg_result_parse_i64(const char *s, int64_t *out)
 {
     const char *d = s[0] == '-' ? s + 1 : s;
     if (d[0] < '0' || d[0] > '9') {
@@ -37,7 +36,7 @@ int pg_result_i64(const PGresult *res, int row, int col, int64_t *out)
     if (pg_result_null(res, row, col)) {
         return ESC_EDB;
     }
-    return parse_i64(PQgetvalue(res, row, col), out);
+    return pg_result_parse_i64(PQgetvalue(res, row, col), out);
 }
 
 int pg_result_i32(const PGresult *res, int row, int col, int32_t *out)

@@ -24,6 +24,10 @@
 
 #include <libpq-fe.h>
 
+/* The text of a bigint as PostgreSQL writes it (optional '-', decimal
+ * digits, nothing else, within int64). Returns 0 and *out, or ESC_EDB. */
+int pg_result_parse_i64(const char *s, int64_t *out);
+
 /* True for SQL NULL. */
 bool pg_result_null(const PGresult *res, int row, int col);
 
