@@ -69,7 +69,7 @@ typedef struct key_def {
     }
 
 /* The [coordinator] ranges are escrow-coordinator's command-line ranges
- * (coordinator/coord_main.c; check_ms: COORD_MON_CHECK_MS_MIN..MAX). */
+ * (coordinator/daemon/escrow-coordinator.c; check_ms: COORD_MON_CHECK_MS_MIN..MAX). */
 static const key_def key_defs[] = {
     KEY_STR(SEC_REGION, "name", KIND_NAME, name, true),
     KEY_STR(SEC_REGION, "dsn", KIND_DSN, dsn, true),

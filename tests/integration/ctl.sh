@@ -32,7 +32,7 @@ done
 for p in "${pids[@]}"; do
     wait "$p" || { cat "$work"/m*; esc_fail "a concurrent migrate failed"; }
 done
-migrations=("$ESC_SRC"/coordinator/migrations/*.sql)
+migrations=("$ESC_SRC"/common/schema/migrations/*.sql)
 esc_assert_eq "$(cat "$work"/m* | grep -c '^applied ')" "${#migrations[@]}" \
     "each migration applied exactly once"
 expect_rc 0 migrate

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# events.sh - the event feed (coordinator/feed.h, escrowctl events --follow)
+# events.sh - the event feed (coordinator/feed/include/escrow_feed.h, escrowctl events --follow)
 # against real processes: a private PostgreSQL, a segment node in static
 # mode, escrow-load, psql sessions and escrowctl followers.
 #

@@ -1,7 +1,7 @@
 /*
  * sim_store.c - the simulated PostgreSQL: the durable rows (segments with
  * epoch, counters, hold_seq and last_batch; holds; transfers) and the
- * semantics of escrow_commit_batch (coordinator/migrations/0007): new holds
+ * semantics of escrow_commit_batch (common/schema/migrations/0007): new holds
  * ON CONFLICT (tenant_id, idempotency_key) answered as duplicates,
  * transitions only from 'held' (else ES002, the whole batch rolls back),
  * transfer steps only from the state that allows them, counters by delta

@@ -405,13 +405,13 @@ static void test_demand_ewma(void **state)
 static void test_reason_names(void **state)
 {
     (void)state;
-    assert_string_equal(coord_reason_name(COORD_R_FORWARD), "forward");
-    assert_string_equal(coord_reason_name(COORD_R_REFILL), "refill");
-    assert_string_equal(coord_reason_name(99), "rebalance");
+    assert_string_equal(coord_policy_reason_name(COORD_R_FORWARD), "forward");
+    assert_string_equal(coord_policy_reason_name(COORD_R_REFILL), "refill");
+    assert_string_equal(coord_policy_reason_name(99), "rebalance");
 }
 
 
-/* ---- regions: coord_quota_plan ---- */
+/* ---- regions: coord_policy_quota ---- */
 
 static void test_quota_plan_sends_spare_to_needy_peer(void **state)
 {
@@ -423,15 +423,15 @@ static void test_quota_plan_sends_spare_to_needy_peer(void **state)
     coord_qin in = {.unused = 500, .demand_milli = 1000, .floor = 0, .horizon_ms = 5000,
                     .npeers = 2, .peers = peers};
     int64_t qty = 0;
-    assert_int_equal(coord_quota_plan(&in, &qty), 0);
+    assert_int_equal(coord_policy_quota(&in, &qty), 0);
     assert_int_equal(qty, 390);
     /* what is already on its way counts */
     peers[0].in_flight_to = 300;
-    assert_int_equal(coord_quota_plan(&in, &qty), 0);
+    assert_int_equal(coord_policy_quota(&in, &qty), 0);
     assert_int_equal(qty, 90);
     /* the floor is kept: 500 - 450 = 50 spare */
     in.floor = 450;
-    assert_int_equal(coord_quota_plan(&in, &qty), 0);
+    assert_int_equal(coord_policy_quota(&in, &qty), 0);
     assert_int_equal(qty, 50);
 }
 
@@ -443,19 +443,19 @@ static void test_quota_plan_keeps_own_demand_and_ignores_stale(void **state)
     coord_qin in = {.unused = 100, .demand_milli = 20000, .horizon_ms = 5000, .npeers = 1,
                     .peers = &peer};
     int64_t qty = -7;
-    assert_int_equal(coord_quota_plan(&in, &qty), -1);
+    assert_int_equal(coord_policy_quota(&in, &qty), -1);
     assert_int_equal(qty, -7);
     /* no demand here: everything above the floor may go, but a peer not heard
      * from recently gets nothing (it may be partitioned) */
     in.demand_milli = 0;
     peer.fresh = false;
-    assert_int_equal(coord_quota_plan(&in, &qty), -1);
+    assert_int_equal(coord_policy_quota(&in, &qty), -1);
     peer.fresh = true;
-    assert_int_equal(coord_quota_plan(&in, &qty), 0);
+    assert_int_equal(coord_policy_quota(&in, &qty), 0);
     assert_int_equal(qty, 100);
     /* a peer with enough for its horizon needs nothing */
     peer.unused = 250;
-    assert_int_equal(coord_quota_plan(&in, &qty), -1);
+    assert_int_equal(coord_policy_quota(&in, &qty), -1);
 }
 
 static void test_quota_plan_never_both_ways(void **state)
@@ -473,7 +473,7 @@ static void test_quota_plan_never_both_ways(void **state)
                     coord_qin b = {.unused = ub, .demand_milli = db, .horizon_ms = 5000,
                                    .npeers = 1, .peers = &pa};
                     int64_t qa = 0, qb = 0;
-                    int sa = coord_quota_plan(&a, &qa), sb = coord_quota_plan(&b, &qb);
+                    int sa = coord_policy_quota(&a, &qa), sb = coord_policy_quota(&b, &qb);
                     assert_false(sa == 0 && sb == 0);
                     if (sa == 0) {
                         assert_true(qa >= 1 && qa <= ua);

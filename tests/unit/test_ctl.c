@@ -1,7 +1,8 @@
 /*
  * test_ctl.c - unit tests for the pure parts of escrowctl: argument parsing
- * and validation (ctl_opts: database and coordinator commands), the segment
- * split, the exit codes, the JSON writer (ctl_json), and the one round trip
+ * and validation (ctl_opts: database and coordinator commands), numbers and
+ * the segment split (ctl_num), the exit codes (ctl_exit), the synopsis
+ * (ctl_usage), the JSON writer (ctl_json), and the one round trip
  * to a daemon (ctl_rpc) against an in-process responder thread on inproc://.
  * The database side is covered by tests/integration/ctl.sh against a real
  * PostgreSQL; the coordinator side by tests/integration/ctl_cluster.sh.
@@ -20,12 +21,15 @@
 
 #include <cmocka.h>
 
+#include "ctl_exit.h"
 #include "ctl_json.h"
+#include "ctl_num.h"
 #include "ctl_opts.h"
 #include "ctl_quota.h"
 #include "ctl_rpc.h"
+#include "ctl_usage.h"
 #include "escrow_errors.h"
-#include "feed.h"
+#include "escrow_feed.h"
 #include "nnx.h"
 #include "wire.h"
 
@@ -57,40 +61,40 @@ static void test_parse_i64(void **state)
 {
     (void)state;
     int64_t v = 7;
-    assert_int_equal(ctl_parse_i64("0", 0, 10, &v), 0);
+    assert_int_equal(ctl_num_parse("0", 0, 10, &v), 0);
     assert_int_equal(v, 0);
-    assert_int_equal(ctl_parse_i64("1000000000", 0, ESC_TOTAL_MAX, &v), 0);
+    assert_int_equal(ctl_num_parse("1000000000", 0, ESC_TOTAL_MAX, &v), 0);
     assert_int_equal(v, ESC_TOTAL_MAX);
-    assert_int_equal(ctl_parse_i64("-3", -5, 5, &v), 0);
+    assert_int_equal(ctl_num_parse("-3", -5, 5, &v), 0);
     assert_int_equal(v, -3);
     v = 7;
     const char *bad[] = {"",     " 1", "1 ",  "+1", "1x",
                          "0x10", "-",  "--1", "11", "99999999999999999999"};
     for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
-        assert_int_equal(ctl_parse_i64(bad[i], 0, 10, &v), ESC_EINVAL);
+        assert_int_equal(ctl_num_parse(bad[i], 0, 10, &v), ESC_EINVAL);
         assert_int_equal(v, 7); /* untouched on failure */
     }
-    assert_int_equal(ctl_parse_i64("-1", 0, 10, &v), ESC_EINVAL);
-    assert_int_equal(ctl_parse_i64(NULL, 0, 10, &v), ESC_EINVAL);
+    assert_int_equal(ctl_num_parse("-1", 0, 10, &v), ESC_EINVAL);
+    assert_int_equal(ctl_num_parse(NULL, 0, 10, &v), ESC_EINVAL);
 }
 
 static void test_split_even_and_remainder(void **state)
 {
     (void)state;
-    assert_int_equal(ctl_split_available(10000, 4, 0), 2500);
-    assert_int_equal(ctl_split_available(10000, 4, 3), 2500);
+    assert_int_equal(ctl_num_split(10000, 4, 0), 2500);
+    assert_int_equal(ctl_num_split(10000, 4, 3), 2500);
     /* 10 over 3: the remainder goes to the first segments */
-    assert_int_equal(ctl_split_available(10, 3, 0), 4);
-    assert_int_equal(ctl_split_available(10, 3, 1), 3);
-    assert_int_equal(ctl_split_available(10, 3, 2), 3);
+    assert_int_equal(ctl_num_split(10, 3, 0), 4);
+    assert_int_equal(ctl_num_split(10, 3, 1), 3);
+    assert_int_equal(ctl_num_split(10, 3, 2), 3);
     /* fewer units than segments: some segments start empty */
-    assert_int_equal(ctl_split_available(2, 4, 1), 1);
-    assert_int_equal(ctl_split_available(2, 4, 2), 0);
-    assert_int_equal(ctl_split_available(0, 1, 0), 0);
+    assert_int_equal(ctl_num_split(2, 4, 1), 1);
+    assert_int_equal(ctl_num_split(2, 4, 2), 0);
+    assert_int_equal(ctl_num_split(0, 1, 0), 0);
     /* out of range asks get 0, never a wild number */
-    assert_int_equal(ctl_split_available(10, 3, 3), 0);
-    assert_int_equal(ctl_split_available(10, 0, 0), 0);
-    assert_int_equal(ctl_split_available(-1, 2, 0), 0);
+    assert_int_equal(ctl_num_split(10, 3, 3), 0);
+    assert_int_equal(ctl_num_split(10, 0, 0), 0);
+    assert_int_equal(ctl_num_split(-1, 2, 0), 0);
 }
 
 static void test_split_adds_up(void **state)
@@ -103,7 +107,7 @@ static void test_split_adds_up(void **state)
             int64_t lo = INT64_MAX;
             int64_t hi = 0;
             for (int i = 0; i < k; i++) {
-                int64_t v = ctl_split_available(totals[t], k, i);
+                int64_t v = ctl_num_split(totals[t], k, i);
                 sum += v;
                 lo = v < lo ? v : lo;
                 hi = v > hi ? v : hi;
@@ -700,11 +704,11 @@ static void test_format_ms(void **state)
 {
     (void)state;
     char buf[32];
-    ctl_format_ms(3000, buf, sizeof buf);
+    ctl_num_format_ms(3000, buf, sizeof buf);
     assert_string_equal(buf, "3 s");
-    ctl_format_ms(250, buf, sizeof buf);
+    ctl_num_format_ms(250, buf, sizeof buf);
     assert_string_equal(buf, "250 ms");
-    ctl_format_ms(1500, buf, sizeof buf);
+    ctl_num_format_ms(1500, buf, sizeof buf);
     assert_string_equal(buf, "1500 ms");
 }
 

@@ -1,0 +1,345 @@
+/*
+ * coord.c - see coord.h. Life cycle, the REP socket's dispatch, timers and
+ * heartbeat replies.
+ *
+ * A heartbeat is answered at once from memory (never after a database
+ * round trip): the reply carries only ownership that committed, so a node
+ * may act on it immediately. Until the first catalog read completed the
+ * coordinator answers heartbeats and route requests ESC_EUNAVAILABLE (an
+ * empty assignment would make every node drop its segments).
+ */
+#include "coord.h"
+
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "clock.h"
+#include "coord_admin.h"
+#include "coord_auth.h"
+#include "coord_db.h"
+#include "coord_metrics.h"
+#include "coord_mon.h"
+#include "coord_pass.h"
+#include "coord_place.h"
+#include "coord_region.h"
+#include "coord_reply.h"
+#include "coord_route.h"
+#include "coord_xfer.h"
+#include "escrow_errors.h"
+#include "log.h"
+
+#define ROUTE_TICK_MS 100
+
+/* ---- heartbeats ------------------------------------------------------------ */
+
+static void handle_heartbeat(coord *c, const nnx_hdr *hdr, const wire_request *q)
+{
+    c->n_heartbeats++;
+    coord_metrics_heartbeat(c);
+    const wire_heartbeat *hb = q->hb;
+    coord_node *n = NULL;
+    coord_place_heartbeat(c, hb, &n);
+    if (n == NULL) {
+        coord_reply(c, hdr, q->corr_id, ESC_EBUSY, "too many nodes");
+        return;
+    }
+    coord_xfer_results(c, hb);
+    for (size_t i = 0; i < hb->ndry; i++) {
+        coord_seg *s = coord_cat_seg(&c->cat, hb->dry[i]);
+        if (s != NULL && s->owner == n) {
+            s->dry = true;
+            s->item->pass_now = true;
+        }
+    }
+    for (size_t i = 0; i < hb->ndry; i++) {
+        coord_seg *s = coord_cat_seg(&c->cat, hb->dry[i]);
+        if (s != NULL && s->item->pass_now) {
+            coord_pass_run(c, s->item); /* a dry segment: a pass at once */
+        }
+    }
+    wire_hb_reply *h = &c->hb_scratch;
+    coord_cat_assignment(&c->cat, n, h);
+    h->lease_ms = c->cfg.lease_ms;
+    h->heartbeat_ms = c->cfg.heartbeat_ms;
+    wire_reply rep;
+    memset(&rep, 0, sizeof rep);
+    rep.corr_id = q->corr_id;
+    rep.hb = h;
+    coord_reply_send(c, hdr, &rep);
+}
+
+/* ---- dispatch --------------------------------------------------------------- */
+
+static void dispatch(coord *c, const nnx_hdr *hdr, const wire_request *q)
+{
+    if (!c->loaded && q->op != WIRE_OP_ADMIN) {
+        coord_reply(c, hdr, q->corr_id, ESC_EUNAVAILABLE,
+                    "the coordinator has not read its catalog yet");
+        return;
+    }
+    switch (q->op) {
+    case WIRE_OP_HEARTBEAT:
+        handle_heartbeat(c, hdr, q);
+        return;
+    case WIRE_OP_ROUTE:
+        coord_route_handle(c, hdr, q);
+        return;
+    case WIRE_OP_ADMIN:
+        coord_admin_handle(c, hdr, q);
+        return;
+    case WIRE_OP_QUOTA:
+        coord_region_handle(c, hdr, q);
+        return;
+    default:
+        coord_reply(c, hdr, q->corr_id, ESC_EINVAL,
+                    "the coordinator answers heartbeat, route, admin and quota requests only");
+        return;
+    }
+}
+
+static void on_readable(nnx_watch *w, void *arg)
+{
+    (void)w;
+    coord *c = arg;
+    for (int i = 0; i < ESC_RECV_PER_CB_MAX && !c->stopping; i++) {
+        void *msg;
+        size_t len;
+        nnx_hdr hdr;
+        int rc = nnx_recv(c->sock, &msg, &len, &hdr);
+        if (rc != 0 || msg == NULL) {
+            if (rc != 0) {
+                ESC_LOG(ESC_LOG_WARN, "COORD-RECV", "%s", esc_strerror(rc));
+            }
+            return;
+        }
+        wire_request q;
+        char why[WIRE_WHY_MAX] = "";
+        rc = wire_decode_request_checked(msg, len, &q, why, coord_auth_check, c);
+        nnx_free(msg);
+        if (rc != 0) {
+            coord_reply(c, &hdr, q.corr_id, rc, why);
+            continue;
+        }
+        dispatch(c, &hdr, &q);
+    }
+}
+
+/* ---- timers ------------------------------------------------------------------ */
+
+static void on_tick(uv_timer_t *t)
+{
+    coord *c = t->data;
+    coord_metrics_sample(c);
+    if (!c->loaded) {
+        return;
+    }
+    coord_place_tick(c);
+    coord_xfer_tick(c);
+    coord_pass_tick(c);
+    coord_admin_tick(c);
+    coord_region_tick(c);
+}
+
+static void on_rebalance(uv_timer_t *t)
+{
+    coord *c = t->data;
+    if (!c->loaded) {
+        return;
+    }
+    for (size_t i = 0; i < c->cat.nitems; i++) {
+        coord_pass_run(c, c->cat.items[i]);
+    }
+}
+
+static void on_route_timer(uv_timer_t *t)
+{
+    coord_route_tick(t->data);
+}
+
+static void on_poll(uv_timer_t *t)
+{
+    coord *c = t->data;
+    coord_db_reload(c);
+}
+
+/* coord_db's callback: a catalog read finished. */
+static void on_reload_done(coord *c, bool ok)
+{
+    if (ok && !c->loaded) {
+        c->loaded = true;
+        size_t nodes_up = 0;
+        for (size_t i = 0; i < c->cat.nnodes; i++) {
+            nodes_up += c->cat.nodes[i]->alive;
+        }
+        ESC_LOG(ESC_LOG_INFO, "COORD-READY",
+                "listen=%s publish=%s items=%zu segments=%zu nodes=%zu (%zu in grace) "
+                "open_transfers=%zu lease_ms=%u heartbeat_ms=%u",
+                c->cfg.listen[0], c->cfg.publish, c->cat.nitems, c->cat.nsegs, c->cat.nnodes,
+                nodes_up, c->cat.nxfers, c->cfg.lease_ms, c->cfg.heartbeat_ms);
+    }
+    coord_admin_reload_done(c);
+}
+
+/* coord_region's callback: the region cannot run (its database belongs to
+ * another region, or cannot be claimed). */
+static void on_region_failed(coord *c)
+{
+    c->exit_code = 1;
+    coord_stop(c);
+}
+
+static void on_signal(uv_signal_t *s, int signum)
+{
+    coord *c = s->data;
+    if (c->stopping) {
+        ESC_LOG(ESC_LOG_WARN, "COORD-STOP", "signal=%d again: stopping now", signum);
+        c->exit_code = 1;
+        uv_stop(c->loop);
+        return;
+    }
+    ESC_LOG(ESC_LOG_INFO, "COORD-STOP", "signal=%d: stopping", signum);
+    coord_stop(c);
+}
+
+/* ---- lifecycle ----------------------------------------------------------------- */
+
+static int open_sockets(coord *c)
+{
+    int rc = nnx_open_rep(&c->sock);
+    if (rc != 0) {
+        ESC_LOG(ESC_LOG_ERROR, "COORD-LISTEN", "cannot open socket: %s", esc_strerror(rc));
+        return rc;
+    }
+    for (int i = 0; i < c->cfg.nlisten; i++) {
+        rc = nnx_bind(c->sock, c->cfg.listen[i]);
+        if (rc != 0) {
+            ESC_LOG(ESC_LOG_ERROR, "COORD-LISTEN", "cannot listen on %s: %s", c->cfg.listen[i],
+                    esc_strerror(rc));
+            return rc;
+        }
+    }
+    rc = coord_route_open(c);
+    if (rc != 0) {
+        return rc;
+    }
+    rc = nnx_watch_start(c->loop, &c->watch, c->sock, on_readable, c);
+    if (rc != 0) {
+        return rc;
+    }
+    c->handles_open++;
+    return 0;
+}
+
+static int start_timer(coord *c, uv_timer_t *t, uv_timer_cb cb, uint64_t every_ms)
+{
+    if (uv_timer_init(c->loop, t) != 0) {
+        return ESC_EIO;
+    }
+    c->handles_open++;
+    t->data = c;
+    if (cb != NULL && uv_timer_start(t, cb, every_ms, every_ms) != 0) {
+        return ESC_EIO;
+    }
+    return 0;
+}
+
+static int start_handles(coord *c)
+{
+    uint32_t tick = c->cfg.heartbeat_ms / 2 > 10 ? c->cfg.heartbeat_ms / 2 : 10;
+    int rc = start_timer(c, &c->tick_timer, on_tick, tick);
+    rc = rc ? rc : start_timer(c, &c->rebalance_timer, on_rebalance, c->cfg.rebalance_ms);
+    rc = rc ? rc : start_timer(c, &c->route_timer, on_route_timer, ROUTE_TICK_MS);
+    rc = rc ? rc : start_timer(c, &c->poll_timer, on_poll, c->cfg.catalog_poll_ms);
+    if (rc != 0) {
+        return rc;
+    }
+    if (uv_signal_init(c->loop, &c->sig_int) != 0 || uv_signal_init(c->loop, &c->sig_term) != 0) {
+        return ESC_EIO;
+    }
+    c->handles_open += 2;
+    c->sig_int.data = c;
+    c->sig_term.data = c;
+    if (uv_signal_start(&c->sig_int, on_signal, SIGINT) != 0 ||
+        uv_signal_start(&c->sig_term, on_signal, SIGTERM) != 0) {
+        return ESC_EIO;
+    }
+    return 0;
+}
+
+int coord_start(coord *c, uv_loop_t *loop, const coord_config *cfg)
+{
+    memset(c, 0, sizeof *c);
+    c->loop = loop;
+    c->cfg = *cfg;
+    c->sock = -1;
+    coord_route_init(c);
+    c->started_us = esc_mono_us();
+    int rc = coord_cat_init(&c->cat);
+    if (rc != 0 || (rc = coord_auth_start(c)) != 0) {
+        return rc;
+    }
+    if ((rc = coord_metrics_open(c)) != 0 || (rc = open_sockets(c)) != 0 ||
+        (rc = start_handles(c)) != 0 || (rc = coord_db_open(c, on_reload_done)) != 0) {
+        return rc;
+    }
+    if ((rc = coord_region_start(c, on_region_failed)) != 0 || (rc = coord_mon_start(c)) != 0) {
+        return rc;
+    }
+    coord_db_reload(c);
+    return 0;
+}
+
+static void on_handle_closed(uv_handle_t *h)
+{
+    coord *c = h->data;
+    c->handles_open--;
+}
+
+static void close_handle(coord *c, uv_handle_t *h)
+{
+    if (!uv_is_closing(h)) {
+        h->data = c;
+        uv_close(h, on_handle_closed);
+    }
+}
+
+void coord_stop(coord *c)
+{
+    if (c->stopping) {
+        return;
+    }
+    c->stopping = true;
+    coord_admin_stop(c);
+    close_handle(c, (uv_handle_t *)&c->tick_timer);
+    close_handle(c, (uv_handle_t *)&c->rebalance_timer);
+    close_handle(c, (uv_handle_t *)&c->route_timer);
+    close_handle(c, (uv_handle_t *)&c->poll_timer);
+    close_handle(c, (uv_handle_t *)&c->sig_int);
+    close_handle(c, (uv_handle_t *)&c->sig_term);
+    c->watch.poll.data = c;
+    nnx_watch_close(&c->watch, on_handle_closed);
+    coord_region_close(c);
+    coord_auth_close(c);
+    coord_db_close(c);
+    coord_mon_close(c);
+    ESC_LOG(ESC_LOG_INFO, "COORD-STOP",
+            "stopped heartbeats=%" PRIu64 " routes=%" PRIu64 " admin=%" PRIu64 " grants=%" PRIu64
+            " transfers_planned=%" PRIu64 " transfers_done=%" PRIu64
+            " items=%zu segments=%zu nodes=%zu open_transfers=%zu",
+            c->n_heartbeats, c->n_routes, c->n_admin, c->n_grants, c->n_xfers_planned,
+            c->n_xfers_done, c->cat.nitems, c->cat.nsegs, c->cat.nnodes, c->cat.nxfers);
+}
+
+void coord_fini(coord *c)
+{
+    nnx_close(c->sock);
+    c->sock = -1;
+    coord_route_close(c);
+    coord_mon_free(c);
+    coord_metrics_free(c);
+    coord_region_free(c);
+    coord_auth_free(c);
+    coord_cat_fini(&c->cat);
+}

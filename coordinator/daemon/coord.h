@@ -1,0 +1,50 @@
+/*
+ * coord.h - escrow-coordinator: placement with leases and epochs, transfers,
+ * the tail-stock policy, routing tables and administration, on one libuv
+ * loop. This header is the daemon's life cycle (coord_start, coord_stop,
+ * coord_fini, which escrow-coordinator.c calls); its state, struct coord,
+ * which every module receives, is coord_state.h.
+ *
+ * Sockets: one raw REP socket (nnx) for heartbeats (WIRE_OP_HEARTBEAT),
+ * routing requests (WIRE_OP_ROUTE), administration (WIRE_OP_ADMIN) and quota
+ * messages (WIRE_OP_QUOTA); one PUB socket for routing updates. Storage: one
+ * asynchronous libpq connection (pgx) and a FIFO of statements (coord_db.h);
+ * every change of ownership, state or stock is a conditional write, applied
+ * to the in-memory catalog (coord_cat.h) only when it committed. Policy:
+ * coord_policy.h, pure.
+ *
+ * Modules, each with its own header; calls go one way, down this list
+ * (nothing calls back into coord.c: a finished catalog read and a changed
+ * route are reported through callbacks):
+ *   coord.c         life cycle, the REP socket's dispatch, timers, heartbeats
+ *   coord_admin     AdminReq: item and node operations for escrowctl
+ *   coord_pass      policy passes: snapshot, coord_policy_plan, writes
+ *   coord_region    regions: the round and quota requests; below it
+ *                   coord_quota (quota transfers and moves), coord_peer (the
+ *                   peers' sockets), coord_gitem (a global item's state)
+ *   coord_xfer      transfers reported by the nodes, received into unallocated
+ *   coord_place     nodes, leases, placement, epochs
+ *   coord_route     routing tables: versions, publishing, route requests
+ *   coord_db        the statement queue and the catalog read
+ *   coord_reply     replies on the REP socket
+ *   coord_mon, coord_metrics, coord_auth, coord_failpoint
+ * and coord_state.h, the data they share (types only).
+ */
+#ifndef ESC_COORD_H
+#define ESC_COORD_H
+
+#include <uv.h>
+
+#include "coord_state.h"
+
+/* Starts the coordinator on loop: sockets, timers, the database connection
+ * and the first catalog read (COORD-READY is logged when it completes).
+ * Returns 0 or an ESC_E* code (then coord_fini and exit). */
+int coord_start(coord *c, uv_loop_t *loop, const coord_config *cfg);
+/* Begins a clean stop (also on SIGINT/SIGTERM): the loop ends once every
+ * handle closed. */
+void coord_stop(coord *c);
+/* Frees what coord_start allocated; after uv_run returned. */
+void coord_fini(coord *c);
+
+#endif

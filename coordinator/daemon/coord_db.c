@@ -1,0 +1,482 @@
+/*
+ * coord_db.c - see coord_db.h.
+ *
+ * The catalog read never overwrites what a write in flight is about to
+ * change (a segment with an ownership write pending, a transfer being
+ * committed), and its transfer part is dropped when a heartbeat changed a
+ * transfer while it ran (it would be older than memory). New items are added
+ * to the catalog, which tells its watcher (the routing gives them a version).
+ */
+#include "coord_db.h"
+
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "clock.h"
+#include "coord_state.h"
+#include "coord_failpoint.h"
+#include "coord_metrics.h"
+#include "escrow_errors.h"
+#include "log.h"
+#include "pg_result.h"
+
+#define RECONNECT_MS_MIN 100
+#define RECONNECT_MS_MAX 2000
+#define JOB_PARAMS_MAX 16
+
+typedef struct coord_job {
+    struct coord_job *next;
+    const char *sql; /* borrowed: static text */
+    int nparams;
+    char *values[JOB_PARAMS_MAX]; /* owned */
+    coord_db_cb cb;
+    void *arg;
+} coord_job;
+
+/* ---- the queue ------------------------------------------------------------ */
+
+static void job_free(coord_job *j)
+{
+    for (int i = 0; i < j->nparams; i++) {
+        free(j->values[i]);
+    }
+    free(j);
+}
+
+static void run_next(coord *c);
+
+static void on_job_done(pgx_conn *pc, PGresult *res, const pgx_err *err, void *arg)
+{
+    (void)pc;
+    coord *c = arg;
+    coord_db *db = &c->db;
+    coord_job *j = db->head;
+    ESC_ASSERT(j != NULL && db->running);
+    db->head = j->next;
+    if (db->head == NULL) {
+        db->tail = NULL;
+    }
+    db->njobs--;
+    db->running = false;
+    if (err->code != 0 && !c->stopping) {
+        ESC_LOG(ESC_LOG_WARN, "COORD-DB", "statement failed: %s%s%s (sqlstate=%s)", err->message,
+                err->constraint[0] ? " constraint=" : "", err->constraint, err->sqlstate);
+    }
+    j->cb(c, res, err, j->arg);
+    job_free(j);
+    run_next(c);
+}
+
+static void run_next(coord *c)
+{
+    coord_db *db = &c->db;
+    if (db->running || db->head == NULL || !pgx_ready(&db->conn)) {
+        return;
+    }
+    coord_job *j = db->head;
+    int rc = pgx_query(&db->conn, NULL, j->sql, j->nparams, (const char *const *)j->values,
+                       on_job_done, c);
+    if (rc == 0) {
+        db->running = true;
+    }
+}
+
+int coord_db_push(coord *c, const char *sql, int nparams, const char *const *values, coord_db_cb cb,
+                  void *arg)
+{
+    coord_db *db = &c->db;
+    ESC_ASSERT(nparams <= JOB_PARAMS_MAX);
+    if (db->njobs >= COORD_JOBS_MAX || c->stopping) {
+        return ESC_EBUSY;
+    }
+    coord_job *j = esc_xcalloc(1, sizeof *j);
+    j->sql = sql;
+    j->nparams = nparams;
+    for (int i = 0; i < nparams; i++) {
+        j->values[i] = values[i] ? esc_xstrdup(values[i]) : NULL;
+    }
+    j->cb = cb;
+    j->arg = arg;
+    if (db->tail != NULL) {
+        db->tail->next = j;
+    } else {
+        db->head = j;
+    }
+    db->tail = j;
+    db->njobs++;
+    run_next(c);
+    return 0;
+}
+
+void coord_db_unknown(coord *c)
+{
+    c->db.need_reconcile = true;
+    c->db.unknown_count++;
+    coord_db_reload(c);
+}
+
+static void on_reconnect_timer(uv_timer_t *t)
+{
+    coord *c = t->data;
+    pgx_reconnect(&c->db.conn);
+}
+
+static void on_db_state(pgx_conn *pc, bool up, void *arg)
+{
+    (void)pc;
+    coord *c = arg;
+    coord_db *db = &c->db;
+    coord_metrics_db(c, "coord", up);
+    if (c->stopping) {
+        return;
+    }
+    if (!up) {
+        db->reconnect_ms = db->reconnect_ms ? db->reconnect_ms * 2 : RECONNECT_MS_MIN;
+        if (db->reconnect_ms > RECONNECT_MS_MAX) {
+            db->reconnect_ms = RECONNECT_MS_MAX;
+        }
+        (void)uv_timer_start(&db->reconnect_timer, on_reconnect_timer, db->reconnect_ms, 0);
+        return;
+    }
+    db->reconnect_ms = 0;
+    run_next(c);
+}
+
+int coord_db_open(coord *c, coord_db_reload_cb reload_cb)
+{
+    coord_db *db = &c->db;
+    db->reload_cb = reload_cb;
+    if (uv_timer_init(c->loop, &db->reconnect_timer) != 0) {
+        return ESC_EIO;
+    }
+    c->handles_open++;
+    db->reconnect_timer.data = c;
+    int rc = pgx_open(c->loop, &db->conn, c->cfg.dsn, "coord", NULL, NULL, 0, on_db_state, c);
+    ESC_ASSERT(rc == 0 || rc == ESC_ENOMEM);
+    if (rc != 0) {
+        ESC_LOG(ESC_LOG_ERROR, "COORD-DB", "out of memory");
+        abort();
+    }
+    return 0;
+}
+
+static void on_db_closed(uv_handle_t *h)
+{
+    coord *c = ((pgx_conn *)h->data)->state_arg;
+    c->handles_open--;
+}
+
+static void on_timer_closed(uv_handle_t *h)
+{
+    coord *c = h->data;
+    c->handles_open--;
+}
+
+void coord_db_close(coord *c)
+{
+    coord_db *db = &c->db;
+    if (db->reconnect_timer.loop != NULL && !uv_is_closing((uv_handle_t *)&db->reconnect_timer)) {
+        uv_close((uv_handle_t *)&db->reconnect_timer,
+                 on_timer_closed); /* coord_db_open inited it */
+    }
+    db->conn.state_arg = c;
+    c->handles_open++;
+    if (!pgx_close(&db->conn, on_db_closed)) {
+        c->handles_open--;
+    }
+    /* statements never sent are dropped: their callbacks learn it */
+    while (db->head != NULL) {
+        coord_job *j = db->head;
+        db->head = j->next;
+        pgx_err err;
+        memset(&err, 0, sizeof err);
+        err.code = ESC_ECLOSED;
+        snprintf(err.message, sizeof err.message, "coordinator stopping");
+        j->cb(c, NULL, &err, j->arg);
+        job_free(j);
+    }
+    db->tail = NULL;
+    db->njobs = 0;
+}
+
+/* ---- the catalog read ------------------------------------------------------ */
+
+#define TAG "/* escrow:coord-catalog */ "
+
+static const char sql_items[] =
+    TAG "SELECT tenant_id, item_id, total, unallocated, reduce_pending, state, segments_wanted, "
+        "COALESCE(tail_segment, 0), EXISTS (SELECT 1 FROM global_items g "
+        "WHERE g.tenant_id = items.tenant_id AND g.item_id = items.item_id) FROM items";
+static const char sql_nodes[] = TAG "SELECT node_id, endpoint, incarnation, state FROM nodes";
+static const char sql_segments[] =
+    TAG "SELECT segment_id, tenant_id, item_id, seg_no, COALESCE(node_id, ''), epoch, "
+        "available, held, sold, state FROM segments WHERE state <> 'retired' AND region = 'local' "
+        "ORDER BY segment_id";
+static const char sql_transfers[] =
+    TAG "SELECT transfer_id, tenant_id, item_id, COALESCE(from_segment, 0), "
+        "COALESCE(to_segment, 0), qty, state FROM transfers WHERE state IN ('planned', 'sent') "
+        "AND from_region = 'local' AND to_region = 'local' ORDER BY transfer_id";
+
+typedef struct reload_run {
+    uint64_t xfer_changes; /* c->db.xfer_changes when the read was queued */
+    uint32_t gen;
+    uint64_t unknown_count; /* c->db.unknown_count when the read was queued */
+    bool failed;
+} reload_run;
+
+static uint32_t g_reload_gen;
+
+/* Every cell the read turns into a number is NOT NULL or COALESCEd. */
+static int64_t i64(const PGresult *r, int row, int col)
+{
+    return pg_result_i64_or(r, row, col, 0);
+}
+
+static int item_state(const char *s)
+{
+    return strcmp(s, "active") == 0   ? COORD_ITEM_ACTIVE
+           : strcmp(s, "paused") == 0 ? COORD_ITEM_PAUSED
+                                      : COORD_ITEM_RETIRED;
+}
+
+static int seg_state(const char *s)
+{
+    return strcmp(s, "active") == 0     ? WIRE_SEG_ACTIVE
+           : strcmp(s, "draining") == 0 ? WIRE_SEG_DRAINING
+                                        : WIRE_SEG_RETIRED;
+}
+
+static int node_state(const char *s)
+{
+    return strcmp(s, "up") == 0         ? COORD_NODE_UP
+           : strcmp(s, "draining") == 0 ? COORD_NODE_DRAINING
+                                        : COORD_NODE_DOWN;
+}
+
+static void merge_items(coord *c, PGresult *res, const pgx_err *err, void *arg)
+{
+    reload_run *run = arg;
+    if (err->code != 0) {
+        run->failed = true;
+        return;
+    }
+    for (int i = 0; i < PQntuples(res); i++) {
+        const char *tenant = PQgetvalue(res, i, 0), *item = PQgetvalue(res, i, 1);
+        coord_item *it = coord_cat_item(&c->cat, tenant, item);
+        if (it == NULL && (it = coord_cat_add_item(&c->cat, tenant, item)) == NULL) {
+            ESC_LOG(ESC_LOG_WARN, "COORD-CATALOG", "more than %d items; ignoring the rest",
+                    COORD_ITEMS_MAX);
+            return;
+        }
+        if (it->write_busy) {
+            continue; /* the write in flight carries the newer values */
+        }
+        it->total = i64(res, i, 2);
+        it->unallocated = i64(res, i, 3);
+        it->reduce_pending = i64(res, i, 4);
+        it->state = item_state(PQgetvalue(res, i, 5));
+        it->segments_wanted = (uint32_t)i64(res, i, 6);
+        it->tail_segment = (uint64_t)i64(res, i, 7);
+        it->global = pg_result_true(res, i, 8);
+    }
+}
+
+static void merge_nodes(coord *c, PGresult *res, const pgx_err *err, void *arg)
+{
+    reload_run *run = arg;
+    if (err->code != 0) {
+        run->failed = true;
+        return;
+    }
+    int64_t now = esc_mono_us();
+    for (int i = 0; i < PQntuples(res); i++) {
+        coord_node *n = coord_cat_node(&c->cat, PQgetvalue(res, i, 0));
+        int st = node_state(PQgetvalue(res, i, 3));
+        if (n == NULL) {
+            n = coord_cat_add_node(&c->cat, PQgetvalue(res, i, 0));
+            if (n == NULL) {
+                return;
+            }
+            /* a node the coordinator has not heard from gets one lease of
+             * grace: it may be serving right now */
+            n->alive = st != COORD_NODE_DOWN;
+            n->last_hb_us = now;
+            n->drained = st == COORD_NODE_DRAINING;
+            snprintf(n->endpoint, sizeof n->endpoint, "%s", PQgetvalue(res, i, 1));
+        }
+        if (n->write_busy) {
+            continue;
+        }
+        n->db_state = st;
+        n->db_incarnation = (uint64_t)i64(res, i, 2);
+        if (!n->seen) {
+            n->incarnation = n->db_incarnation;
+        }
+    }
+}
+
+static void merge_one_seg(coord *c, PGresult *res, int i)
+{
+    uint64_t id = (uint64_t)i64(res, i, 0);
+    coord_seg *s = coord_cat_seg(&c->cat, id);
+    if (s == NULL) {
+        coord_item *it = coord_cat_item(&c->cat, PQgetvalue(res, i, 1), PQgetvalue(res, i, 2));
+        if (it == NULL ||
+            (s = coord_cat_add_seg(&c->cat, it, id, pg_result_i32_or(res, i, 3, 0))) == NULL) {
+            return;
+        }
+    }
+    s->db_available = i64(res, i, 6);
+    s->db_held = i64(res, i, 7);
+    s->db_sold = i64(res, i, 8);
+    if (s->pending || s->item->write_busy) {
+        return; /* a write in flight will set owner, epoch or state */
+    }
+    const char *node_id = PQgetvalue(res, i, 4);
+    coord_node *owner = node_id[0] ? coord_cat_node(&c->cat, node_id) : NULL;
+    uint64_t epoch = (uint64_t)i64(res, i, 5);
+    if (owner != s->owner || epoch != s->epoch) {
+        s->revoked = owner != NULL && !owner->alive;
+        s->owner = owner;
+        s->epoch = epoch;
+    }
+    s->state = seg_state(PQgetvalue(res, i, 9));
+}
+
+static void merge_segments(coord *c, PGresult *res, const pgx_err *err, void *arg)
+{
+    reload_run *run = arg;
+    if (err->code != 0) {
+        run->failed = true;
+        return;
+    }
+    for (int i = 0; i < PQntuples(res); i++) {
+        merge_one_seg(c, res, i);
+    }
+}
+
+static void merge_one_xfer(coord *c, PGresult *res, int i, uint32_t gen)
+{
+    uint64_t id = (uint64_t)i64(res, i, 0);
+    int state = strcmp(PQgetvalue(res, i, 6), "sent") == 0 ? COORD_XF_SENT : COORD_XF_PLANNED;
+    coord_xfer *x = coord_cat_xfer(&c->cat, id);
+    if (x == NULL) {
+        coord_item *it = coord_cat_item(&c->cat, PQgetvalue(res, i, 1), PQgetvalue(res, i, 2));
+        if (it == NULL) {
+            return;
+        }
+        x = coord_cat_add_xfer(&c->cat, it, id, (uint64_t)i64(res, i, 3), (uint64_t)i64(res, i, 4),
+                               i64(res, i, 5), state);
+        if (x == NULL) {
+            return;
+        }
+        x->gen = gen;
+        if (state == COORD_XF_SENT) {
+            coord_failpoint_xfer_sent(&c->cfg.failpoints, x);
+        }
+        return;
+    }
+    x->gen = gen;
+    if (x->busy) {
+        return;
+    }
+    bool became_sent = x->state == COORD_XF_PLANNED && state == COORD_XF_SENT;
+    x->state = state;
+    x->qty = i64(res, i, 5);
+    if (became_sent) {
+        coord_failpoint_xfer_sent(&c->cfg.failpoints, x);
+    }
+}
+
+/* Memory follows the transfers just read: open in memory but closed in the
+ * database is dropped; every segment's open transfer is set from them. */
+static void adopt_transfers(coord *c, PGresult *res, uint32_t gen)
+{
+    for (int i = 0; i < PQntuples(res); i++) {
+        merge_one_xfer(c, res, i, gen);
+    }
+    for (size_t i = 0; i < c->cat.nxfers;) {
+        coord_xfer *x = c->cat.xfers[i];
+        if (x->gen != gen && !x->busy) {
+            coord_cat_drop_xfer(&c->cat, x);
+            continue;
+        }
+        i++;
+    }
+    for (size_t i = 0; i < c->cat.nsegs; i++) {
+        if (c->cat.segs[i]->xfer_id != COORD_XFER_INSERTING) {
+            c->cat.segs[i]->xfer_id = 0;
+        }
+    }
+    for (size_t i = 0; i < c->cat.nxfers; i++) {
+        coord_xfer *x = c->cat.xfers[i];
+        coord_seg *f = x->from ? coord_cat_seg(&c->cat, x->from) : NULL;
+        coord_seg *t = x->to ? coord_cat_seg(&c->cat, x->to) : NULL;
+        if (f != NULL) {
+            f->xfer_id = x->transfer_id;
+        }
+        if (t != NULL) {
+            t->xfer_id = x->transfer_id;
+        }
+    }
+}
+
+/* The read is over: its bookkeeping, the owner's callback, then the read
+ * that was asked for meanwhile. */
+static void reload_finished(coord *c, bool ok)
+{
+    coord_db *db = &c->db;
+    db->reload_running = false;
+    db->reads_done++;
+    db->last_read_ok = ok;
+    db->reload_cb(c, ok);
+    if (db->reload_again) {
+        db->reload_again = false;
+        coord_db_reload(c);
+    }
+}
+
+static void merge_transfers(coord *c, PGresult *res, const pgx_err *err, void *arg)
+{
+    reload_run *run = arg;
+    bool ok = err->code == 0 && !run->failed;
+    if (ok && run->xfer_changes == c->db.xfer_changes) {
+        adopt_transfers(c, res, run->gen);
+    } else if (ok) {
+        c->db.reload_again = true; /* a heartbeat moved a transfer meanwhile: read again */
+    }
+    if (ok && run->unknown_count == c->db.unknown_count) {
+        c->db.need_reconcile = false; /* read after every write of unknown outcome */
+    }
+    free(run);
+    reload_finished(c, ok);
+}
+
+void coord_db_reload(coord *c)
+{
+    coord_db *db = &c->db;
+    if (c->stopping) {
+        return;
+    }
+    if (db->reload_running) {
+        db->reload_again = true;
+        return;
+    }
+    reload_run *run = esc_xcalloc(1, sizeof *run);
+    run->xfer_changes = db->xfer_changes;
+    run->unknown_count = db->unknown_count;
+    run->gen = ++g_reload_gen;
+    if (db->njobs + 4 > COORD_JOBS_MAX) {
+        free(run);
+        db->reload_again = true;
+        return;
+    }
+    db->reload_running = true;
+    db->reads_started++;
+    (void)coord_db_push(c, sql_items, 0, NULL, merge_items, run);
+    (void)coord_db_push(c, sql_nodes, 0, NULL, merge_nodes, run);
+    (void)coord_db_push(c, sql_segments, 0, NULL, merge_segments, run);
+    (void)coord_db_push(c, sql_transfers, 0, NULL, merge_transfers, run);
+}

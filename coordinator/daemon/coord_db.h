@@ -1,0 +1,55 @@
+/*
+ * coord_db.h - the coordinator's statement queue on its one libpq
+ * connection, and the catalog read.
+ *
+ * Statements run one at a time, in the order they were queued (FIFO): a
+ * write queued before a read is visible to it. A statement whose connection
+ * was lost has an unknown outcome; its owner calls coord_db_unknown and the
+ * catalog is read again once the connection is back, before memory is
+ * trusted for new decisions (need_reconcile). Queued statements survive a
+ * reconnect.
+ *
+ * The catalog read (coord_db_reload) is four statements (items, nodes,
+ * segments, open transfers), merged into c->cat as they arrive; when the
+ * last one is merged the reload callback given to coord_db_open runs (the
+ * daemon logs READY after the first and decides the admin requests that
+ * waited for it).
+ */
+#ifndef ESC_COORD_DB_H
+#define ESC_COORD_DB_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include <libpq-fe.h>
+#include <uv.h>
+
+#include "coord_state.h"
+#include "pgx.h"
+
+/* A statement's answer: res is its result (NULL on error); err->code is 0 on
+ * success. Runs on the loop, once per queued statement, also when the
+ * coordinator stops before it was sent (err->code ESC_ECLOSED). */
+typedef void (*coord_db_cb)(coord *c, PGresult *res, const pgx_err *err, void *arg);
+
+/* Opens the connection on c->loop (it connects in the background and
+ * reconnects with a backoff) and its reconnect timer; reload_cb runs after
+ * every catalog read. Returns 0 or ESC_EIO; aborts on out of memory. */
+int coord_db_open(coord *c, coord_db_reload_cb reload_cb);
+/* Closes the connection and the timer (c->handles_open counts them until
+ * they closed); statements never sent get ESC_ECLOSED. */
+void coord_db_close(coord *c);
+
+/* Queues a statement; sql is borrowed (static text), values are copied
+ * (NULL entries are SQL NULL). Returns 0 (cb runs exactly once later), or
+ * ESC_EBUSY when the queue is full or the coordinator stops (cb never runs). */
+int coord_db_push(coord *c, const char *sql, int nparams, const char *const *values, coord_db_cb cb,
+                  void *arg);
+/* A write's outcome is unknown (connection lost): re-read the catalog. */
+void coord_db_unknown(coord *c);
+/* Queues a full catalog read (items, segments, nodes, open transfers);
+ * coalesced with one already queued. */
+void coord_db_reload(coord *c);
+
+#endif

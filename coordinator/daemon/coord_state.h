@@ -1,0 +1,127 @@
+/*
+ * coord_state.h - escrow-coordinator's state: the configuration and struct
+ * coord, which every module of the daemon receives. Data only: each module's
+ * functions are in its own header (coord.h lists them), and the fields below
+ * are grouped by the module that writes them. Types only, so every module can
+ * include it without depending on any other module.
+ */
+#ifndef ESC_COORD_STATE_H
+#define ESC_COORD_STATE_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include <uv.h>
+
+#include "coord_cat.h"
+#include "coord_failpoint.h"
+#include "esc_limits.h"
+#include "nnx.h"
+#include "pgx.h"
+#include "wire.h"
+
+typedef struct coord coord;
+
+/* Statements waiting for the connection; over it, work is refused or
+ * postponed (each holds its parameters, up to a few KiB). */
+#define COORD_JOBS_MAX 4096
+
+/* A catalog read finished: ok false when one of its statements failed. */
+typedef void (*coord_db_reload_cb)(coord *c, bool ok);
+
+/* The queue and the catalog read's state (c->db). The flags below the queue
+ * are read by the other modules; only coord_db.c writes them, but for
+ * xfer_changes, which coord_xfer.c bumps. */
+typedef struct coord_db {
+    pgx_conn conn;
+    uv_timer_t reconnect_timer;
+    uint32_t reconnect_ms;
+    struct coord_job *head, *tail; /* owned: the FIFO */
+    size_t njobs;
+    bool running; /* the head statement is on the connection */
+    coord_db_reload_cb reload_cb;
+    bool reload_running;    /* a catalog read is queued or running */
+    bool reload_again;      /* another one was asked for meanwhile */
+    bool last_read_ok;      /* the last catalog read succeeded */
+    bool need_reconcile;    /* a write's outcome is unknown: re-read before trusting memory */
+    uint64_t reads_started; /* catalog reads queued, ever */
+    uint64_t reads_done;    /* catalog reads finished, ever */
+    uint64_t xfer_changes;  /* bumped on every transfer change a heartbeat made */
+    uint64_t unknown_count; /* writes whose outcome is unknown, ever */
+} coord_db;
+
+/* The routing's state (c->route). */
+typedef struct coord_route {
+    int pub;                 /* PUB socket; -1 = not open */
+    uint64_t version_floor;  /* route versions never go below this (wall clock, us) */
+    int64_t last_pub_all_us; /* monotonic: when every route was last published */
+    wire_route scratch;      /* large: kept off the stack */
+} coord_route;
+
+/* The waiting requests (c->admin). */
+typedef struct coord_admin {
+    struct coord_admin_req *deferred; /* owned: retried every tick */
+    size_t ndeferred;
+    struct coord_admin_req *after_reload; /* owned: decided when the catalog read finishes */
+} coord_admin;
+
+#define COORD_LISTEN_MAX 4
+/* Ownership moves made only to even out the nodes' loads, per tick. */
+#define COORD_BALANCE_MOVES_MAX 4
+/* Segments one ownership write changes. */
+#define COORD_GRANT_MAX 1024
+
+typedef struct coord_config {
+    const char *dsn;                      /* borrowed */
+    const char *listen[COORD_LISTEN_MAX]; /* borrowed */
+    int nlisten;
+    const char *publish; /* borrowed */
+    uint32_t lease_ms;
+    uint32_t heartbeat_ms;
+    uint32_t rebalance_ms;
+    uint32_t collapse_pct;
+    uint32_t low_water_pct;
+    uint32_t catalog_poll_ms;
+    coord_failpoints failpoints;     /* coord_failpoint_read (tests only) */
+    const char *metrics;             /* borrowed: --metrics address; NULL = off (coord_metrics.h) */
+    uint32_t check_ms;               /* invariant monitor period (coord_mon.h) */
+    const struct region_cfg *region; /* borrowed: --config; NULL = no regions (coord_region.h) */
+    /* --auth on: every request needs a valid key (coord_auth.h); cluster_key
+     * (borrowed) is the cluster key's text, or NULL */
+    bool auth;
+    const char *cluster_key;
+} coord_config;
+
+struct coord {
+    uv_loop_t *loop; /* borrowed */
+    coord_config cfg;
+    coord_cat cat;
+    int sock; /* raw REP */
+    nnx_watch watch;
+    uv_timer_t tick_timer;      /* leases, placement, deferred admin: every heartbeat_ms / 2 */
+    uv_timer_t rebalance_timer; /* policy passes */
+    uv_timer_t route_timer;     /* route changes every 100 ms, all routes every second */
+    uv_timer_t poll_timer;      /* catalog re-read */
+    uv_signal_t sig_int, sig_term;
+    int handles_open; /* every module counts its handles here until they closed */
+    bool stopping;
+    bool loaded;     /* the first catalog read completed: READY */
+    bool grant_busy; /* an ownership write is in flight (coord_place.c) */
+    int64_t started_us;
+    coord_db db;       /* the statement queue and the catalog read (coord_db.c) */
+    coord_route route; /* routing tables (coord_route.c) */
+    coord_admin admin; /* admin requests waiting (coord_admin.c) */
+    /* scratch for encoding replies and routes (large: kept off the stack) */
+    wire_hb_reply hb_scratch;
+    unsigned char frame[ESC_FRAME_BYTES_MAX];
+    /* counters for the STOP line */
+    uint64_t n_heartbeats, n_routes, n_admin, n_grants, n_xfers_planned, n_xfers_done;
+    struct coord_metrics *metrics; /* owned (coord_metrics.c); NULL when --metrics is off */
+    struct coord_mon *mon;         /* owned: the invariant monitor (coord_mon.c) */
+    struct coord_region *region;   /* owned: peers and quota (coord_region.c); NULL = none */
+    struct auth_guard *auth;       /* owned: credentials (coord_auth.c) */
+    int exit_code;
+};
+
+#endif

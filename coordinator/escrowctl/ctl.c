@@ -1,0 +1,85 @@
+/*
+ * ctl.c - see ctl.h.
+ */
+#include "ctl.h"
+
+#include <stdbool.h>
+
+#include <libpq-fe.h>
+
+#include "ctl_admin.h"
+#include "ctl_check.h"
+#include "ctl_db.h"
+#include "ctl_exit.h"
+#include "ctl_feed.h"
+#include "ctl_item.h"
+#include "ctl_list.h"
+#include "ctl_migrate.h"
+#include "ctl_nodes.h"
+#include "ctl_region.h"
+#include "ctl_release.h"
+#include "ctl_status.h"
+#include "escrow_errors.h"
+#include "log.h"
+
+/* What a command found besides its return code. */
+typedef struct outcome {
+    bool violated; /* check: an invariant is broken */
+    bool refused;  /* the coordinator or a node answered with an error */
+} outcome;
+
+static int dispatch(PGconn *conn, const ctl_args *a, FILE *out, outcome *o)
+{
+    switch (a->cmd) {
+    case CTL_CMD_MIGRATE:
+        return ctl_migrate(conn, a, out);
+    case CTL_CMD_ITEM_CREATE:
+        return ctl_item_create(conn, a, out);
+    case CTL_CMD_STATUS:
+        return ctl_status(conn, a, out);
+    case CTL_CMD_NODES:
+        return ctl_nodes(conn, a, out);
+    case CTL_CMD_TRANSFERS:
+        return ctl_transfers(conn, a, out);
+    case CTL_CMD_RELEASE:
+        return ctl_release(conn, a, out, &o->refused);
+    case CTL_CMD_HOLDS:
+        return ctl_holds(conn, a, out);
+    case CTL_CMD_EVENTS:
+        return ctl_events(conn, a, out);
+    case CTL_CMD_CHECK:
+        return ctl_check(conn, a, out, &o->violated);
+    case CTL_CMD_CONSUMERS:
+        return ctl_consumers(conn, a, out);
+    default:
+        break;
+    }
+    ESC_ASSERT(!"ctl_run called without a database command");
+    return ESC_EINTERNAL;
+}
+
+int ctl_run(const ctl_args *a, FILE *out)
+{
+    outcome o = {false, false};
+    int rc = 0;
+    if (ctl_region_cmd(a)) {
+        rc = ctl_region_run(a, out, &o.violated, &o.refused); /* one database per region */
+    } else if (ctl_cmd_is_admin(a->cmd)) {
+        rc = ctl_admin(a, out, &o.refused);
+    } else if (a->follow) {
+        rc = ctl_follow(a, out); /* the feed opens its own connection */
+    } else {
+        PGconn *conn = NULL;
+        rc = ctl_db_open(a->dsn, &conn);
+        if (rc != 0) {
+            return ctl_exit_code(a->cmd, rc, false, false);
+        }
+        rc = dispatch(conn, a, out, &o);
+        ctl_db_close(conn);
+    }
+    if (fflush(out) != 0 || ferror(out)) {
+        fprintf(stderr, "escrowctl: cannot write the output\n");
+        return CTL_EXIT_FAIL;
+    }
+    return ctl_exit_code(a->cmd, rc, o.violated, o.refused);
+}

@@ -1,0 +1,133 @@
+/*
+ * ctl_usage.c - see ctl_usage.h. The text is written in sections, in order,
+ * one string each.
+ */
+#include "ctl_usage.h"
+
+/* The synopsis. */
+static void usage_synopsis(FILE *f)
+{
+    fputs("usage: escrowctl [--config FILE] [--dsn DSN] [--coordinator URL] [--timeout-ms MS] "
+          "[--json]\n"
+          "                 COMMAND [ARGS]\n"
+          "\n",
+          f);
+}
+
+/* The commands on the database. */
+static void usage_db(FILE *f)
+{
+    fputs("from the database (--dsn):\n"
+          "  migrate                      apply the embedded schema migrations (idempotent)\n"
+          "  item create TENANT ITEM --total N [--segments K] [--node NODE] [--region R]\n"
+          "              [--max-per-order N] [--max-per-buyer N] [--hold-ttl-ms MS]\n"
+          "                               create an item and its K segments; without --node\n"
+          "                               they stay unassigned and the coordinator (if one is\n"
+          "                               given) is asked to reload its catalog and place them\n"
+          "  status [TENANT [ITEM]]       per item and per segment: owner, epoch, state,\n"
+          "                               counters, transfers in flight, tail segment\n"
+          "  nodes                        nodes: endpoint, state, last seen, lease, segments\n"
+          "  transfers [TENANT [ITEM]] [--all] [--limit N]\n"
+          "                               open transfers (--all: ended ones too), newest first\n"
+          "  holds TENANT --buyer B [--item I] [--limit N]\n"
+          "  holds TENANT --hold HOLD_ID  list holds\n"
+          "  release HOLD_ID              force-release a hold through the node that owns its\n"
+          "                               segment (recorded as cancelled by an operator)\n"
+          "  events TENANT [--item I] [--after EVENT_ID] [--limit N]\n"
+          "                               list outbox events\n"
+          "  events TENANT --follow --consumer NAME [--item I] [--from-start | --after ID]\n"
+          "         [--limit N]           print events as they become final, in feed order,\n"
+          "                               one line each (--json: JSON lines); commit the\n"
+          "                               consumer's cursor after each printed batch (N events,\n"
+          "                               default 100); a restart resumes after the cursor;\n"
+          "                               --from-start/--after only place a NEW consumer;\n"
+          "                               SIGINT/SIGTERM stop it (exit 0)\n"
+          "  consumers TENANT             feed consumers: cursor, lag (events, seconds)\n"
+          "  check                        conservation (transfers in flight included) and the\n"
+          "                               counters against the holds; exit 1 if violated\n"
+          "\n",
+          f);
+}
+
+/* The commands the coordinator carries out. */
+static void usage_coordinator(FILE *f)
+{
+    fputs("through the coordinator (--coordinator; no database needed):\n"
+          "  item restock TENANT ITEM QTY   add QTY units\n"
+          "  item reduce TENANT ITEM QTY    remove QTY units that are neither held nor sold\n"
+          "  item pause TENANT ITEM         stop new reserves (holds go on)\n"
+          "  item resume TENANT ITEM        take reserves again\n"
+          "  item retire TENANT ITEM        stop selling for good\n"
+          "  item split TENANT ITEM N       spread the item over N active segments\n"
+          "  item collapse TENANT ITEM      move everything into one tail segment now\n"
+          "  item rebalance TENANT ITEM     run a rebalancing pass for the item now\n"
+          "  drain NODE                     hand NODE's segments to other nodes\n"
+          "  undrain NODE                   let NODE take segments again\n"
+          "\n",
+          f);
+}
+
+/* The commands over several regions. */
+static void usage_regions(FILE *f)
+{
+    fputs("over several regions (--config FILE once per region; no --dsn):\n"
+          "  item create TENANT ITEM --global --total N [--quota R=N,R=N...] [create options]\n"
+          "                               the item in every region's database, N split into\n"
+          "                               quotas by each file's [quota] share (or --quota);\n"
+          "                               re-running completes an interrupted create\n"
+          "  quota show [TENANT [ITEM]]   per global item and region: quota, available, held,\n"
+          "                               sold, unallocated, in flight out, floor; the sums\n"
+          "  quota move TENANT ITEM QTY --from R --to R\n"
+          "                               ask region R's coordinator to send QTY units of quota\n"
+          "  regions                      each region: database, region_self, coordinator\n"
+          "                               (answers?), peers, quota transfers and receipts\n"
+          "  status --global [TENANT [ITEM]]  each region's status, then the global items\n"
+          "  check --global               each region's check, then per global item: quotas +\n"
+          "                               units in flight = global_total (exit 1 if violated,\n"
+          "                               2 if a region it needs has no --config)\n"
+          "\n",
+          f);
+}
+
+/* The options. */
+static void usage_options(FILE *f)
+{
+    fputs("  --config FILE      the region's INI file (examples/regions/eu.ini): the dsn\n"
+          "                     and the coordinator from its [region] section, unless\n"
+          "                     --dsn / --coordinator are given (the environment is then\n"
+          "                     not consulted)\n"
+          "  --dsn DSN          PostgreSQL connection string (default: $ESCROW_DSN)\n"
+          "  --coordinator URL  the coordinator's request endpoint, e.g. tcp://127.0.0.1:7000\n"
+          "                     (default: $ESCROW_COORDINATOR)\n"
+          "  --timeout-ms MS    how long to wait for the coordinator or node (10..60000)\n"
+          "  --json             machine-readable output; the coordinator's commands print\n"
+          "                     {\"status\":..., \"message\":...}\n"
+          "  --help             this text\n"
+          "\n",
+          f);
+}
+
+/* Defaults and exit codes. */
+static void usage_exit(FILE *f)
+{
+    fputs("defaults: --segments 1, --region local, --hold-ttl-ms 600000, --timeout-ms 3000,\n"
+          "          --max-per-order 0 and --max-per-buyer 0 (no limit), --limit 100\n"
+          "exit: 0 ok\n"
+          "      1 failed: refused by the coordinator or node, not found, or check found a "
+          "violation\n"
+          "      2 usage or database connection error (nothing was done)\n"
+          "      3 no answer: the coordinator or the hold's node did not answer in time or is\n"
+          "        down (nothing was done if nothing could be sent; otherwise look before\n"
+          "        retrying a restock or reduce)\n",
+          f);
+}
+
+void ctl_usage(FILE *f)
+{
+    usage_synopsis(f);
+    usage_db(f);
+    usage_coordinator(f);
+    usage_regions(f);
+    usage_options(f);
+    usage_exit(f);
+}
