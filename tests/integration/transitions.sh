@@ -177,7 +177,7 @@ d_next_sweep() {
 # they expired (the canary, which nothing else touches, ended): then the try
 # proved nothing (the answers would be the same) and is repeated.
 d_try() {
-    local k=$1 i out held_expired ids canary
+    local k=$1 i out held_expired ids canary td_now
     local -a d
     D_PIDS=()
     for i in 1 2 3 4; do
@@ -207,6 +207,9 @@ d_try() {
     d_probe "d$k-again.out" confirm --hold "${d[1]}"
     d_probe "d$k-release1.out" release --hold "${d[1]}"
     d_round
+    # The counters first, then the canary: a canary still held after the
+    # counters were read proves no sweep ran before they were read.
+    td_now=$(counters td)
     if [[ $(itest_q "SELECT state FROM holds WHERE hold_id = $canary") != held ]]; then
         echo "note: (d) try $k: the sweeper ran during the try; again after the next sweep" >&2
         D_TRY=swept
@@ -219,7 +222,7 @@ d_try() {
     itest_eq "$(d_brief "d$k-extend.out")" "EXPIRED expired 0" "extend after expiry"
     itest_eq "$(d_brief "d$k-again.out")" "EXPIRED expired 0" "confirm again"
     itest_eq "$(d_brief "d$k-release1.out")" "OK expired 0" "release of an expired hold"
-    itest_eq "$(counters td)" "9/1/0" "td after the expiries (the canary still held)"
+    itest_eq "$td_now" "9/1/0" "td after the expiries (the canary still held)"
     itest_eq "$(itest_q "SELECT string_agg(state, ',' ORDER BY hold_id) FROM holds WHERE hold_id IN ($ids)")" \
         "expired,expired,expired,expired" "stored states of the 4 holds"
     itest_eq "$(itest_q "SELECT count(*) FROM outbox WHERE hold_id IN ($ids) AND kind = 'expired'")" 4 \
