@@ -183,7 +183,7 @@ static int follow_loop(feed *f, const ctl_args *a, FILE *out, feed_event *ev)
     return 0;
 }
 
-int ctl_follow(const ctl_args *a, FILE *out)
+int ctl_feed_follow(const ctl_args *a, FILE *out)
 {
     int rc = install_signals();
     if (rc != 0) {
@@ -288,7 +288,7 @@ static void consumers_json(FILE *out, const PGresult *res)
     ctl_json_finish(&j);
 }
 
-int ctl_consumers(PGconn *conn, const ctl_args *a, FILE *out)
+int ctl_feed_consumers(PGconn *conn, const ctl_args *a, FILE *out)
 {
     char limit[16], cap[16];
     snprintf(limit, sizeof limit, "%d", a->limit);
