@@ -15,7 +15,7 @@
  *                --seconds S --process-base P --out FILE [--seed N]
  *                [--concurrency C] [--items a,b,..] [--segments 1,2,..]
  *
- * Workloads (DESIGN.md section 1, issue 5):
+ * Workloads (the guarantees they exercise: docs/guarantees.md):
  *   flash    items flash-0..: 10,000 buyers per round for 100 units, qty 1,
  *            ttl 1500 ms; 70 % confirm, 20 % release, 10 % abandon
  *   cart     carts of 1..5 lines over items cart-0..cart-4 (all-or-nothing);

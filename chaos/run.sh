@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# run.sh - the chaos suite (issue 5): a real cluster under a seeded fault
+# run.sh - the chaos suite: a real cluster under a seeded fault
 # schedule, recorded histories, chaos/check.py. See chaos/README.md.
 #
 #   chaos/run.sh [--seed=N] [--long] [--workload NAME[,NAME]] [--seconds S]

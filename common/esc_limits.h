@@ -1,5 +1,6 @@
 /*
- * esc_limits.h - every bound in escrow, in one place (STYLE.md rule 17).
+ * esc_limits.h - every bound in escrow, in one place: every queue, batch,
+ * message, retry loop and table has a named maximum.
  *
  * Each limit names its unit and says what it costs. Input over a limit is
  * answered with an error (ESC_EINVAL / ESC_ETOOBIG), never truncated.
@@ -42,7 +43,8 @@
  * previous batch is still committing; an idle node commits at once). */
 #define ESC_BATCH_ROWS_MAX 2048
 /* Requests read from the socket per poll callback: without a cap a flood of
- * sold-out requests starves commit completions (DESIGN.md §11). */
+ * sold-out requests starves commit completions (docs/architecture.md,
+ * Transport: durable p50 76 ms without the cap, 7 ms with it). */
 #define ESC_RECV_PER_CB_MAX 64
 /* Requests waiting for a commit (in the filling and the committing batch).
  * Over it, reserves are answered ESC_EBUSY. Each costs ~200 bytes. */

@@ -4,7 +4,7 @@
  * Every function in escrow returns 0 or a negative ESC_E* code from this
  * table; the same numbers travel on the wire (Reply.status). The table
  * generates the enum, esc_err_name() and esc_strerror(). It is part of the
- * public client API (client/include/escrow.h includes it), so a code, once
+ * public client API (client/libescrow/include/escrow.h includes it), so a code, once
  * published, keeps its number forever.
  *
  * The first group are answers, not failures: "sold out" and "someone was

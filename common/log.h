@@ -11,6 +11,8 @@
 
 #include <stdlib.h>
 
+#include "esc_assert.h" /* ESC_ASSERT, for every user of the log */
+
 enum esc_log_level { ESC_LOG_ERROR = 0, ESC_LOG_WARN, ESC_LOG_INFO, ESC_LOG_DEBUG };
 
 extern int esc_log_level_current;
@@ -28,16 +30,8 @@ void esc_log_write(int level, const char *id, const char *fmt, ...)
         }                                                                                          \
     } while (0)
 
-/* Programmer errors only; stays on in release builds. */
-#define ESC_ASSERT(expr)                                                                           \
-    do {                                                                                           \
-        if (!(expr)) {                                                                             \
-            esc_log_write(ESC_LOG_ERROR, "ASSERT", "%s:%d: %s", __FILE__, __LINE__, #expr);        \
-            abort();                                                                               \
-        }                                                                                          \
-    } while (0)
-
-/* Daemons abort with a log line on out-of-memory (STYLE.md rule 14). */
+/* Daemons abort with a log line on out-of-memory; libescrow never does
+ * (it returns ESC_ENOMEM). */
 void *esc_xmalloc(size_t n);
 void *esc_xcalloc(size_t n, size_t size);
 void *esc_xrealloc(void *p, size_t n);

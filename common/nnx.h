@@ -7,7 +7,7 @@
  * nnx_hdr that the caller keeps until it replies (a reply may wait for a
  * group commit), and nnx_send puts it back.
  *
- * Facts this module encodes (DESIGN.md §11): Nagle is off on every TCP
+ * Facts this module encodes (measured; docs/architecture.md, Transport): Nagle is off on every TCP
  * endpoint (NN_TCP_NODELAY set before bind/connect); NN_RCVMAXSIZE is the
  * protocol's real maximum; NN_RCVFD only signals and stays readable while
  * messages are queued, so readers drain with NN_DONTWAIT and a cap; raw

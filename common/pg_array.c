@@ -31,6 +31,12 @@ void pg_array_fini(pg_array *a)
     pg_array_init(a);
 }
 
+void pg_array_reset(pg_array *a)
+{
+    a->len = 0;
+    a->n = 0;
+}
+
 /* Appends n bytes, keeping room for "}" and the NUL. */
 static void put(pg_array *a, const char *s, size_t n)
 {

@@ -12,7 +12,8 @@
  *
  * Memory: a builder owns its buffer and grows it as needed; out of memory
  * aborts with a log line (esc_xrealloc), as the daemons and escrowctl do.
- * Used by the coordinator (segment lists of its writes), escrowctl (item
+ * Used by the segment node (its commit call's parameters, the segments it
+ * loads), the coordinator (segment lists of its writes), escrowctl (item
  * create's split, check --global's second look).
  */
 #ifndef ESC_PG_ARRAY_H
@@ -33,6 +34,9 @@ typedef struct pg_array {
 void pg_array_init(pg_array *a);
 /* Frees the buffer; a is empty again (pg_array_init state). */
 void pg_array_fini(pg_array *a);
+/* Empties a and keeps its buffer, for the next literal (a commit's
+ * parameters are rebuilt every batch). */
+void pg_array_reset(pg_array *a);
 
 /* Appends one element. */
 void pg_array_i64(pg_array *a, int64_t v);

@@ -7,7 +7,7 @@
  * PostgreSQL. One query at a time per connection (callers queue); a node
  * uses a small fixed number of connections.
  *
- * Errors are translated once, here (STYLE rule 8): a pgx_err keeps the
+ * Errors are translated once, here (at the edge): a pgx_err keeps the
  * SQLSTATE, the constraint name and the primary message, and says whether
  * the connection itself was lost (then the outcome of the query is unknown:
  * the caller must reconcile before it answers anyone).

@@ -14,8 +14,8 @@
  *   - slots[] (async_slot.c): the in-flight table, indexed by the low
  *     CLI_SLOT_BITS of the call's corr_id, so a reply is matched in O(1) and
  *     a late duplicate of an answered call is dropped;
- *   - heap[] (async_timer.c): a min-heap on due_us, the next moment the call
- *     needs attention (resend, deadline, or a routing step). One uv_timer is
+ *   - heap (async_timer.c, heap.h): a min-heap keyed by the next moment the
+ *     call needs attention (resend, deadline, or a routing step). One uv_timer is
  *     armed for the top of the heap.
  * The nanomsg request id header carries the low 31 bits of corr_id, so even
  * a reply whose body has no corr_id (a node that could not parse the frame
@@ -145,6 +145,7 @@ int esc_async_new(uv_loop_t *loop, const esc_options *opts, esc_async **out)
     }
     a->loop = loop;
     a->opts = o;
+    heap_init(&a->heap);
     a->sub = -1;
     a->seq = 1;
     if (uv_random(NULL, NULL, &a->attempt_seed, sizeof a->attempt_seed, 0, NULL) != 0) {

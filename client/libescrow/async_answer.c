@@ -123,8 +123,7 @@ void cli_answer_complete(esc_async *a, call *c, int status)
     cli_conn_untarget(c);
     c->phase = PH_DONE;
     c->last_status = status;
-    c->due_us = esc_mono_us();
-    cli_timer_fix(a, c);
+    cli_timer_move(a, c, esc_mono_us());
 }
 
 bool cli_answer_backoff(esc_async *a, call *c, int status)
@@ -145,8 +144,7 @@ bool cli_answer_backoff(esc_async *a, call *c, int status)
         c->backoffs++;
     }
     c->last_status = status;
-    c->due_us = due;
-    cli_timer_fix(a, c);
+    cli_timer_move(a, c, due);
     cli_timer_arm(a);
     return true;
 }

@@ -25,7 +25,7 @@ int cli_routing_init(esc_async *a);
 void cli_routing_fini(esc_async *a);
 
 /* Decides where user call c goes next (or answers it). Always moves c's
- * due_us past now, or completes it. */
+ * due time past now, or completes it. */
 void cli_routing_step(esc_async *a, call *c, int64_t now);
 /* c is due and SENT: resends its frame; in routing mode first moves it to
  * its segment's new owner, or fetches the route again in the background. */

@@ -145,9 +145,8 @@ int cli_slot_new(esc_async *a, int kind, const wire_request *req, uint32_t dl_ms
     c->op = req->op;
     c->qty = req->qty;
     c->deadline_us = now + (int64_t)dl_ms * 1000;
-    c->due_us = now;
     a->slots[slot] = c;
-    cli_timer_push(a, c);
+    cli_timer_push(a, c, now);
     check_counts(a);
     *out = c;
     return 0;

@@ -6,7 +6,7 @@
  * The engine is cut by job (async.c has the paragraphs on how it works):
  *   async.c          the esc_async_* API and the client's life cycle
  *   async_slot.c     calls and the in-flight table (slots, corr_ids, frames)
- *   async_timer.c    the min-heap on due_us, the timer and the idle handle
+ *   async_timer.c    the calls on a min-heap by due time, the timer and the idle handle
  *   async_conn.c     the sockets: open, send, receive, reconnect
  *   async_answer.c   what an answer does to a call: deliver, back off,
  *                    reroute, settle a reserve's "no"
@@ -14,8 +14,8 @@
  *
  * Invariants (asserted where they can break, ESC_ASSERT): every call is in
  * the slot table and in the heap, or in neither; slots[corr_id & mask] and
- * heap[heap_idx] name the call itself; the calls in the table are as many as
- * the heap holds (cap - nfree == nheap); a call's callback runs exactly once,
+ * heap.nodes[due.idx] name the call itself; the calls in the table are as
+ * many as the heap holds (cap - nfree == heap.len); a call's callback runs exactly once,
  * after the call left both, and never inside an esc_async_* function.
  */
 #ifndef ESC_CLIENT_ASYNC_STATE_H
@@ -28,6 +28,7 @@
 #include <uv.h>
 
 #include "escrow.h"
+#include "heap.h"
 #include "nnx.h"
 #include "opts.h"
 #include "route.h"
@@ -66,12 +67,11 @@ typedef struct call call;
 struct call {
     uint64_t corr_id;
     int64_t deadline_us; /* monotonic */
-    int64_t due_us;      /* next resend, routing step or the deadline */
-    uint32_t heap_idx;
-    uint32_t backoffs; /* ESC_EBUSY / ESC_EUNAVAILABLE answers so far */
-    uint32_t sends;    /* copies of the current frame nanomsg accepted */
-    uint8_t kind;      /* CALL_USER / CALL_FETCH */
-    uint8_t phase;     /* PH_* */
+    heap_node due;       /* in esc_async.heap; key: next resend, routing step or the deadline */
+    uint32_t backoffs;   /* ESC_EBUSY / ESC_EUNAVAILABLE answers so far */
+    uint32_t sends;      /* copies of the current frame nanomsg accepted */
+    uint8_t kind;        /* CALL_USER / CALL_FETCH */
+    uint8_t phase;       /* PH_* */
     wire_op op;
     int64_t qty;     /* confirm: units to sell, 0 = all */
     int last_status; /* definite answer being backed off from (or to give at the deadline), or 0 */
@@ -132,8 +132,7 @@ struct esc_async {
     call **slots;          /* owned; each non-NULL entry owned */
     uint32_t *free_slots;  /* owned; a stack of free slot indices */
     uint32_t nfree;
-    call **heap; /* owned array of borrowed pointers (the calls live in slots) */
-    uint32_t nheap;
+    heap heap; /* the calls by due time; its nodes are borrowed (the calls live in slots) */
     cli_route_cache *routes; /* owned; routing mode */
     wire_route *scratch;     /* owned; routing mode: decoding room for one route */
     call *fetches;           /* borrowed list of CALL_FETCH calls */

@@ -1,106 +1,56 @@
 /*
- * async_timer.c - see async_timer.h: the heap on due_us, the timer and the
- * idle handle, and what runs when a call is due.
+ * async_timer.c - see async_timer.h: the calls on a min-heap (heap.h) by
+ * the moment each is due, the timer and the idle handle, and what runs when
+ * a call is due.
  *
- * The heap is an array of borrowed call pointers (the calls live in the
- * slot table); each call knows its index (heap_idx). Asserted here: a call
- * the heap is asked about is where its heap_idx says, the heap never holds
- * more calls than the table has slots, and the call run first is due no
- * later than its children.
+ * Each call embeds its heap node (call.due: the key is the due time); the
+ * heap's array of borrowed nodes lives in esc_async and is reserved with the
+ * slot table (cli_timer_grow), so a push never allocates and cannot fail.
+ * Asserted here and in heap.c: a call the heap is asked about is where its
+ * node says, the heap never holds more calls than the table has slots, and
+ * the call run first is due no later than its children.
  */
 #include "async_timer.h"
-
-#include <stdlib.h>
 
 #include "async.h"
 #include "async_answer.h"
 #include "async_routing.h"
 #include "clock.h"
 #include "esc_assert.h"
+#include "heap.h"
 
 static void timer_cb(uv_timer_t *t);
 static void idle_cb(uv_idle_t *h);
 
-/* ---- the min-heap on due_us -------------------------------------------- */
+/* ---- the heap of calls ---------------------------------------------------- */
 
-static void heap_set(esc_async *a, uint32_t i, call *c)
+/* The call whose heap node n is. */
+static call *call_of(heap_node *n)
 {
-    a->heap[i] = c;
-    c->heap_idx = i;
+    return HEAP_ENTRY(n, call, due);
 }
 
-static void heap_up(esc_async *a, uint32_t i)
+void cli_timer_push(esc_async *a, call *c, int64_t due)
 {
-    call *c = a->heap[i];
-    while (i > 0) {
-        uint32_t parent = (i - 1) / 2;
-        if (a->heap[parent]->due_us <= c->due_us) {
-            break;
-        }
-        heap_set(a, i, a->heap[parent]);
-        i = parent;
-    }
-    heap_set(a, i, c);
-}
-
-static void heap_down(esc_async *a, uint32_t i)
-{
-    call *c = a->heap[i];
-    for (;;) {
-        uint32_t m = 2 * i + 1;
-        if (m >= a->nheap) {
-            break;
-        }
-        if (m + 1 < a->nheap && a->heap[m + 1]->due_us < a->heap[m]->due_us) {
-            m++;
-        }
-        if (a->heap[m]->due_us >= c->due_us) {
-            break;
-        }
-        heap_set(a, i, a->heap[m]);
-        i = m;
-    }
-    heap_set(a, i, c);
-}
-
-/* The call at heap index i is c itself. */
-static void check_at(const esc_async *a, const call *c)
-{
-    ESC_ASSERT(c->heap_idx < a->nheap && a->heap[c->heap_idx] == c);
-}
-
-void cli_timer_fix(esc_async *a, call *c)
-{
-    check_at(a, c);
-    uint32_t i = c->heap_idx;
-    if (i > 0 && a->heap[(i - 1) / 2]->due_us > c->due_us) {
-        heap_up(a, i);
-    } else {
-        heap_down(a, i);
-    }
-}
-
-void cli_timer_push(esc_async *a, call *c)
-{
-    ESC_ASSERT(a->nheap < a->cap);
-    heap_set(a, a->nheap++, c);
-    heap_up(a, c->heap_idx);
+    ESC_ASSERT(a->heap.len < a->cap);
+    heap_node_init(&c->due);
+    int rc = heap_push(&a->heap, &c->due, due);
+    ESC_ASSERT(rc == 0); /* slots_grow reserved room for every call */
 }
 
 void cli_timer_remove(esc_async *a, call *c)
 {
-    check_at(a, c);
-    call *last = a->heap[--a->nheap];
-    if (last != c) {
-        heap_set(a, c->heap_idx, last);
-        cli_timer_fix(a, last);
-    }
+    heap_remove(&a->heap, &c->due);
+}
+
+void cli_timer_move(esc_async *a, call *c, int64_t due)
+{
+    heap_update(&a->heap, &c->due, due);
 }
 
 void cli_timer_set_due(esc_async *a, call *c, int64_t due)
 {
-    c->due_us = due < c->deadline_us ? due : c->deadline_us;
-    cli_timer_fix(a, c);
+    cli_timer_move(a, c, due < c->deadline_us ? due : c->deadline_us);
 }
 
 void cli_timer_arm(esc_async *a)
@@ -108,7 +58,8 @@ void cli_timer_arm(esc_async *a)
     if (a->closing) {
         return;
     }
-    if (a->nheap == 0) {
+    heap_node *top = heap_top(&a->heap);
+    if (top == NULL) {
         if (a->timer_armed) {
             (void)uv_timer_stop(&a->timer); /* always 0 for an initialised timer */
             a->timer_armed = false;
@@ -119,7 +70,7 @@ void cli_timer_arm(esc_async *a)
         }
         return;
     }
-    int64_t due = a->heap[0]->due_us;
+    int64_t due = top->key;
     if (a->timer_armed && a->timer_due_us <= due) {
         return; /* fires earlier; timer_cb re-arms */
     }
@@ -151,11 +102,12 @@ void cli_timer_arm(esc_async *a)
 static void run_due(esc_async *a)
 {
     int64_t now = esc_mono_us();
-    /* Ends: each pass finishes a call or moves its due_us past now. */
-    while (!a->closing && a->nheap > 0 && a->heap[0]->due_us <= now) {
-        call *c = a->heap[0];
-        ESC_ASSERT(a->nheap < 2 || a->heap[1]->due_us >= c->due_us);
-        ESC_ASSERT(a->nheap < 3 || a->heap[2]->due_us >= c->due_us);
+    /* Ends: each pass finishes a call or moves its due time past now. */
+    heap_node *top;
+    while (!a->closing && (top = heap_top(&a->heap)) != NULL && top->key <= now) {
+        call *c = call_of(top);
+        ESC_ASSERT(a->heap.len < 2 || a->heap.nodes[1]->key >= top->key);
+        ESC_ASSERT(a->heap.len < 3 || a->heap.nodes[2]->key >= top->key);
         if (c->phase == PH_DONE) {
             cli_answer_finish(a, c, c->last_status, NULL);
         } else if (now >= c->deadline_us) {
@@ -222,26 +174,20 @@ void cli_timer_close(esc_async *a)
 
 int cli_timer_grow(esc_async *a, uint32_t ncap)
 {
-    call **heap = realloc(a->heap, ncap * sizeof *heap);
-    if (heap == NULL) {
-        return ESC_ENOMEM;
-    }
-    a->heap = heap;
-    return 0;
+    return heap_reserve(&a->heap, ncap);
 }
 
 void cli_timer_fini(esc_async *a)
 {
-    free(a->heap);
-    a->heap = NULL;
+    heap_fini(&a->heap);
 }
 
 uint32_t cli_timer_calls(const esc_async *a)
 {
-    return a->nheap;
+    return a->heap.len;
 }
 
 call *cli_timer_last(const esc_async *a)
 {
-    return a->nheap > 0 ? a->heap[a->nheap - 1] : NULL;
+    return a->heap.len > 0 ? call_of(a->heap.nodes[a->heap.len - 1]) : NULL;
 }

@@ -1,10 +1,11 @@
 /*
  * async_timer.h - when each call of the engine needs attention: a min-heap
- * of the calls on due_us (the next resend, routing step or deadline), one
+ * (heap.h) of the calls by due time (the next resend, routing step or
+ * deadline), one
  * uv_timer armed for the top, and an idle handle for work due at once.
  *
- * The heap lives here and only here (its array is in esc_async, sized with
- * the slot table by cli_timer_grow); the rest of the engine reschedules
+ * The heap is used here and only here (its array is in esc_async, reserved
+ * with the slot table by cli_timer_grow); the rest of the engine reschedules
  * calls through these functions. run from the timer: a DONE call is
  * delivered, a call past its deadline ends (ESC_ETIMEDOUT, or the definite
  * answer it was backing off from), a PARKED one takes its routing step, a
@@ -34,12 +35,13 @@ uint32_t cli_timer_calls(const esc_async *a);
 /* A call in the heap, the cheapest to take out (NULL when empty). */
 call *cli_timer_last(const esc_async *a);
 
-/* Adds c (borrowed, in the slot table) at c->due_us. */
-void cli_timer_push(esc_async *a, call *c);
+/* Adds c (borrowed, in the slot table, in no heap) due at due (monotonic
+ * us). Cannot fail: cli_timer_grow reserved room for every slot. */
+void cli_timer_push(esc_async *a, call *c, int64_t due);
 /* Takes c out. */
 void cli_timer_remove(esc_async *a, call *c);
-/* Moves c to its place after c->due_us changed. */
-void cli_timer_fix(esc_async *a, call *c);
+/* Makes c due at due, even past its deadline (an answer due now). */
+void cli_timer_move(esc_async *a, call *c, int64_t due);
 /* Reschedules c at due, never past its deadline. */
 void cli_timer_set_due(esc_async *a, call *c, int64_t due);
 /* Arms the timer (or the idle handle) for the top of the heap; stops both

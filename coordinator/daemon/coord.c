@@ -27,6 +27,7 @@
 #include "coord_reply.h"
 #include "coord_route.h"
 #include "coord_xfer.h"
+#include "daemon.h"
 #include "escrow_errors.h"
 #include "log.h"
 
@@ -99,30 +100,32 @@ static void dispatch(coord *c, const nnx_hdr *hdr, const wire_request *q)
     }
 }
 
+/* daemon_drain's callback: one request off the REP socket. */
+static void on_frame(void *arg, const void *msg, size_t len, const nnx_hdr *hdr)
+{
+    coord *c = arg;
+    wire_request q;
+    char why[WIRE_WHY_MAX] = "";
+    int rc = wire_decode_request_checked(msg, len, &q, why, coord_auth_check, c);
+    if (rc != 0) {
+        coord_reply(c, hdr, q.corr_id, rc, why);
+        return;
+    }
+    dispatch(c, hdr, &q);
+}
+
+static bool reading(void *arg)
+{
+    return !((const coord *)arg)->stopping;
+}
+
 static void on_readable(nnx_watch *w, void *arg)
 {
     (void)w;
     coord *c = arg;
-    for (int i = 0; i < ESC_RECV_PER_CB_MAX && !c->stopping; i++) {
-        void *msg;
-        size_t len;
-        nnx_hdr hdr;
-        int rc = nnx_recv(c->sock, &msg, &len, &hdr);
-        if (rc != 0 || msg == NULL) {
-            if (rc != 0) {
-                ESC_LOG(ESC_LOG_WARN, "COORD-RECV", "%s", esc_strerror(rc));
-            }
-            return;
-        }
-        wire_request q;
-        char why[WIRE_WHY_MAX] = "";
-        rc = wire_decode_request_checked(msg, len, &q, why, coord_auth_check, c);
-        nnx_free(msg);
-        if (rc != 0) {
-            coord_reply(c, &hdr, q.corr_id, rc, why);
-            continue;
-        }
-        dispatch(c, &hdr, &q);
+    int rc = daemon_drain(c->sock, ESC_RECV_PER_CB_MAX, reading, on_frame, c);
+    if (rc != 0) {
+        ESC_LOG(ESC_LOG_WARN, "COORD-RECV", "%s", esc_strerror(rc));
     }
 }
 
@@ -190,19 +193,6 @@ static void on_region_failed(coord *c)
     coord_stop(c);
 }
 
-static void on_signal(uv_signal_t *s, int signum)
-{
-    coord *c = s->data;
-    if (c->stopping) {
-        ESC_LOG(ESC_LOG_WARN, "COORD-STOP", "signal=%d again: stopping now", signum);
-        c->exit_code = 1;
-        uv_stop(c->loop);
-        return;
-    }
-    ESC_LOG(ESC_LOG_INFO, "COORD-STOP", "signal=%d: stopping", signum);
-    coord_stop(c);
-}
-
 /* ---- lifecycle ----------------------------------------------------------------- */
 
 static int open_sockets(coord *c)
@@ -252,20 +242,7 @@ static int start_handles(coord *c)
     rc = rc ? rc : start_timer(c, &c->rebalance_timer, on_rebalance, c->cfg.rebalance_ms);
     rc = rc ? rc : start_timer(c, &c->route_timer, on_route_timer, ROUTE_TICK_MS);
     rc = rc ? rc : start_timer(c, &c->poll_timer, on_poll, c->cfg.catalog_poll_ms);
-    if (rc != 0) {
-        return rc;
-    }
-    if (uv_signal_init(c->loop, &c->sig_int) != 0 || uv_signal_init(c->loop, &c->sig_term) != 0) {
-        return ESC_EIO;
-    }
-    c->handles_open += 2;
-    c->sig_int.data = c;
-    c->sig_term.data = c;
-    if (uv_signal_start(&c->sig_int, on_signal, SIGINT) != 0 ||
-        uv_signal_start(&c->sig_term, on_signal, SIGTERM) != 0) {
-        return ESC_EIO;
-    }
-    return 0;
+    return rc;
 }
 
 int coord_start(coord *c, uv_loop_t *loop, const coord_config *cfg)
@@ -316,8 +293,6 @@ void coord_stop(coord *c)
     close_handle(c, (uv_handle_t *)&c->rebalance_timer);
     close_handle(c, (uv_handle_t *)&c->route_timer);
     close_handle(c, (uv_handle_t *)&c->poll_timer);
-    close_handle(c, (uv_handle_t *)&c->sig_int);
-    close_handle(c, (uv_handle_t *)&c->sig_term);
     c->watch.poll.data = c;
     nnx_watch_close(&c->watch, on_handle_closed);
     coord_region_close(c);

@@ -41,8 +41,8 @@
  * and the first catalog read (COORD-READY is logged when it completes).
  * Returns 0 or an ESC_E* code (then coord_fini and exit). */
 int coord_start(coord *c, uv_loop_t *loop, const coord_config *cfg);
-/* Begins a clean stop (also on SIGINT/SIGTERM): the loop ends once every
- * handle closed. */
+/* Begins a clean stop (daemon_run calls it at the first SIGINT/SIGTERM,
+ * daemon.h): the loop ends once every handle closed. */
 void coord_stop(coord *c);
 /* Frees what coord_start allocated; after uv_run returned. */
 void coord_fini(coord *c);

@@ -374,7 +374,7 @@ static void merge_one_xfer(coord *c, PGresult *res, int i, uint32_t gen)
         }
         x->gen = gen;
         if (state == COORD_XF_SENT) {
-            coord_failpoint_xfer_sent(&c->cfg.failpoints, x);
+            coord_failpoint_xfer_sent(x);
         }
         return;
     }
@@ -386,7 +386,7 @@ static void merge_one_xfer(coord *c, PGresult *res, int i, uint32_t gen)
     x->state = state;
     x->qty = i64(res, i, 5);
     if (became_sent) {
-        coord_failpoint_xfer_sent(&c->cfg.failpoints, x);
+        coord_failpoint_xfer_sent(x);
     }
 }
 

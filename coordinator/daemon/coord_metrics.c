@@ -11,6 +11,7 @@
 
 #include "clock.h"
 #include "coord_state.h"
+#include "daemon.h"
 #include "escrow_errors.h"
 #include "log.h"
 #include "metrics_http.h"
@@ -116,15 +117,7 @@ int coord_metrics_open(coord *c)
     register_catalog(m);
     register_transfers(m);
     register_misc(m);
-    char why[256];
-    rc = metrics_http_start(m->reg, c->cfg.metrics, &m->http, why, sizeof why);
-    if (rc != 0) {
-        ESC_LOG(ESC_LOG_ERROR, "COORD-METRICS", "--metrics %s: %s", c->cfg.metrics, why);
-        return rc;
-    }
-    ESC_LOG(ESC_LOG_INFO, "COORD-METRICS", "serving Prometheus metrics on %s port=%u",
-            c->cfg.metrics, (unsigned)metrics_http_port(m->http));
-    return 0;
+    return daemon_metrics_start(m->reg, c->cfg.metrics, &m->http, "COORD-METRICS");
 }
 
 void coord_metrics_free(coord *c)

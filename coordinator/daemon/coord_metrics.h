@@ -16,8 +16,8 @@
  *   segments{state}                 active / draining (gauge), and
  *   segments_unserved               segments without a live owner (gauge)
  *   view_gap_units                  |owners' reports - segment rows at the last catalog
- *                                   read| summed over segments (gauge; DESIGN.md 8: the gap
- *                                   between the routing view and the database view)
+ *                                   read| summed over segments (gauge: the gap between
+ *                                   the routing view and the database view)
  *   transfers_in_flight{state}      open transfers: planned / sent (gauge)
  *   transfers_planned_total{reason} rebalance, refill, collapse, forward, restock, ...
  *   transfers_completed_total{reason,outcome}   received / cancelled ("unknown" reason

@@ -17,6 +17,7 @@
 #include "log.h"
 #include "metrics.h"
 #include "pg_result.h"
+#include "sqlstate.h"
 
 #define TAG "/* escrow:coord-monitor */ "
 #define STR_(x) #x
@@ -231,11 +232,11 @@ static void on_written(pgx_conn *pc, PGresult *res, const pgx_err *err, void *ar
     (void)pc;
     (void)res;
     coord_mon *m = arg;
-    if (err->code != 0 && !m->closing &&
-        (!m->warned_table || strcmp(err->sqlstate, "42P01") != 0)) {
-        m->warned_table = m->warned_table || strcmp(err->sqlstate, "42P01") == 0;
+    bool no_table = sqlstate_is(err->sqlstate, SQLSTATE_UNDEFINED_TABLE);
+    if (err->code != 0 && !m->closing && (!m->warned_table || !no_table)) {
+        m->warned_table = m->warned_table || no_table;
         ESC_LOG(ESC_LOG_WARN, "COORD-INVARIANT", "cannot record the check: %s%s", err->message,
-                strcmp(err->sqlstate, "42P01") == 0 ? " (run escrowctl migrate)" : "");
+                no_table ? " (run escrowctl migrate)" : "");
     }
     finish(m);
 }

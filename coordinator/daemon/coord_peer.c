@@ -8,6 +8,7 @@
 
 #include "clock.h"
 #include "coord_state.h"
+#include "daemon.h"
 #include "escrow_errors.h"
 #include "log.h"
 
@@ -88,20 +89,23 @@ static void on_reply(coord_peer *p, const void *buf, size_t len)
     ps->cb(ps->c, (int)(p - ps->p), &rep, ps->arg);
 }
 
+/* daemon_drain's callback: one reply from the peer. */
+static void on_frame(void *arg, const void *msg, size_t len, const nnx_hdr *hdr)
+{
+    (void)hdr;
+    on_reply(arg, msg, len);
+}
+
+static bool reading(void *arg)
+{
+    return !((const coord_peer *)arg)->set->c->stopping;
+}
+
 static void on_readable(nnx_watch *w, void *arg)
 {
-    coord_peer *p = arg;
-    for (int i = 0; i < ESC_RECV_PER_CB_MAX && !p->set->c->stopping; i++) {
-        void *msg;
-        size_t len;
-        nnx_hdr hdr;
-        int rc = nnx_recv(w->sock, &msg, &len, &hdr);
-        if (rc != 0 || msg == NULL) {
-            return;
-        }
-        on_reply(p, msg, len);
-        nnx_free(msg);
-    }
+    /* A receive error only ends this turn: the peer's silence is what
+     * coord_region watches (silent_rounds). */
+    (void)daemon_drain(w->sock, ESC_RECV_PER_CB_MAX, reading, on_frame, arg);
 }
 
 /* ---- life cycle ---------------------------------------------------------------------- */

@@ -103,7 +103,7 @@ static int applied(coord *c, apply_job *j, const char *outcome)
         ESC_LOG(ESC_LOG_INFO, "COORD-QUOTA-APPLIED",
                 "from=%s transfer=%" PRIu64 " item=%s/%s qty=%" PRId64, j->from, j->transfer_id,
                 j->tenant_id, j->item_id, j->qty);
-        coord_failpoint_quota_applied(&c->cfg.failpoints);
+        coord_failpoint_quota_applied();
     }
     if (strncmp(outcome, "refused", 7) == 0) {
         j->q->n_refused++;
@@ -313,7 +313,7 @@ static void sent(coord *c, send_job *j, uint64_t id)
     ESC_LOG(ESC_LOG_INFO, "COORD-QUOTA-SENT",
             "transfer=%" PRIu64 " item=%s/%s qty=%" PRId64 " to=%s quota_left=%" PRId64, id,
             it->tenant_id, it->item_id, j->qty, coord_peers_name(q->peers, j->peer), it->total);
-    coord_failpoint_quota_sent(&c->cfg.failpoints);
+    coord_failpoint_quota_sent();
     coord_peers_offer(q->peers, j->peer, id, it->tenant_id, it->item_id, j->qty);
     if (g->intent_left == 0) {
         coord_quota_answer_move(c, q, it);

@@ -15,7 +15,6 @@
 #include <uv.h>
 
 #include "coord_cat.h"
-#include "coord_failpoint.h"
 #include "esc_limits.h"
 #include "nnx.h"
 #include "pgx.h"
@@ -83,7 +82,6 @@ typedef struct coord_config {
     uint32_t collapse_pct;
     uint32_t low_water_pct;
     uint32_t catalog_poll_ms;
-    coord_failpoints failpoints;     /* coord_failpoint_read (tests only) */
     const char *metrics;             /* borrowed: --metrics address; NULL = off (coord_metrics.h) */
     uint32_t check_ms;               /* invariant monitor period (coord_mon.h) */
     const struct region_cfg *region; /* borrowed: --config; NULL = no regions (coord_region.h) */
@@ -103,8 +101,7 @@ struct coord {
     uv_timer_t rebalance_timer; /* policy passes */
     uv_timer_t route_timer;     /* route changes every 100 ms, all routes every second */
     uv_timer_t poll_timer;      /* catalog re-read */
-    uv_signal_t sig_int, sig_term;
-    int handles_open; /* every module counts its handles here until they closed */
+    int handles_open;           /* every module counts its handles here until they closed */
     bool stopping;
     bool loaded;     /* the first catalog read completed: READY */
     bool grant_busy; /* an ownership write is in flight (coord_place.c) */

@@ -79,7 +79,7 @@ static void on_reread(coord *c, PGresult *res, const pgx_err *err, void *arg)
     x->qty = pg_result_i64_or(res, 0, 1, 0);
     c->db.xfer_changes++;
     if (became_sent) {
-        coord_failpoint_xfer_sent(&c->cfg.failpoints, x);
+        coord_failpoint_xfer_sent(x);
     }
 }
 
@@ -110,7 +110,7 @@ void coord_xfer_results(coord *c, const wire_heartbeat *hb)
                 x->state = COORD_XF_SENT;
                 x->qty = r->qty;
                 c->db.xfer_changes++;
-                coord_failpoint_xfer_sent(&c->cfg.failpoints, x);
+                coord_failpoint_xfer_sent(x);
             }
             break;
         case WIRE_XFER_RECEIVED:

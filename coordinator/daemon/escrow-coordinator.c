@@ -1,7 +1,8 @@
 /*
- * escrow-coordinator.c - escrow-coordinator: parses argv, wires the coordinator to
- * a libuv loop, runs. Exit codes: 0 clean stop, 1 failure, 2 bad usage,
- * 99 the ESC_FAILPOINT_COORD_EXIT_AFTER_SENT failpoint fired.
+ * escrow-coordinator.c - escrow-coordinator: parses argv and hands the
+ * coordinator to the daemon skeleton (daemon.h: the loop, SIGINT/SIGTERM).
+ * Exit codes: 0 clean stop, 1 failure (or a second signal), 2 bad usage,
+ * 99 a failpoint fired (coord_failpoint.h).
  */
 #include <getopt.h>
 #include <stdio.h>
@@ -12,8 +13,8 @@
 
 #include "auth_guard.h"
 #include "coord.h"
-#include "coord_failpoint.h"
 #include "coord_mon.h"
+#include "daemon.h"
 #include "escrow_errors.h"
 #include "log.h"
 #include "metrics_http.h"
@@ -268,7 +269,6 @@ static void defaults(coord_config *cfg)
     cfg->low_water_pct = 25;
     cfg->catalog_poll_ms = 1000;
     cfg->check_ms = COORD_MON_CHECK_MS_DEFAULT;
-    coord_failpoint_read(&cfg->failpoints);
 }
 
 /* The cluster key (--cluster-key FILE or $ESCROW_CLUSTER_KEY), required by
@@ -321,33 +321,53 @@ static int configure(int argc, char **argv, coord_config *cfg)
     return load_cluster_key(&given, cfg) != 0 ? 2 : 0;
 }
 
-/* Runs the coordinator until it stops. Returns the exit code. */
-static int run(const coord_config *cfg)
+/* The coordinator as daemon_run sees it. */
+static int run_start(void *d, uv_loop_t *loop, const void *cfg)
 {
-    static uv_loop_t loop; /* static: reachable until exit, even on a failed start */
-    if (uv_loop_init(&loop) != 0) {
-        fprintf(stderr, "escrow-coordinator: cannot create the event loop\n");
-        return 1;
-    }
-    static coord c;
-    int rc = coord_start(&c, &loop, cfg);
+    int rc = coord_start(d, loop, cfg);
     if (rc != 0) {
         ESC_LOG(ESC_LOG_ERROR, "COORD-START", "cannot start: %s", esc_strerror(rc));
-        coord_fini(&c);
-        return 1;
     }
-    uv_run(&loop, UV_RUN_DEFAULT);
-    int code = c.exit_code;
-    coord_fini(&c);
-    if (uv_loop_close(&loop) != 0 && code == 0) {
-        ESC_LOG(ESC_LOG_WARN, "COORD-STOP", "loop closed with handles still open");
-    }
-    return code;
+    return rc;
+}
+
+static void run_stop(void *d)
+{
+    coord_stop(d);
+}
+
+static bool run_stopping(const void *d)
+{
+    return ((const coord *)d)->stopping;
+}
+
+static void run_fini(void *d)
+{
+    coord_fini(d);
+}
+
+/* 1 when the region could not run (coord_region), else 0. */
+static int run_exit_code(const void *d)
+{
+    return ((const coord *)d)->exit_code;
 }
 
 int main(int argc, char **argv)
 {
     coord_config cfg;
     int rc = configure(argc, argv, &cfg);
-    return rc != 0 ? rc : run(&cfg);
+    if (rc != 0) {
+        return rc;
+    }
+    static const daemon_ops ops = {.name = "escrow-coordinator",
+                                   .stop_log_id = "COORD-STOP",
+                                   .stop_note = "stopping",
+                                   .abort_note = "",
+                                   .start = run_start,
+                                   .stop = run_stop,
+                                   .stopping = run_stopping,
+                                   .fini = run_fini,
+                                   .exit_code = run_exit_code};
+    static coord c; /* static: reachable until exit */
+    return daemon_run(&ops, &c, &cfg);
 }

@@ -40,17 +40,17 @@ static int dispatch(PGconn *conn, const ctl_args *a, FILE *out, outcome *o)
     case CTL_CMD_NODES:
         return ctl_nodes(conn, a, out);
     case CTL_CMD_TRANSFERS:
-        return ctl_transfers(conn, a, out);
+        return ctl_nodes_transfers(conn, a, out);
     case CTL_CMD_RELEASE:
         return ctl_release(conn, a, out, &o->refused);
     case CTL_CMD_HOLDS:
-        return ctl_holds(conn, a, out);
+        return ctl_list_holds(conn, a, out);
     case CTL_CMD_EVENTS:
-        return ctl_events(conn, a, out);
+        return ctl_list_events(conn, a, out);
     case CTL_CMD_CHECK:
         return ctl_check(conn, a, out, &o->violated);
     case CTL_CMD_CONSUMERS:
-        return ctl_consumers(conn, a, out);
+        return ctl_feed_consumers(conn, a, out);
     default:
         break;
     }
@@ -64,10 +64,10 @@ int ctl_run(const ctl_args *a, FILE *out)
     int rc = 0;
     if (ctl_region_cmd(a)) {
         rc = ctl_region_run(a, out, &o.violated, &o.refused); /* one database per region */
-    } else if (ctl_cmd_is_admin(a->cmd)) {
+    } else if (ctl_opts_is_admin(a->cmd)) {
         rc = ctl_admin(a, out, &o.refused);
     } else if (a->follow) {
-        rc = ctl_follow(a, out); /* the feed opens its own connection */
+        rc = ctl_feed_follow(a, out); /* the feed opens its own connection */
     } else {
         PGconn *conn = NULL;
         rc = ctl_db_open(a->dsn, &conn);

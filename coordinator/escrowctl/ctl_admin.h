@@ -16,7 +16,7 @@
 
 #include "ctl_opts.h"
 
-/* a and out are borrowed; a->cmd is an admin command (ctl_cmd_is_admin).
+/* a and out are borrowed; a->cmd is an admin command (ctl_opts_is_admin).
  * Returns 0 (done), or the coordinator's error with *refused set, or
  * ESC_ETIMEDOUT (no answer in time), ESC_EINVAL / ESC_EIO (cannot reach it);
  * every error was explained on stderr. */

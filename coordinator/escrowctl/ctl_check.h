@@ -1,5 +1,5 @@
 /*
- * ctl_check.h - `escrowctl check`: the invariants of DESIGN.md §1, in SQL.
+ * ctl_check.h - `escrowctl check`: the invariants of docs/guarantees.md, in SQL.
  *
  * From one REPEATABLE READ snapshot: every item whose conservation row is
  * not ok (available + held + sold + in flight + unallocated != total, or held

@@ -2,9 +2,9 @@
  * ctl_db.h - escrowctl's edge to PostgreSQL (synchronous libpq).
  *
  * The one place where libpq results are checked and libpq errors translated
- * (STYLE.md rule 8): a failed statement is reported on stderr once, with its
- * SQLSTATE and constraint name, and becomes ESC_EDB (or ESC_EUNAVAILABLE when
- * the connection is gone). Callers never see a failed PGresult.
+ * (foreign errors are translated once, at the edge): a failed statement is reported on stderr once,
+ * with its SQLSTATE and constraint name, and becomes ESC_EDB (or ESC_EUNAVAILABLE when the
+ * connection is gone). Callers never see a failed PGresult.
  */
 #ifndef CTL_DB_H
 #define CTL_DB_H

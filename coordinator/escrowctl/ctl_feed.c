@@ -17,9 +17,9 @@
 
 #include "ctl_db.h"
 #include "ctl_json.h"
-#include "ctl_num.h"
 #include "escrow_errors.h"
 #include "escrow_feed.h"
+#include "failpoint.h"
 #include "pg_result.h"
 
 /* How long one feed_poll waits; the loop then checks the stop flag. */
@@ -32,8 +32,8 @@
 
 static volatile sig_atomic_t follow_stop;
 
-/* Test failpoint ESC_FAILPOINT_FOLLOW_CRASH_BATCH=N: the follower kills
- * itself (SIGKILL) after printing and flushing its Nth batch, before
+/* Test failpoint ESC_FAILPOINT_FOLLOW_CRASH_BATCH=N (failpoint.h): the
+ * follower kills itself (SIGKILL) after printing and flushing its Nth batch, before
  * committing it: the crash between "process" and "commit", on cue, so
  * tests/integration/events.sh can count the duplicates it must cause.
  * 0 = off. */
@@ -183,17 +183,17 @@ static int follow_loop(feed *f, const ctl_args *a, FILE *out, feed_event *ev)
     return 0;
 }
 
-int ctl_follow(const ctl_args *a, FILE *out)
+int ctl_feed_follow(const ctl_args *a, FILE *out)
 {
     int rc = install_signals();
     if (rc != 0) {
         return rc;
     }
-    const char *fp = getenv("ESC_FAILPOINT_FOLLOW_CRASH_BATCH");
-    if (fp != NULL && ctl_num_parse(fp, 0, INT64_MAX, &follow_crash_batch) != 0) {
+    if (failpoint_load(FAILPOINT_FOLLOW_CRASH_BATCH, NULL, 0) != 0) {
         fprintf(stderr, "escrowctl: ESC_FAILPOINT_FOLLOW_CRASH_BATCH must be a count\n");
         return ESC_EINVAL;
     }
+    follow_crash_batch = failpoint_follow_crash_batch();
     feed_opts o = {
         .dsn = a->dsn,
         .tenant = a->tenant,
@@ -288,7 +288,7 @@ static void consumers_json(FILE *out, const PGresult *res)
     ctl_json_finish(&j);
 }
 
-int ctl_consumers(PGconn *conn, const ctl_args *a, FILE *out)
+int ctl_feed_consumers(PGconn *conn, const ctl_args *a, FILE *out)
 {
     char limit[16], cap[16];
     snprintf(limit, sizeof limit, "%d", a->limit);

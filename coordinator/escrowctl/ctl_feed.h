@@ -22,10 +22,10 @@
  * signal; ESC_EINVAL, ESC_ENOT_FOUND (--after names no final event),
  * ESC_ECONFLICT (the consumer has another item filter), ESC_EUNAVAILABLE
  * (cannot connect at start), ESC_EIO (stdout failed), ESC_EDB, ESC_ENOMEM. */
-int ctl_follow(const ctl_args *a, FILE *out);
+int ctl_feed_follow(const ctl_args *a, FILE *out);
 
 /* Lists a->tenant's consumers with their cursor and lag. conn and out are
  * borrowed. Returns 0, ESC_EDB or ESC_EUNAVAILABLE. */
-int ctl_consumers(PGconn *conn, const ctl_args *a, FILE *out);
+int ctl_feed_consumers(PGconn *conn, const ctl_args *a, FILE *out);
 
 #endif

@@ -15,7 +15,7 @@
 
 #include "ctl_opts.h"
 
-/* conn and out are borrowed; a->spec was validated by ctl_args_parse.
+/* conn and out are borrowed; a->spec was validated by ctl_opts_parse.
  * Returns 0, ESC_ECONFLICT (the item exists), ESC_EINVAL (unknown region),
  * ESC_EDB or ESC_EUNAVAILABLE; on any error nothing was changed. */
 int ctl_item_create(PGconn *conn, const ctl_args *a, FILE *out);

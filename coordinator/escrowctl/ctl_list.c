@@ -96,7 +96,7 @@ static void holds_json(FILE *out, const PGresult *res)
     ctl_json_finish(&j);
 }
 
-int ctl_holds(PGconn *conn, const ctl_args *a, FILE *out)
+int ctl_list_holds(PGconn *conn, const ctl_args *a, FILE *out)
 {
     char hold[24], limit[16];
     snprintf(hold, sizeof hold, "%" PRId64, a->hold_id);
@@ -166,7 +166,7 @@ static void events_json(FILE *out, const PGresult *res)
     ctl_json_finish(&j);
 }
 
-int ctl_events(PGconn *conn, const ctl_args *a, FILE *out)
+int ctl_list_events(PGconn *conn, const ctl_args *a, FILE *out)
 {
     char after[24], limit[16];
     snprintf(after, sizeof after, "%" PRId64, a->after);

@@ -17,8 +17,8 @@
 
 /* conn and out are borrowed. Returns 0, ESC_ENOT_FOUND for --hold with no
  * such hold of that tenant, ESC_EDB or ESC_EUNAVAILABLE. */
-int ctl_holds(PGconn *conn, const ctl_args *a, FILE *out);
+int ctl_list_holds(PGconn *conn, const ctl_args *a, FILE *out);
 /* conn and out are borrowed. Returns 0, ESC_EDB or ESC_EUNAVAILABLE. */
-int ctl_events(PGconn *conn, const ctl_args *a, FILE *out);
+int ctl_list_events(PGconn *conn, const ctl_args *a, FILE *out);
 
 #endif

@@ -228,7 +228,7 @@ static void transfers_json(FILE *out, const PGresult *res, int shown)
     ctl_json_finish(&j);
 }
 
-int ctl_transfers(PGconn *conn, const ctl_args *a, FILE *out)
+int ctl_nodes_transfers(PGconn *conn, const ctl_args *a, FILE *out)
 {
     char limit[16];
     snprintf(limit, sizeof limit, "%d", a->limit);

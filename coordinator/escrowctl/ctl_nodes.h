@@ -19,6 +19,6 @@
 
 /* conn, a, out borrowed. Return 0, ESC_EDB or ESC_EUNAVAILABLE. */
 int ctl_nodes(PGconn *conn, const ctl_args *a, FILE *out);
-int ctl_transfers(PGconn *conn, const ctl_args *a, FILE *out);
+int ctl_nodes_transfers(PGconn *conn, const ctl_args *a, FILE *out);
 
 #endif

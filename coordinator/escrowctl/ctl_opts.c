@@ -430,7 +430,7 @@ static int build_follow(const raw_args *raw, ctl_args *a, char why[CTL_WHY_MAX])
     return copy_id(a->consumer, raw->val[OPT_CONSUMER], CTL_CONSUMER_LEN_MAX, "--consumer", why);
 }
 
-bool ctl_url_valid(const char *url)
+bool ctl_opts_url_valid(const char *url)
 {
     static const char *const schemes[] = {"tcp://", "ipc://", "inproc://"};
     if (url == NULL || !wire_id_valid(url, ESC_ENDPOINT_LEN_MAX)) {
@@ -445,16 +445,16 @@ bool ctl_url_valid(const char *url)
     return false;
 }
 
-int ctl_args_apply_region(ctl_args *a, const region_cfg *region, char why[CTL_WHY_MAX])
+int ctl_opts_apply_region(ctl_args *a, const region_cfg *region, char why[CTL_WHY_MAX])
 {
-    if (!a->dsn_given && !ctl_cmd_is_admin(a->cmd)) {
+    if (!a->dsn_given && !ctl_opts_is_admin(a->cmd)) {
         if (strlen(region->dsn) > CTL_DSN_LEN_MAX) {
             return fail(why, "%s: the dsn is longer than %d bytes", region->path, CTL_DSN_LEN_MAX);
         }
         memcpy(a->dsn, region->dsn, strlen(region->dsn) + 1);
     }
     if (!a->coordinator_given) {
-        if (!ctl_url_valid(region->coordinator)) {
+        if (!ctl_opts_url_valid(region->coordinator)) {
             return fail(why, "%s: the coordinator '%s' is not an endpoint escrowctl can use",
                         region->path, region->coordinator);
         }
@@ -463,7 +463,7 @@ int ctl_args_apply_region(ctl_args *a, const region_cfg *region, char why[CTL_WH
     return 0;
 }
 
-bool ctl_cmd_is_admin(ctl_cmd cmd)
+bool ctl_opts_is_admin(ctl_cmd cmd)
 {
     return cmd >= CTL_CMD_ITEM_RESTOCK && cmd <= CTL_CMD_UNDRAIN;
 }
@@ -474,7 +474,7 @@ static int build_targets(const raw_args *raw, const ctl_env *env, const struct c
                          ctl_args *a, char why[CTL_WHY_MAX])
 {
     /* --config: the file names the database and the coordinator; the
-     * environment is not consulted (ctl_args_apply_region fills them) */
+     * environment is not consulted (ctl_opts_apply_region fills them) */
     for (int i = 0; i < raw->nconfig; i++) {
         memcpy(a->config[i], raw->config[i], strlen(raw->config[i]) + 1);
     }
@@ -486,9 +486,9 @@ static int build_targets(const raw_args *raw, const ctl_env *env, const struct c
         env = &env_none;
     }
     const char *coord = a->coordinator_given ? raw->val[OPT_COORDINATOR] : env->coordinator;
-    bool admin = ctl_cmd_is_admin(c->cmd);
+    bool admin = ctl_opts_is_admin(c->cmd);
     if (coord != NULL && coord[0] != '\0') {
-        if (!ctl_url_valid(coord)) {
+        if (!ctl_opts_url_valid(coord)) {
             return fail(why,
                         "the coordinator URL must be tcp://HOST:PORT, ipc://PATH or inproc://NAME "
                         "(at most %d bytes)",
@@ -658,7 +658,7 @@ static int build_command(const struct cmd_def *c, const raw_args *raw, ctl_args 
     return rc;
 }
 
-int ctl_args_parse(int argc, char *const argv[], const ctl_env *env, ctl_args *out,
+int ctl_opts_parse(int argc, char *const argv[], const ctl_env *env, ctl_args *out,
                    char why[CTL_WHY_MAX])
 {
     static raw_args raw_zero;

@@ -70,7 +70,7 @@ typedef enum ctl_cmd {
     CTL_CMD_QUOTA_SHOW,
     CTL_CMD_QUOTA_MOVE,
     CTL_CMD_REGIONS,
-    /* through the coordinator (ctl_cmd_is_admin) */
+    /* through the coordinator (ctl_opts_is_admin) */
     CTL_CMD_ITEM_RESTOCK,
     CTL_CMD_ITEM_REDUCE,
     CTL_CMD_ITEM_PAUSE,
@@ -104,7 +104,7 @@ typedef struct ctl_args {
      * admin commands; item create then asks it to reload, best effort) */
     char coordinator[ESC_ENDPOINT_LEN_MAX + 1];
     /* --config FILE, repeatable: the paths in order. With one, dsn and
-     * coordinator come from config[0] (ctl_args_apply_region) unless --dsn /
+     * coordinator come from config[0] (ctl_opts_apply_region) unless --dsn /
      * --coordinator were given; the environment is not consulted. */
     char config[CTL_CONFIG_MAX][CTL_CONFIG_PATH_LEN_MAX + 1];
     int nconfig;
@@ -150,19 +150,19 @@ typedef struct ctl_env {
  * success writes *out and returns 0; with --help, out->help is set and
  * nothing else is required. On a usage error returns ESC_EINVAL with a
  * sentence in why and leaves *out untouched. */
-int ctl_args_parse(int argc, char *const argv[], const ctl_env *env, ctl_args *out,
+int ctl_opts_parse(int argc, char *const argv[], const ctl_env *env, ctl_args *out,
                    char why[CTL_WHY_MAX]);
 
 /* Fills a->dsn and a->coordinator from region (the loaded a->config[0],
  * borrowed) where the command line gave neither. Returns 0, or ESC_EINVAL
  * with a sentence in why (a value too long for ctl_args). */
-int ctl_args_apply_region(ctl_args *a, const region_cfg *region, char why[CTL_WHY_MAX]);
+int ctl_opts_apply_region(ctl_args *a, const region_cfg *region, char why[CTL_WHY_MAX]);
 
 /* True for the commands the coordinator carries out (no database). */
-bool ctl_cmd_is_admin(ctl_cmd cmd);
+bool ctl_opts_is_admin(ctl_cmd cmd);
 
 /* True if url names a nanomsg endpoint escrow can use: tcp://, ipc:// or
  * inproc:// followed by 1..ESC_ENDPOINT_LEN_MAX printable bytes in all. */
-bool ctl_url_valid(const char *url);
+bool ctl_opts_url_valid(const char *url);
 
 #endif

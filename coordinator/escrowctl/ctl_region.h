@@ -1,5 +1,5 @@
 /*
- * ctl_region.h - escrowctl's commands over several regions (issue 4), each
+ * ctl_region.h - escrowctl's commands over several regions (docs/regions.md), each
  * region named by one INI file (--config, common/region_cfg.h) with its own
  * database and coordinator; there is no shared database.
  *

@@ -12,7 +12,7 @@
 #include "escrow_errors.h"
 
 /* region_self must name the file's region once the region holds anything. */
-static void check_self(const ctl_region_set *set, ctl_view *v)
+static void check_self(const ctl_region_set *set, ctl_region_view *v)
 {
     for (size_t r = 0; r < set->n; r++) {
         const ctl_region *g = &set->r[r];
@@ -20,14 +20,15 @@ static void check_self(const ctl_region_set *set, ctl_view *v)
             continue;
         }
         if (g->self[0] != '\0') {
-            ctl_view_note(v, true, "region %s: its database belongs to region '%s' (region_self)",
-                          g->cfg.name, g->self);
+            ctl_region_view_note(v, true,
+                                 "region %s: its database belongs to region '%s' (region_self)",
+                                 g->cfg.name, g->self);
         }
     }
 }
 
-static void print_check_json(const ctl_region_set *set, const ctl_view *v, const char *verdict,
-                             FILE *out)
+static void print_check_json(const ctl_region_set *set, const ctl_region_view *v,
+                             const char *verdict, FILE *out)
 {
     ctl_json j;
     ctl_json_init(&j, out);
@@ -35,7 +36,7 @@ static void print_check_json(const ctl_region_set *set, const ctl_view *v, const
     ctl_json_str(&j, "global", verdict);
     ctl_json_begin_arr(&j, "regions");
     for (size_t r = 0; r < set->n; r++) {
-        const ctl_view_region *vr = &v->reg[r];
+        const ctl_region_view_region *vr = &v->reg[r];
         ctl_json_begin_obj(&j, NULL);
         ctl_json_str(&j, "region", set->r[r].cfg.name);
         ctl_json_str(&j, "region_self", set->r[r].self);
@@ -69,7 +70,7 @@ static void print_check_json(const ctl_region_set *set, const ctl_view *v, const
     ctl_json_finish(&j);
 }
 
-static void print_check(const ctl_region_set *set, const ctl_view *v, const char *verdict,
+static void print_check(const ctl_region_set *set, const ctl_region_view *v, const char *verdict,
                         FILE *out)
 {
     int64_t sent = 0, received = 0, refused = 0, applied = 0;
@@ -105,8 +106,9 @@ int ctl_region_check(ctl_region_set *set, const ctl_args *a, FILE *out, bool *vi
             return ESC_EUNAVAILABLE;
         }
     }
-    ctl_view v;
-    int rc = ctl_view_read(set, a, CTL_VIEW_MATCH | CTL_VIEW_CHECK, a->json ? NULL : out, &v);
+    ctl_region_view v;
+    int rc =
+        ctl_region_view_read(set, a, CTL_VIEW_MATCH | CTL_VIEW_CHECK, a->json ? NULL : out, &v);
     if (rc != 0) {
         return rc;
     }
@@ -126,6 +128,6 @@ int ctl_region_check(ctl_region_set *set, const ctl_args *a, FILE *out, bool *vi
     }
     *violated = v.violations > 0 || local_bad;
     rc = !*violated && v.cannot_judge > 0 ? ESC_EUNAVAILABLE : 0;
-    ctl_view_free(&v);
+    ctl_region_view_free(&v);
     return rc;
 }

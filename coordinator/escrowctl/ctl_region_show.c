@@ -8,7 +8,7 @@
 #include "ctl_status.h"
 #include "escrow_errors.h"
 
-static void json_fig(ctl_json *j, const char *region, const ctl_view_fig *f)
+static void json_fig(ctl_json *j, const char *region, const ctl_region_view_fig *f)
 {
     ctl_json_begin_obj(j, NULL);
     ctl_json_str(j, "region", region);
@@ -23,7 +23,7 @@ static void json_fig(ctl_json *j, const char *region, const ctl_view_fig *f)
     ctl_json_end_obj(j);
 }
 
-void ctl_region_show_totals(ctl_json *j, const ctl_view_item *it)
+void ctl_region_show_totals(ctl_json *j, const ctl_region_view_item *it)
 {
     ctl_json_i64(j, "global_total", it->global_total);
     ctl_json_i64(j, "quotas", it->quotas);
@@ -33,14 +33,14 @@ void ctl_region_show_totals(ctl_json *j, const ctl_view_item *it)
     ctl_json_i64(j, "in_flight", it->in_flight - it->counted_twice);
 }
 
-static void print_show_json(const ctl_region_set *set, const ctl_view *v, FILE *out)
+static void print_show_json(const ctl_region_set *set, const ctl_region_view *v, FILE *out)
 {
     ctl_json j;
     ctl_json_init(&j, out);
     ctl_json_begin_obj(&j, NULL);
     ctl_json_begin_arr(&j, "items");
     for (size_t i = 0; i < v->nitems; i++) {
-        const ctl_view_item *it = &v->items[i];
+        const ctl_region_view_item *it = &v->items[i];
         ctl_json_begin_obj(&j, NULL);
         ctl_json_str(&j, "tenant", it->tenant);
         ctl_json_str(&j, "item", it->item);
@@ -60,16 +60,16 @@ static void print_show_json(const ctl_region_set *set, const ctl_view *v, FILE *
     ctl_json_finish(&j);
 }
 
-static void print_show(const ctl_region_set *set, const ctl_view *v, FILE *out)
+static void print_show(const ctl_region_set *set, const ctl_region_view *v, FILE *out)
 {
     for (size_t i = 0; i < v->nitems; i++) {
-        const ctl_view_item *it = &v->items[i];
+        const ctl_region_view_item *it = &v->items[i];
         int64_t sent = 0;
         fprintf(out, "%s/%s global_total=%" PRId64 "\n", it->tenant, it->item, it->global_total);
         fprintf(out, "  %-12s %10s %10s %8s %10s %11s %13s %8s\n", "region", "quota", "available",
                 "held", "sold", "unallocated", "in_flight_out", "floor");
         for (size_t r = 0; r < set->n; r++) {
-            const ctl_view_fig *f = &it->fig[r];
+            const ctl_region_view_fig *f = &it->fig[r];
             if (!f->present) {
                 fprintf(out, "  %-12s (no such global item)\n", set->r[r].cfg.name);
                 continue;
@@ -97,9 +97,9 @@ static void print_show(const ctl_region_set *set, const ctl_view *v, FILE *out)
 
 int ctl_region_show_quota(ctl_region_set *set, const ctl_args *a, FILE *out)
 {
-    ctl_view v;
+    ctl_region_view v;
     int rc = ctl_region_set_connect(set);
-    rc = rc != 0 ? rc : ctl_view_read(set, a, 0, NULL, &v);
+    rc = rc != 0 ? rc : ctl_region_view_read(set, a, 0, NULL, &v);
     if (rc != 0) {
         return rc;
     }
@@ -108,16 +108,16 @@ int ctl_region_show_quota(ctl_region_set *set, const ctl_args *a, FILE *out)
     } else {
         print_show(set, &v, out);
     }
-    ctl_view_free(&v);
+    ctl_region_view_free(&v);
     return 0;
 }
 
-void ctl_region_show_table(const ctl_view *v, FILE *out)
+void ctl_region_show_table(const ctl_region_view *v, FILE *out)
 {
     fprintf(out, "%-10s %-16s %10s %10s %8s %10s %9s %12s %s\n", "tenant", "item", "quotas", "sold",
             "held", "available", "in_flight", "global_total", "ok");
     for (size_t i = 0; i < v->nitems; i++) {
-        const ctl_view_item *it = &v->items[i];
+        const ctl_region_view_item *it = &v->items[i];
         fprintf(out,
                 "%-10s %-16s %10" PRId64 " %10" PRId64 " %8" PRId64 " %10" PRId64 " %9" PRId64
                 " %12" PRId64 " %s\n",
@@ -135,8 +135,8 @@ int ctl_region_show_status(ctl_region_set *set, const ctl_args *a, FILE *out)
         rc = ctl_status(set->r[r].conn, a, out);
         rc = rc == ESC_EUNKNOWN_ITEM ? 0 : rc;
     }
-    ctl_view v;
-    rc = rc != 0 ? rc : ctl_view_read(set, a, CTL_VIEW_MATCH, NULL, &v);
+    ctl_region_view v;
+    rc = rc != 0 ? rc : ctl_region_view_read(set, a, CTL_VIEW_MATCH, NULL, &v);
     if (rc != 0) {
         return rc;
     }
@@ -146,6 +146,6 @@ int ctl_region_show_status(ctl_region_set *set, const ctl_args *a, FILE *out)
         fprintf(out, "== global items\n");
         ctl_region_show_table(&v, out);
     }
-    ctl_view_free(&v);
+    ctl_region_view_free(&v);
     return 0;
 }

@@ -28,8 +28,8 @@ int ctl_region_show_status(ctl_region_set *set, const ctl_args *a, FILE *out);
 
 /* One line per global item: quotas, sold, held, available, in flight,
  * global_total, ok / VIOLATED / CANNOT-JUDGE. */
-void ctl_region_show_table(const ctl_view *v, FILE *out);
+void ctl_region_show_table(const ctl_region_view *v, FILE *out);
 /* An item's global figures as JSON keys of the open object. */
-void ctl_region_show_totals(ctl_json *j, const ctl_view_item *it);
+void ctl_region_show_totals(ctl_json *j, const ctl_region_view_item *it);
 
 #endif

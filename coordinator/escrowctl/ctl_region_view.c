@@ -81,7 +81,7 @@ static const char sql_late[] =
     TAG "SELECT transfer_id, tenant_id, item_id, to_region, qty, state FROM quota_transfers "
         "WHERE transfer_id = ANY($1::bigint[])";
 
-void ctl_view_note(ctl_view *v, bool violation, const char *fmt, ...)
+void ctl_region_view_note(ctl_region_view *v, bool violation, const char *fmt, ...)
 {
     if (violation) {
         v->violations++;
@@ -91,7 +91,7 @@ void ctl_view_note(ctl_view *v, bool violation, const char *fmt, ...)
     if (v->nnotes >= CTL_VIEW_NOTES_MAX) {
         return;
     }
-    struct ctl_view_note *n = &v->notes[v->nnotes++];
+    struct ctl_region_view_note *n = &v->notes[v->nnotes++];
     n->violation = violation;
     va_list ap;
     va_start(ap, fmt);
@@ -100,7 +100,8 @@ void ctl_view_note(ctl_view *v, bool violation, const char *fmt, ...)
 }
 
 /* One region's snapshot: its local check (if asked), then its rows. */
-static int read_region(ctl_region *r, ctl_view_region *vr, const ctl_args *a, int what, FILE *out)
+static int read_region(ctl_region *r, ctl_region_view_region *vr, const ctl_args *a, int what,
+                       FILE *out)
 {
     const char *p[] = {a->tenant[0] != '\0' ? a->tenant : NULL,
                        a->item[0] != '\0' ? a->item : NULL};
@@ -133,12 +134,12 @@ static int key_cmp(const char *t1, const char *i1, const char *t2, const char *i
 
 static int item_cmp(const void *x, const void *y)
 {
-    const ctl_view_item *a = x, *b = y;
+    const ctl_region_view_item *a = x, *b = y;
     return key_cmp(a->tenant, a->item, b->tenant, b->item);
 }
 
 /* The view's index of (tenant, item), or -1. */
-static long find_item(const ctl_view *v, const char *tenant, const char *item)
+static long find_item(const ctl_region_view *v, const char *tenant, const char *item)
 {
     size_t lo = 0, hi = v->nitems;
     while (lo < hi) {
@@ -157,7 +158,7 @@ static long find_item(const ctl_view *v, const char *tenant, const char *item)
 }
 
 /* The union of every region's global items, then their figures. */
-static int build_items(ctl_region_set *set, ctl_view *v)
+static int build_items(ctl_region_set *set, ctl_region_view *v)
 {
     size_t cap = 0;
     for (size_t r = 0; r < set->n; r++) {
@@ -194,15 +195,15 @@ static int build_items(ctl_region_set *set, ctl_view *v)
     return 0;
 }
 
-static void fill_figs(ctl_region_set *set, ctl_view *v)
+static void fill_figs(ctl_region_set *set, ctl_region_view *v)
 {
     for (size_t r = 0; r < set->n; r++) {
         const PGresult *res = v->reg[r].items;
         for (int i = 0; i < PQntuples(res) && i < CTL_STATUS_ITEMS_MAX; i++) {
             long k = find_item(v, PQgetvalue(res, i, I_TENANT), PQgetvalue(res, i, I_ITEM));
             ESC_ASSERT(k >= 0);
-            ctl_view_item *it = &v->items[k];
-            ctl_view_fig *f = &it->fig[r];
+            ctl_region_view_item *it = &v->items[k];
+            ctl_region_view_fig *f = &it->fig[r];
             f->present = true;
             f->regions = PQgetvalue(res, i, I_REGIONS);
             f->state = PQgetvalue(res, i, I_STATE);
@@ -260,18 +261,18 @@ typedef struct late_receipt {
     int row; /* in the receiver's receipts */
 } late_receipt;
 
-static void note_receipt(ctl_view *v, bool violation, const char *why, const char *receiver,
+static void note_receipt(ctl_region_view *v, bool violation, const char *why, const char *receiver,
                          const PGresult *rc, int i)
 {
-    ctl_view_note(v, violation, "region %s applied transfer %s/%s (%s units of %s/%s) but %s",
-                  receiver, PQgetvalue(rc, i, R_FROM), PQgetvalue(rc, i, R_ID),
-                  PQgetvalue(rc, i, R_QTY), PQgetvalue(rc, i, R_TENANT), PQgetvalue(rc, i, R_ITEM),
-                  why);
+    ctl_region_view_note(
+        v, violation, "region %s applied transfer %s/%s (%s units of %s/%s) but %s", receiver,
+        PQgetvalue(rc, i, R_FROM), PQgetvalue(rc, i, R_ID), PQgetvalue(rc, i, R_QTY),
+        PQgetvalue(rc, i, R_TENANT), PQgetvalue(rc, i, R_ITEM), why);
 }
 
 /* The late receipts' transfer ids from donor d, as a bigint[] literal in ids
  * (initialised by the caller). */
-static void late_ids(const ctl_view *v, const late_receipt *late, size_t nlate, size_t d,
+static void late_ids(const ctl_region_view *v, const late_receipt *late, size_t nlate, size_t d,
                      pg_array *ids)
 {
     for (size_t i = 0; i < nlate; i++) {
@@ -283,8 +284,8 @@ static void late_ids(const ctl_view *v, const late_receipt *late, size_t nlate, 
 }
 
 /* The second look at donor d for its late receipts (see the file comment). */
-static int late_look(ctl_region_set *set, ctl_view *v, const late_receipt *late, size_t nlate,
-                     size_t d)
+static int late_look(ctl_region_set *set, ctl_region_view *v, const late_receipt *late,
+                     size_t nlate, size_t d)
 {
     pg_array ids;
     pg_array_init(&ids);
@@ -323,8 +324,8 @@ static int late_look(ctl_region_set *set, ctl_view *v, const late_receipt *late,
 }
 
 /* Receipts against donor rows: marks the answered rows, collects the late. */
-static void match_receipts(ctl_region_set *set, ctl_view *v, bool **answered, late_receipt *late,
-                           size_t *nlate)
+static void match_receipts(ctl_region_set *set, ctl_region_view *v, bool **answered,
+                           late_receipt *late, size_t *nlate)
 {
     for (size_t r = 0; r < set->n; r++) {
         const PGresult *rc = v->reg[r].receipts;
@@ -354,7 +355,7 @@ static void match_receipts(ctl_region_set *set, ctl_view *v, bool **answered, la
 }
 
 /* Donor rows 'sent' or 'received' that no applied receipt answers. */
-static void count_in_flight(ctl_region_set *set, ctl_view *v, bool **answered)
+static void count_in_flight(ctl_region_set *set, ctl_region_view *v, bool **answered)
 {
     for (size_t d = 0; d < set->n; d++) {
         const PGresult *x = v->reg[d].xfers;
@@ -369,12 +370,12 @@ static void count_in_flight(ctl_region_set *set, ctl_view *v, bool **answered)
             }
             long k = find_item(v, PQgetvalue(x, j, X_TENANT), PQgetvalue(x, j, X_ITEM));
             if (ctl_region_set_find(set, PQgetvalue(x, j, X_TO)) < 0) {
-                ctl_view_note(v, false,
-                              "region %s sent transfer %s (%s units of %s/%s) to region %s: no "
-                              "--config for it",
-                              set->r[d].cfg.name, PQgetvalue(x, j, X_ID), PQgetvalue(x, j, X_QTY),
-                              PQgetvalue(x, j, X_TENANT), PQgetvalue(x, j, X_ITEM),
-                              PQgetvalue(x, j, X_TO));
+                ctl_region_view_note(
+                    v, false,
+                    "region %s sent transfer %s (%s units of %s/%s) to region %s: no "
+                    "--config for it",
+                    set->r[d].cfg.name, PQgetvalue(x, j, X_ID), PQgetvalue(x, j, X_QTY),
+                    PQgetvalue(x, j, X_TENANT), PQgetvalue(x, j, X_ITEM), PQgetvalue(x, j, X_TO));
                 if (k >= 0) {
                     v->items[k].judged = false;
                 }
@@ -385,7 +386,7 @@ static void count_in_flight(ctl_region_set *set, ctl_view *v, bool **answered)
     }
 }
 
-static int match(ctl_region_set *set, ctl_view *v)
+static int match(ctl_region_set *set, ctl_region_view *v)
 {
     size_t nreceipts = 0;
     bool **answered = calloc(set->n, sizeof *answered);
@@ -393,8 +394,8 @@ static int match(ctl_region_set *set, ctl_view *v)
     for (size_t r = 0; rc == 0 && r < set->n; r++) {
         if (PQntuples(v->reg[r].xfers) > CTL_VIEW_ROWS_MAX ||
             PQntuples(v->reg[r].receipts) > CTL_VIEW_ROWS_MAX) {
-            ctl_view_note(v, false, "region %s has more than %d quota transfers or receipts",
-                          set->r[r].cfg.name, CTL_VIEW_ROWS_MAX);
+            ctl_region_view_note(v, false, "region %s has more than %d quota transfers or receipts",
+                                 set->r[r].cfg.name, CTL_VIEW_ROWS_MAX);
         }
         nreceipts += (size_t)PQntuples(v->reg[r].receipts);
         answered[r] = calloc((size_t)PQntuples(v->reg[r].xfers) + 1, sizeof **answered);
@@ -426,13 +427,14 @@ static int match(ctl_region_set *set, ctl_view *v)
 
 /* Region names of a global_items row ("eu us"): the listed regions must be
  * the regions that have the row. Returns false if one cannot be read. */
-static bool check_listed(ctl_region_set *set, ctl_view *v, ctl_view_item *it, const char *listed)
+static bool check_listed(ctl_region_set *set, ctl_region_view *v, ctl_region_view_item *it,
+                         const char *listed)
 {
     char buf[CTL_REGIONS_MAX * (CTL_REGION_LEN_MAX + 1) + 1];
     bool judged = true;
     if (strlen(listed) >= sizeof buf) {
-        ctl_view_note(v, true, "global item %s/%s lists more than %d regions", it->tenant, it->item,
-                      CTL_REGIONS_MAX);
+        ctl_region_view_note(v, true, "global item %s/%s lists more than %d regions", it->tenant,
+                             it->item, CTL_REGIONS_MAX);
         return true;
     }
     memcpy(buf, listed, strlen(listed) + 1);
@@ -441,11 +443,12 @@ static bool check_listed(ctl_region_set *set, ctl_view *v, ctl_view_item *it, co
     for (char *name = strtok_r(buf, " ", &save); name != NULL; name = strtok_r(NULL, " ", &save)) {
         int r = ctl_region_set_find(set, name);
         if (r < 0) {
-            ctl_view_note(v, false, "global item %s/%s is split over region %s: no --config for it",
-                          it->tenant, it->item, name);
+            ctl_region_view_note(v, false,
+                                 "global item %s/%s is split over region %s: no --config for it",
+                                 it->tenant, it->item, name);
             judged = false;
         } else if (!it->fig[r].present) {
-            ctl_view_note(
+            ctl_region_view_note(
                 v, true, "global item %s/%s is split over region %s, which has no such global item",
                 it->tenant, it->item, name);
         } else {
@@ -454,20 +457,21 @@ static bool check_listed(ctl_region_set *set, ctl_view *v, ctl_view_item *it, co
     }
     for (size_t r = 0; r < set->n; r++) {
         if (it->fig[r].present && !seen[r]) {
-            ctl_view_note(v, true, "region %s has global item %s/%s, which is not split over it",
-                          set->r[r].cfg.name, it->tenant, it->item);
+            ctl_region_view_note(v, true,
+                                 "region %s has global item %s/%s, which is not split over it",
+                                 set->r[r].cfg.name, it->tenant, it->item);
         }
     }
     return judged;
 }
 
-static void verdict_item(ctl_region_set *set, ctl_view *v, ctl_view_item *it)
+static void verdict_item(ctl_region_set *set, ctl_region_view *v, ctl_region_view_item *it)
 {
     int64_t before = v->violations;
-    const ctl_view_fig *first = NULL;
+    const ctl_region_view_fig *first = NULL;
     size_t r0 = 0;
     for (size_t r = 0; r < set->n; r++) {
-        const ctl_view_fig *f = &it->fig[r];
+        const ctl_region_view_fig *f = &it->fig[r];
         if (!f->present) {
             continue;
         }
@@ -476,12 +480,12 @@ static void verdict_item(ctl_region_set *set, ctl_view *v, ctl_view_item *it)
             r0 = r;
         } else if (f->global_total != first->global_total ||
                    strcmp(f->regions, first->regions) != 0) {
-            ctl_view_note(v, true,
-                          "global item %s/%s: region %s says global_total=%" PRId64
-                          " over '%s', region "
-                          "%s says global_total=%" PRId64 " over '%s'",
-                          it->tenant, it->item, set->r[r0].cfg.name, first->global_total,
-                          first->regions, set->r[r].cfg.name, f->global_total, f->regions);
+            ctl_region_view_note(v, true,
+                                 "global item %s/%s: region %s says global_total=%" PRId64
+                                 " over '%s', region "
+                                 "%s says global_total=%" PRId64 " over '%s'",
+                                 it->tenant, it->item, set->r[r0].cfg.name, first->global_total,
+                                 first->regions, set->r[r].cfg.name, f->global_total, f->regions);
         }
     }
     ESC_ASSERT(first != NULL);
@@ -489,16 +493,18 @@ static void verdict_item(ctl_region_set *set, ctl_view *v, ctl_view_item *it)
     it->judged = check_listed(set, v, it, first->regions) && it->judged;
     int64_t sum = it->quotas + it->in_flight - it->counted_twice;
     if (it->judged && sum != it->global_total) {
-        ctl_view_note(v, true,
-                      "global item %s/%s: quotas %" PRId64 " + in flight %" PRId64
-                      " - counted twice %" PRId64 " = %" PRId64 ", but global_total = %" PRId64,
-                      it->tenant, it->item, it->quotas, it->in_flight, it->counted_twice, sum,
-                      it->global_total);
+        ctl_region_view_note(v, true,
+                             "global item %s/%s: quotas %" PRId64 " + in flight %" PRId64
+                             " - counted twice %" PRId64 " = %" PRId64
+                             ", but global_total = %" PRId64,
+                             it->tenant, it->item, it->quotas, it->in_flight, it->counted_twice,
+                             sum, it->global_total);
     }
     it->ok = it->judged && v->violations == before;
 }
 
-int ctl_view_read(ctl_region_set *set, const ctl_args *a, int what, FILE *out, ctl_view *v)
+int ctl_region_view_read(ctl_region_set *set, const ctl_args *a, int what, FILE *out,
+                         ctl_region_view *v)
 {
     memset(v, 0, sizeof *v);
     v->nregions = set->n;
@@ -522,12 +528,12 @@ int ctl_view_read(ctl_region_set *set, const ctl_args *a, int what, FILE *out, c
         fprintf(stderr, "escrowctl: out of memory\n");
     }
     if (rc != 0) {
-        ctl_view_free(v);
+        ctl_region_view_free(v);
     }
     return rc;
 }
 
-void ctl_view_free(ctl_view *v)
+void ctl_region_view_free(ctl_region_view *v)
 {
     for (size_t r = 0; v->reg != NULL && r < v->nregions; r++) {
         PQclear(v->reg[r].items);

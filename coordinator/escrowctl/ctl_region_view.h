@@ -32,7 +32,7 @@
 #define CTL_VIEW_NOTE_LEN 400
 
 /* One region's figures of one global item. */
-typedef struct ctl_view_fig {
+typedef struct ctl_region_view_fig {
     bool present;         /* a global_items row in this region */
     const char *regions;  /* its regions, space separated (borrowed from the view) */
     const char *state;    /* items.state */
@@ -42,40 +42,40 @@ typedef struct ctl_view_fig {
     int64_t seg_in_flight; /* between this region's segments */
     int64_t sent_out;      /* quota_transfers 'sent' (not yet answered) */
     int64_t floor;         /* from the region's file */
-} ctl_view_fig;
+} ctl_region_view_fig;
 
-typedef struct ctl_view_item {
+typedef struct ctl_region_view_item {
     const char *tenant, *item; /* borrowed from the view's results */
-    ctl_view_fig *fig;         /* one per region, in set order */
+    ctl_region_view_fig *fig;  /* one per region, in set order */
     int64_t global_total;      /* the first region's row */
     int64_t quotas, available, held, sold;
     int64_t in_flight;     /* matched: no applied receipt at the receiver */
     int64_t counted_twice; /* sent after the donor's snapshot, applied before the receiver's */
     bool judged;           /* every region it lists was read */
     bool ok;               /* judged and the invariant holds */
-} ctl_view_item;
+} ctl_region_view_item;
 
-typedef struct ctl_view_region {
+typedef struct ctl_region_view_region {
     PGresult *items, *xfers, *receipts; /* owned */
     int64_t local_items_violated, local_segments_violated;
     int64_t xfers_sent, xfers_received, xfers_refused, receipts_applied;
-} ctl_view_region;
+} ctl_region_view_region;
 
-typedef struct ctl_view {
+typedef struct ctl_region_view {
     size_t nregions, nitems;
-    ctl_view_item *items; /* owned, sorted by tenant then item (bytes) */
-    ctl_view_fig *figs;   /* owned: nitems * set->n */
-    ctl_view_region *reg; /* owned: set->n */
-    bool more;            /* more than CTL_STATUS_ITEMS_MAX global items */
+    ctl_region_view_item *items; /* owned, sorted by tenant then item (bytes) */
+    ctl_region_view_fig *figs;   /* owned: nitems * set->n */
+    ctl_region_view_region *reg; /* owned: set->n */
+    bool more;                   /* more than CTL_STATUS_ITEMS_MAX global items */
     int64_t violations, cannot_judge;
     size_t nnotes;
-    struct ctl_view_note {
+    struct ctl_region_view_note {
         bool violation; /* else "cannot judge" */
         char text[CTL_VIEW_NOTE_LEN];
     } * notes; /* owned: CTL_VIEW_NOTES_MAX */
-} ctl_view;
+} ctl_region_view;
 
-/* What ctl_view_read reads besides the global items. */
+/* What ctl_region_view_read reads besides the global items. */
 enum {
     CTL_VIEW_MATCH = 1, /* transfers and receipts: in flight, the verdict */
     CTL_VIEW_CHECK = 2, /* each region's local check (ctl_check_tx) */
@@ -84,14 +84,15 @@ enum {
 /* Reads the view from every region of set (connected; a->tenant / a->item
  * filter). With CTL_VIEW_CHECK and out != NULL (human output), each
  * region's local check is printed under a "== region NAME" header as it
- * runs. Returns 0 and *v (ctl_view_free), or ESC_EDB / ESC_EUNAVAILABLE /
+ * runs. Returns 0 and *v (ctl_region_view_free), or ESC_EDB / ESC_EUNAVAILABLE /
  * ESC_ENOMEM after a sentence on stderr. */
-int ctl_view_read(ctl_region_set *set, const ctl_args *a, int what, FILE *out, ctl_view *v);
-void ctl_view_free(ctl_view *v);
+int ctl_region_view_read(ctl_region_set *set, const ctl_args *a, int what, FILE *out,
+                         ctl_region_view *v);
+void ctl_region_view_free(ctl_region_view *v);
 
 /* Counts a violation (or a reason the check cannot judge) and keeps its
  * sentence while there is room. */
-void ctl_view_note(ctl_view *v, bool violation, const char *fmt, ...)
+void ctl_region_view_note(ctl_region_view *v, bool violation, const char *fmt, ...)
     __attribute__((format(printf, 3, 4)));
 
 #endif

@@ -28,7 +28,7 @@ int main(int argc, char **argv)
     }
     argc++;
     argv--;
-    if (ctl_args_parse(argc - 1, argv + 1, &env, &args, why) != 0) {
+    if (ctl_opts_parse(argc - 1, argv + 1, &env, &args, why) != 0) {
         fprintf(stderr, "escrowctl: %s\nrun 'escrowctl --help' for usage\n", why);
         return CTL_EXIT_USAGE;
     }
@@ -44,7 +44,7 @@ int main(int argc, char **argv)
             fprintf(stderr, "escrowctl: %s\n", err);
             return CTL_EXIT_USAGE;
         }
-        if (ctl_args_apply_region(&args, &region, why) != 0) {
+        if (ctl_opts_apply_region(&args, &region, why) != 0) {
             fprintf(stderr, "escrowctl: %s\n", why);
             return CTL_EXIT_USAGE;
         }

@@ -586,7 +586,7 @@ static seg_hold *transition_target(seg_core *c, const char *tenant_id, uint64_t 
     memset(res, 0, sizeof *res);
     seg_hold *h = find_hold(c, hold_id);
     if (h == NULL) {
-        seg_segment *s = seg_core_find_segment(c, seg_hold_segment(hold_id));
+        seg_segment *s = seg_core_find_segment(c, seg_core_hold_segment(hold_id));
         if (s == NULL || s->fenced) {
             reply(res, ESC_ENOT_OWNER, NULL);
         } else if (strcmp(s->item->tenant_id, tenant_id) != 0) {

@@ -254,7 +254,7 @@ int seg_core_check(const seg_core *c, uint64_t *bad_segment);
 void seg_core_assert_segment(const seg_segment *s);
 
 /* Hold id helpers. */
-static inline uint64_t seg_hold_segment(uint64_t hold_id)
+static inline uint64_t seg_core_hold_segment(uint64_t hold_id)
 {
     return hold_id >> ESC_HOLD_SEQ_BITS;
 }

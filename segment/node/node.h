@@ -38,7 +38,7 @@
  *   node_xfer.c     managed mode: the transfers in batches and being reported
  *   node_reply.c    every answer: holds, statuses, stats
  *   node_req.c      requests that wait
- *   node_metrics.c  Prometheus; seg_store.c the SQL; sbuf.c array literals
+ *   node_metrics.c  Prometheus; seg_store.c the SQL (array literals: pg_array.h)
  * What a lower file must tell a higher one goes through the four upcalls
  * of struct node (set once by node_start), never through a call upwards.
  */
@@ -54,7 +54,7 @@
 #include "nnx.h"
 #include "pgx.h"
 #include "ratelim.h"
-#include "sbuf.h"
+#include "pg_array.h"
 #include "seg_core.h"
 #include "seg_delta.h"
 #include "seg_store.h"
@@ -114,7 +114,7 @@ typedef struct node_loading {
     size_t nrows;
     bool wanted; /* an assigned segment is not served yet */
     bool busy;   /* a load's queries are running on query_conn */
-    sbuf ids, epochs;
+    pg_array ids, epochs;
 } node_loading;
 
 /* Heartbeat client state and the newest assignment (managed mode). */
@@ -183,10 +183,10 @@ struct node {
     bool reconciling;
     int64_t inflight_start_us;
     uint64_t next_batch_id;
-    sbuf params[SEG_COMMIT_NPARAMS];       /* text parameters of the commit call */
+    pg_array params[SEG_COMMIT_NPARAMS];   /* text parameters of the commit call */
     seg_delta *deltas;                     /* owned scratch: segments of the batch being built */
     bool *rejected;                        /* owned scratch: reserves the database refused */
-    uint64_t *present;                     /* owned scratch: hold ids found by a reconcile */
+    int64_t *present;                      /* owned scratch: hold ids found by a reconcile */
     node_req *lookups_head, *lookups_tail; /* waiting for query_conn */
     bool query_busy;                       /* a lookup or a load runs on query_conn */
     uv_timer_t sweep_timer;

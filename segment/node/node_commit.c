@@ -20,6 +20,7 @@
 #include "node_reply.h"
 #include "node_req.h"
 #include "node_xfer.h"
+#include "pg_result.h"
 #include "seg_delta.h"
 #include "seg_store.h"
 #include "sqlstate.h"
@@ -59,7 +60,7 @@ void node_commit_init(node *n)
     n->inflight = NULL;
     n->next_batch_id = (uint64_t)esc_wall_ms() * 1000u;
     for (int i = 0; i < SEG_COMMIT_NPARAMS; i++) {
-        sbuf_init(&n->params[i]);
+        pg_array_init(&n->params[i]);
     }
     n->deltas = esc_xcalloc(BATCH_CAP, sizeof *n->deltas);
     n->rejected = esc_xcalloc(BATCH_CAP, sizeof *n->rejected);
@@ -74,7 +75,7 @@ void node_commit_fini(node *n)
     }
     if (n->deltas != NULL) {
         for (int i = 0; i < SEG_COMMIT_NPARAMS; i++) {
-            sbuf_fini(&n->params[i]);
+            pg_array_fini(&n->params[i]);
         }
     }
     free(n->deltas);
@@ -141,26 +142,26 @@ static void add_reserve(node *n, const seg_op *op)
 {
     const seg_hold *h = op->hold;
     const seg_item *it = h->seg->item;
-    sbuf_i64(&n->params[7], (int64_t)h->hold_id);
-    sbuf_i64(&n->params[8], (int64_t)h->seg->segment_id);
-    sbuf_str(&n->params[9], it->tenant_id);
-    sbuf_str(&n->params[10], it->item_id);
-    sbuf_str(&n->params[11], h->buyer_id);
-    sbuf_i64(&n->params[12], h->qty);
-    sbuf_str(&n->params[13], h->key);
-    sbuf_i64(&n->params[14], h->request_hash);
-    sbuf_i64(&n->params[15], h->expires_at_ms);
-    sbuf_i64(&n->params[16], it->max_per_buyer);
-    sbuf_i64(&n->params[17], (int64_t)h->seg->epoch);
+    pg_array_i64(&n->params[7], (int64_t)h->hold_id);
+    pg_array_i64(&n->params[8], (int64_t)h->seg->segment_id);
+    pg_array_str(&n->params[9], it->tenant_id);
+    pg_array_str(&n->params[10], it->item_id);
+    pg_array_str(&n->params[11], h->buyer_id);
+    pg_array_i64(&n->params[12], h->qty);
+    pg_array_str(&n->params[13], h->key);
+    pg_array_i64(&n->params[14], h->request_hash);
+    pg_array_i64(&n->params[15], h->expires_at_ms);
+    pg_array_i64(&n->params[16], it->max_per_buyer);
+    pg_array_i64(&n->params[17], (int64_t)h->seg->epoch);
 }
 
 static void add_transition(node *n, const seg_op *op)
 {
-    sbuf_i64(&n->params[18], (int64_t)op->hold->hold_id);
-    sbuf_str(&n->params[19], kind_text(op->kind));
-    sbuf_i64(&n->params[20], op->sold);
-    sbuf_i64(&n->params[21], op->kind == SEG_OP_EXTEND ? op->new_expires_at_ms : 0);
-    sbuf_str(&n->params[SEG_P_T_ACTOR], op->by_operator ? "operator" : "");
+    pg_array_i64(&n->params[18], (int64_t)op->hold->hold_id);
+    pg_array_str(&n->params[19], kind_text(op->kind));
+    pg_array_i64(&n->params[20], op->sold);
+    pg_array_i64(&n->params[21], op->kind == SEG_OP_EXTEND ? op->new_expires_at_ms : 0);
+    pg_array_str(&n->params[SEG_P_T_ACTOR], op->by_operator ? "operator" : "");
 }
 
 /* A transfer: its counter delta is computed by the database, only if the
@@ -168,10 +169,10 @@ static void add_transition(node *n, const seg_op *op)
  * the epoch fence covers it. */
 static void add_xfer(node *n, const seg_op *op)
 {
-    sbuf_i64(&n->params[SEG_P_X_ID], (int64_t)op->transfer_id);
-    sbuf_str(&n->params[SEG_P_X_KIND], op->kind == SEG_OP_GIVE ? "give" : "receive");
-    sbuf_i64(&n->params[SEG_P_X_SEG], (int64_t)op->seg->segment_id);
-    sbuf_i64(&n->params[SEG_P_X_QTY], op->qty);
+    pg_array_i64(&n->params[SEG_P_X_ID], (int64_t)op->transfer_id);
+    pg_array_str(&n->params[SEG_P_X_KIND], op->kind == SEG_OP_GIVE ? "give" : "receive");
+    pg_array_i64(&n->params[SEG_P_X_SEG], (int64_t)op->seg->segment_id);
+    pg_array_i64(&n->params[SEG_P_X_QTY], op->qty);
 }
 
 /* The commit call's parameters: the rows of b's ops in op order, then one
@@ -181,7 +182,7 @@ static void build_params(node *n, const node_batch *b, const char **values, char
                          size_t batch_id_len)
 {
     for (int i = 1; i < SEG_COMMIT_NPARAMS; i++) {
-        sbuf_open(&n->params[i]);
+        pg_array_reset(&n->params[i]);
     }
     for (size_t i = 0; i < b->n; i++) {
         const seg_op *op = &b->ops[i];
@@ -196,18 +197,17 @@ static void build_params(node *n, const node_batch *b, const char **values, char
     size_t nd = seg_delta_build(b->ops, b->n, n->deltas);
     for (size_t i = 0; i < nd; i++) {
         const seg_delta *d = &n->deltas[i];
-        sbuf_i64(&n->params[1], (int64_t)d->seg->segment_id);
-        sbuf_i64(&n->params[2], (int64_t)d->seg->epoch);
-        sbuf_i64(&n->params[3], d->available);
-        sbuf_i64(&n->params[4], d->held);
-        sbuf_i64(&n->params[5], d->sold);
-        sbuf_i64(&n->params[6], (int64_t)d->seg->next_seq);
+        pg_array_i64(&n->params[1], (int64_t)d->seg->segment_id);
+        pg_array_i64(&n->params[2], (int64_t)d->seg->epoch);
+        pg_array_i64(&n->params[3], d->available);
+        pg_array_i64(&n->params[4], d->held);
+        pg_array_i64(&n->params[5], d->sold);
+        pg_array_i64(&n->params[6], (int64_t)d->seg->next_seq);
     }
     snprintf(batch_id, batch_id_len, "%" PRIu64, b->batch_id);
     values[0] = batch_id;
     for (int i = 1; i < SEG_COMMIT_NPARAMS; i++) {
-        sbuf_close(&n->params[i]);
-        values[i] = sbuf_cstr(&n->params[i]);
+        values[i] = pg_array_text(&n->params[i]);
     }
 }
 
@@ -350,12 +350,12 @@ static void apply_rejections(node *n, node_batch *b, PGresult *res)
 {
     for (int row = 0; res != NULL && row < PQntuples(res); row++) {
         if (strcmp(PQgetvalue(res, row, 1), "xfer") == 0) {
-            node_xfer_verdict(n, strtoull(PQgetvalue(res, row, 0), NULL, 10),
-                              PQgetvalue(res, row, 8), strtoll(PQgetvalue(res, row, 6), NULL, 10));
+            node_xfer_verdict(n, (uint64_t)pg_result_i64_or(res, row, 0, 0),
+                              PQgetvalue(res, row, 8), pg_result_i64_or(res, row, 6, 0));
             continue;
         }
         size_t idx;
-        seg_op *op = find_reserve(b, strtoull(PQgetvalue(res, row, 0), NULL, 10), &idx);
+        seg_op *op = find_reserve(b, (uint64_t)pg_result_i64_or(res, row, 0, 0), &idx);
         if (op == NULL) {
             ESC_LOG(ESC_LOG_ERROR, "SEG-COMMIT", "verdict for an unknown hold %s",
                     PQgetvalue(res, row, 0));
@@ -374,7 +374,7 @@ static void apply_rejections(node *n, node_batch *b, PGresult *res)
         /* duplicate: this key already has a hold, here it is */
         wire_hold w;
         seg_store_hold_from_row(res, row, 2, &w);
-        bool same = strtoll(PQgetvalue(res, row, 11), NULL, 10) == op->hold->request_hash;
+        bool same = pg_result_i64_or(res, row, 11, 0) == op->hold->request_hash;
         node_reply_row(n, r, same ? 0 : ESC_EIDEMPOTENCY_MISMATCH, same ? &w : NULL);
     }
 }
@@ -454,7 +454,7 @@ void node_commit_drop_segment(node *n, seg_segment *s, int status)
 /* The batch was refused by the epoch fence: find which segments moved on. */
 static void start_fence_check(node *n)
 {
-    const char *v[2] = {sbuf_cstr(&n->params[1]), sbuf_cstr(&n->params[2])};
+    const char *v[2] = {pg_array_text(&n->params[1]), pg_array_text(&n->params[2])};
     int rc = pgx_query(&n->commit_conn, NULL, SEG_SQL_FENCED, 2, v, on_fenced_list, n);
     if (rc != 0) {
         n->inflight_unknown = false;
@@ -471,7 +471,7 @@ static void on_fenced_list(pgx_conn *c, PGresult *res, const pgx_err *err, void 
     settle(n, b, false, ESC_EUNAVAILABLE); /* the transaction rolled back as a whole */
     for (int row = 0; err->code == 0 && row < PQntuples(res); row++) {
         seg_segment *s =
-            seg_core_find_segment(&n->core, strtoull(PQgetvalue(res, row, 0), NULL, 10));
+            seg_core_find_segment(&n->core, (uint64_t)pg_result_i64_or(res, row, 0, 0));
         if (s == NULL || s->fenced) {
             continue;
         }
@@ -565,7 +565,9 @@ static void on_commit(pgx_conn *c, PGresult *res, const pgx_err *err, void *arg)
 
 static void on_reconciled(pgx_conn *c, PGresult *res, const pgx_err *err, void *arg);
 
-static size_t parse_ids(const char *s, uint64_t *out, size_t cap)
+/* The numbers of s, a list of unsigned decimals separated by anything
+ * else (the reconcile's "id state qty ..." text), into out[cap]. */
+static size_t parse_numbers(const char *s, uint64_t *out, size_t cap)
 {
     size_t k = 0;
     while (*s != '\0' && k < cap) {
@@ -589,8 +591,9 @@ static void on_terminated(pgx_conn *c, PGresult *res, const pgx_err *err, void *
     }
     char batch_id[24];
     snprintf(batch_id, sizeof batch_id, "%" PRIu64, n->inflight->batch_id);
-    const char *v[4] = {sbuf_cstr(&n->params[SEG_P_SEG_ID]), batch_id,
-                        sbuf_cstr(&n->params[SEG_P_HOLD]), sbuf_cstr(&n->params[SEG_P_X_ID])};
+    const char *v[4] = {pg_array_text(&n->params[SEG_P_SEG_ID]), batch_id,
+                        pg_array_text(&n->params[SEG_P_HOLD]),
+                        pg_array_text(&n->params[SEG_P_X_ID])};
     if (pgx_query(c, NULL, SEG_SQL_RECONCILE, 4, v, on_reconciled, n) != 0) {
         n->reconciling = false;
     }
@@ -615,7 +618,7 @@ static void reconcile_xfers(node *n, const node_batch *b, const char *moved)
 {
     static const char *const states[] = {"stale", "sent", "received", "cancelled"};
     uint64_t v[3 * ESC_HB_TRANSFERS_MAX];
-    size_t nv = parse_ids(moved, v, 3 * ESC_HB_TRANSFERS_MAX);
+    size_t nv = parse_numbers(moved, v, 3 * ESC_HB_TRANSFERS_MAX);
     for (size_t i = 0; i < b->n; i++) {
         const seg_op *op = &b->ops[i];
         if (op->hold != NULL) {
@@ -646,8 +649,13 @@ static void on_reconciled(pgx_conn *c, PGresult *res, const pgx_err *err, void *
         }
         return; /* retried after the next reconnect */
     }
-    bool committed = PQgetvalue(res, 0, 0)[0] == 't';
-    size_t np = parse_ids(PQgetvalue(res, 0, 1), n->present, BATCH_CAP);
+    bool committed = pg_result_true(res, 0, 0);
+    size_t np = 0;
+    if (pg_array_parse_i64(pg_result_text_or(res, 0, 1, "{}"), n->present, BATCH_CAP, &np) != 0) {
+        /* not what array_agg writes: every reserve is decided again */
+        ESC_LOG(ESC_LOG_ERROR, "SEG-RECONCILE", "batch=%" PRIu64 ": unreadable hold list",
+                b->batch_id);
+    }
     memset(n->rejected, 0, b->n * sizeof *n->rejected);
     for (size_t i = 0; committed && i < b->n; i++) {
         if (b->ops[i].kind != SEG_OP_RESERVE) {
@@ -655,7 +663,7 @@ static void on_reconciled(pgx_conn *c, PGresult *res, const pgx_err *err, void *
         }
         bool found = false;
         for (size_t j = 0; j < np && !found; j++) {
-            found = n->present[j] == b->ops[i].hold->hold_id;
+            found = n->present[j] == (int64_t)b->ops[i].hold->hold_id;
         }
         n->rejected[i] = !found; /* decided again: the database will say why */
     }

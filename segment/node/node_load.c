@@ -14,6 +14,7 @@
 #include "node_commit.h"
 #include "node_lookup.h"
 #include "node_metrics.h"
+#include "pg_result.h"
 
 /* ---- static mode ------------------------------------------------------------ */
 
@@ -42,15 +43,15 @@ int node_load_owned(node *n)
 void node_load_init(node *n)
 {
     n->load.rows = esc_xcalloc(ESC_HB_SEGMENTS_MAX, sizeof *n->load.rows);
-    sbuf_init(&n->load.ids);
-    sbuf_init(&n->load.epochs);
+    pg_array_init(&n->load.ids);
+    pg_array_init(&n->load.epochs);
 }
 
 void node_load_fini(node *n)
 {
     if (n->load.rows != NULL) {
-        sbuf_fini(&n->load.ids);
-        sbuf_fini(&n->load.epochs);
+        pg_array_fini(&n->load.ids);
+        pg_array_fini(&n->load.epochs);
     }
     free(n->load.rows);
     memset(&n->load, 0, sizeof n->load);
@@ -189,18 +190,18 @@ static void on_load_holds(pgx_conn *c, PGresult *res, const pgx_err *err, void *
 static void row_from_result(const PGresult *res, int i, node_load_row *l)
 {
     memset(l, 0, sizeof *l);
-    l->seg.segment_id = strtoull(PQgetvalue(res, i, 0), NULL, 10);
+    l->seg.segment_id = (uint64_t)pg_result_i64_or(res, i, 0, 0);
     snprintf(l->item.tenant_id, sizeof l->item.tenant_id, "%s", PQgetvalue(res, i, 1));
     snprintf(l->item.item_id, sizeof l->item.item_id, "%s", PQgetvalue(res, i, 2));
-    l->seg.epoch = strtoull(PQgetvalue(res, i, 3), NULL, 10);
-    l->seg.available = strtoll(PQgetvalue(res, i, 4), NULL, 10);
-    l->seg.held = strtoll(PQgetvalue(res, i, 5), NULL, 10);
-    l->seg.sold = strtoll(PQgetvalue(res, i, 6), NULL, 10);
-    l->seg.next_seq = strtoull(PQgetvalue(res, i, 7), NULL, 10);
+    l->seg.epoch = (uint64_t)pg_result_i64_or(res, i, 3, 0);
+    l->seg.available = pg_result_i64_or(res, i, 4, 0);
+    l->seg.held = pg_result_i64_or(res, i, 5, 0);
+    l->seg.sold = pg_result_i64_or(res, i, 6, 0);
+    l->seg.next_seq = (uint64_t)pg_result_i64_or(res, i, 7, 0);
     l->seg.state = seg_store_segment_state(PQgetvalue(res, i, 8));
-    l->item.max_per_order = (int32_t)strtol(PQgetvalue(res, i, 9), NULL, 10);
-    l->item.max_per_buyer = (int32_t)strtol(PQgetvalue(res, i, 10), NULL, 10);
-    l->item.hold_ttl_ms = (uint32_t)strtoul(PQgetvalue(res, i, 11), NULL, 10);
+    l->item.max_per_order = pg_result_i32_or(res, i, 9, 0);
+    l->item.max_per_buyer = pg_result_i32_or(res, i, 10, 0);
+    l->item.hold_ttl_ms = (uint32_t)pg_result_i64_or(res, i, 11, 0);
     l->item.paused = strcmp(PQgetvalue(res, i, 12), "active") != 0;
 }
 
@@ -214,18 +215,17 @@ static void on_load_segments(pgx_conn *c, PGresult *res, const pgx_err *err, voi
         return;
     }
     ld->nrows = 0;
-    sbuf_open(&ld->ids);
+    pg_array_reset(&ld->ids);
     for (int i = 0; i < PQntuples(res) && ld->nrows < ESC_HB_SEGMENTS_MAX; i++) {
         node_load_row *l = &ld->rows[ld->nrows++];
         row_from_result(res, i, l);
-        sbuf_i64(&ld->ids, (int64_t)l->seg.segment_id);
+        pg_array_i64(&ld->ids, (int64_t)l->seg.segment_id);
     }
-    sbuf_close(&ld->ids);
     if (ld->nrows == 0) {
         load_finish(n); /* not ours at that epoch (any more): the next reply says more */
         return;
     }
-    const char *v[1] = {sbuf_cstr(&ld->ids)};
+    const char *v[1] = {pg_array_text(&ld->ids)};
     if (pgx_query(c, NULL, SEG_SQL_LOAD_HOLDS, 1, v, on_load_holds, n) != 0) {
         load_finish(n);
     }
@@ -239,21 +239,19 @@ bool node_load_next(node *n)
     }
     ld->wanted = false;
     size_t k = 0;
-    sbuf_open(&ld->ids);
-    sbuf_open(&ld->epochs);
+    pg_array_reset(&ld->ids);
+    pg_array_reset(&ld->epochs);
     for (size_t i = 0; i < n->hb.nassign; i++) {
         if (node_load_wanted(n, &n->hb.assign[i])) {
-            sbuf_i64(&ld->ids, (int64_t)n->hb.assign[i].segment_id);
-            sbuf_i64(&ld->epochs, (int64_t)n->hb.assign[i].epoch);
+            pg_array_i64(&ld->ids, (int64_t)n->hb.assign[i].segment_id);
+            pg_array_i64(&ld->epochs, (int64_t)n->hb.assign[i].epoch);
             k++;
         }
     }
-    sbuf_close(&ld->ids);
-    sbuf_close(&ld->epochs);
     if (k == 0) {
         return false;
     }
-    const char *v[3] = {n->cfg.node_id, sbuf_cstr(&ld->ids), sbuf_cstr(&ld->epochs)};
+    const char *v[3] = {n->cfg.node_id, pg_array_text(&ld->ids), pg_array_text(&ld->epochs)};
     if (pgx_query(&n->query_conn, NULL, SEG_SQL_LOAD_SEGMENTS, 3, v, on_load_segments, n) != 0) {
         return false; /* the next reply asks again */
     }

@@ -13,6 +13,7 @@
 #include "escrow_errors.h"
 #include "node_reply.h"
 #include "node_req.h"
+#include "pg_result.h"
 
 static void lookup_next(node *n);
 
@@ -51,7 +52,7 @@ static void answer_row(node *n, const node_req *r, const PGresult *res)
     seg_store_hold_from_row(res, 0, 0, &w);
     if (r->req.op == WIRE_OP_RESERVE) {
         /* a resolve: the key's hold, wherever it is, is the answer */
-        int64_t hash = strtoll(PQgetvalue(res, 0, 9), NULL, 10);
+        int64_t hash = pg_result_i64_or(res, 0, 9, 0);
         bool same = hash == wire_reserve_hash(r->req.item_id, r->req.buyer_id, r->req.qty);
         node_reply_row(n, r, same ? 0 : ESC_EIDEMPOTENCY_MISMATCH, same ? &w : NULL);
         return;

@@ -10,7 +10,8 @@
 
 #include "escrow_errors.h"
 #include "log.h"
-#include "sbuf.h"
+#include "pg_array.h"
+#include "pg_result.h"
 
 int seg_store_state_from_text(const char *s)
 {
@@ -57,11 +58,6 @@ static bool ok(PGresult *r, int want)
     return r != NULL && PQresultStatus(r) == (ExecStatusType)want;
 }
 
-static int64_t i64(const PGresult *r, int row, int col)
-{
-    return strtoll(PQgetvalue(r, row, col), NULL, 10);
-}
-
 static int load_items(PGconn *conn, const char *node_id, seg_core *core, char *why, size_t why_len)
 {
     const char *v[1] = {node_id};
@@ -83,11 +79,11 @@ static int load_items(PGconn *conn, const char *node_id, seg_core *core, char *w
         memset(&proto, 0, sizeof proto);
         snprintf(proto.tenant_id, sizeof proto.tenant_id, "%s", PQgetvalue(r, i, 0));
         snprintf(proto.item_id, sizeof proto.item_id, "%s", PQgetvalue(r, i, 1));
-        proto.max_per_order = (int32_t)i64(r, i, 2);
-        proto.max_per_buyer = (int32_t)i64(r, i, 3);
-        proto.hold_ttl_ms = (uint32_t)i64(r, i, 4);
+        proto.max_per_order = (int32_t)pg_result_i64_or(r, i, 2, 0);
+        proto.max_per_buyer = (int32_t)pg_result_i64_or(r, i, 3, 0);
+        proto.hold_ttl_ms = (uint32_t)pg_result_i64_or(r, i, 4, 0);
         proto.paused = strcmp(PQgetvalue(r, i, 5), "active") != 0;
-        proto.remote_segments = (uint32_t)i64(r, i, 6);
+        proto.remote_segments = (uint32_t)pg_result_i64_or(r, i, 6, 0);
         seg_item *it;
         if (seg_core_add_item(core, &proto, &it) != 0) {
             PQclear(r);
@@ -100,8 +96,8 @@ static int load_items(PGconn *conn, const char *node_id, seg_core *core, char *w
 }
 
 /* Raises the epoch of our segments and loads them; fills ids for the holds query. */
-static int claim_segments(PGconn *conn, const char *node_id, seg_core *core, sbuf *ids, char *why,
-                          size_t why_len)
+static int claim_segments(PGconn *conn, const char *node_id, seg_core *core, pg_array *ids,
+                          char *why, size_t why_len)
 {
     const char *v[1] = {node_id};
     PGresult *r = exec(conn,
@@ -112,31 +108,30 @@ static int claim_segments(PGconn *conn, const char *node_id, seg_core *core, sbu
     if (!ok(r, PGRES_TUPLES_OK)) {
         return fail(r, conn, why, why_len, "claim segments");
     }
-    sbuf_open(ids);
+    pg_array_reset(ids);
     for (int i = 0; i < PQntuples(r); i++) {
         seg_item *it = seg_core_find_item(core, PQgetvalue(r, i, 1), PQgetvalue(r, i, 2));
         seg_segment proto, *s;
         memset(&proto, 0, sizeof proto);
-        proto.segment_id = (uint64_t)i64(r, i, 0);
-        proto.epoch = (uint64_t)i64(r, i, 3);
-        proto.available = i64(r, i, 4);
-        proto.held = i64(r, i, 5);
-        proto.sold = i64(r, i, 6);
-        proto.next_seq = (uint64_t)i64(r, i, 7);
+        proto.segment_id = (uint64_t)pg_result_i64_or(r, i, 0, 0);
+        proto.epoch = (uint64_t)pg_result_i64_or(r, i, 3, 0);
+        proto.available = pg_result_i64_or(r, i, 4, 0);
+        proto.held = pg_result_i64_or(r, i, 5, 0);
+        proto.sold = pg_result_i64_or(r, i, 6, 0);
+        proto.next_seq = (uint64_t)pg_result_i64_or(r, i, 7, 0);
         proto.state = seg_store_segment_state(PQgetvalue(r, i, 8));
         if (it == NULL || seg_core_add_segment(core, it, &proto, &s) != 0) {
             snprintf(why, why_len, "segment %" PRIu64 " cannot be loaded", proto.segment_id);
             PQclear(r);
             return ESC_EINTERNAL;
         }
-        sbuf_i64(ids, (int64_t)proto.segment_id);
+        pg_array_i64(ids, (int64_t)proto.segment_id);
         ESC_LOG(ESC_LOG_INFO, "SEG-CLAIM",
                 "seg=%" PRIu64 " item=%s/%s epoch=%" PRIu64 " available=%" PRId64 " held=%" PRId64
                 " sold=%" PRId64,
                 s->segment_id, it->tenant_id, it->item_id, s->epoch, s->available, s->held,
                 s->sold);
     }
-    sbuf_close(ids);
     PQclear(r);
     return 0;
 }
@@ -145,20 +140,20 @@ int seg_store_add_holds(const PGresult *r, seg_core *core, bool skip_unknown, ch
                         size_t why_len)
 {
     for (int i = 0; i < PQntuples(r); i++) {
-        seg_segment *s = seg_core_find_segment(core, (uint64_t)i64(r, i, 1));
+        seg_segment *s = seg_core_find_segment(core, (uint64_t)pg_result_i64_or(r, i, 1, 0));
         if (skip_unknown && (s == NULL || s->fenced)) {
             continue;
         }
         seg_hold proto, *h;
         memset(&proto, 0, sizeof proto);
-        proto.hold_id = (uint64_t)i64(r, i, 0);
-        proto.qty = i64(r, i, 4);
-        proto.qty_sold = i64(r, i, 5);
+        proto.hold_id = (uint64_t)pg_result_i64_or(r, i, 0, 0);
+        proto.qty = pg_result_i64_or(r, i, 4, 0);
+        proto.qty_sold = pg_result_i64_or(r, i, 5, 0);
         proto.state = (uint8_t)seg_store_state_from_text(PQgetvalue(r, i, 6));
-        proto.expires_at_ms = i64(r, i, 7);
-        proto.extended = PQgetvalue(r, i, 8)[0] == 't';
-        proto.request_hash = i64(r, i, 9);
-        proto.ended_at_ms = i64(r, i, 10);
+        proto.expires_at_ms = pg_result_i64_or(r, i, 7, 0);
+        proto.extended = pg_result_true(r, i, 8);
+        proto.request_hash = pg_result_i64_or(r, i, 9, 0);
+        proto.ended_at_ms = pg_result_i64_or(r, i, 10, 0);
         if (s == NULL || proto.state == 0 ||
             seg_core_add_hold(core, s, &proto, PQgetvalue(r, i, 2), PQgetvalue(r, i, 3), &h) != 0) {
             snprintf(why, why_len, "hold %" PRIu64 " cannot be loaded", proto.hold_id);
@@ -202,8 +197,8 @@ int seg_store_take_ownership(PGconn *conn, const char *node_id, const char *endp
         return fail(r, conn, why, why_len, "register node");
     }
     PQclear(r);
-    sbuf ids;
-    sbuf_init(&ids);
+    pg_array ids;
+    pg_array_init(&ids);
     int rc = load_items(conn, node_id, core, why, why_len);
     if (rc == 0) {
         rc = claim_segments(conn, node_id, core, &ids, why, why_len);
@@ -212,15 +207,15 @@ int seg_store_take_ownership(PGconn *conn, const char *node_id, const char *endp
              rc == 0 ? "/* escrow:segment-claim */ COMMIT" : "/* escrow:segment-claim */ ROLLBACK",
              0, NULL, PGRES_COMMAND_OK);
     if (rc == 0 && !ok(r, PGRES_COMMAND_OK)) {
-        sbuf_fini(&ids);
+        pg_array_fini(&ids);
         return fail(r, conn, why, why_len, "commit");
     }
     PQclear(r);
     /* After COMMIT: the old owner is fenced, so what we read now is final. */
     if (rc == 0) {
-        rc = load_holds(conn, core, sbuf_cstr(&ids), why, why_len);
+        rc = load_holds(conn, core, pg_array_text(&ids), why, why_len);
     }
-    sbuf_fini(&ids);
+    pg_array_fini(&ids);
     uint64_t bad = 0;
     if (rc == 0 && seg_core_check(core, &bad) != 0) {
         snprintf(why, why_len, "segment %" PRIu64 " counters disagree with its holds", bad);
@@ -232,13 +227,13 @@ int seg_store_take_ownership(PGconn *conn, const char *node_id, const char *endp
 void seg_store_hold_from_row(const PGresult *res, int row, int c, wire_hold *w)
 {
     memset(w, 0, sizeof *w);
-    w->hold_id = strtoull(PQgetvalue(res, row, c), NULL, 10);
-    w->segment_id = strtoull(PQgetvalue(res, row, c + 1), NULL, 10);
+    w->hold_id = (uint64_t)pg_result_i64_or(res, row, c, 0);
+    w->segment_id = (uint64_t)pg_result_i64_or(res, row, c + 1, 0);
     snprintf(w->item_id, sizeof w->item_id, "%s", PQgetvalue(res, row, c + 2));
     snprintf(w->buyer_id, sizeof w->buyer_id, "%s", PQgetvalue(res, row, c + 3));
-    w->qty = strtoll(PQgetvalue(res, row, c + 4), NULL, 10);
-    w->qty_sold = strtoll(PQgetvalue(res, row, c + 5), NULL, 10);
+    w->qty = pg_result_i64_or(res, row, c + 4, 0);
+    w->qty_sold = pg_result_i64_or(res, row, c + 5, 0);
     w->state = seg_store_state_from_text(PQgetvalue(res, row, c + 6));
-    w->expires_at_ms = strtoll(PQgetvalue(res, row, c + 7), NULL, 10);
-    w->extended = PQgetvalue(res, row, c + 8)[0] == 't';
+    w->expires_at_ms = pg_result_i64_or(res, row, c + 7, 0);
+    w->extended = pg_result_true(res, row, c + 8);
 }

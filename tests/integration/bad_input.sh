@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # bad_input.sh - input from the network is validated and answered, never
-# trusted (STYLE.md rule 15, DESIGN.md §3). Through a raw nanomsg REQ socket
+# trusted (docs/guarantees.md, "Bad input changes nothing"). Through a raw nanomsg REQ socket
 # esc_probe sends malformed protobuf, out-of-range quantities, oversized ids,
 # unknown tenants and items, misused hold ids, a frame over the protocol's
 # 64 KiB maximum; through plain TCP: garbage, a wrong SP header, a frame

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# collapse.sh - collapse near sellout (issue 3). 200 units in 4 segments,
+# collapse.sh - collapse near sellout. 200 units in 4 segments,
 # the coordinator collapses below 50% remaining. 130 buyers take holds that
 # they abandon (5 s TTL: the holds must all be live when the coordinator
 # looks, also on a slow machine): the item crosses the threshold and

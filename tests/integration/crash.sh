@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# crash.sh - durable before acknowledged (DESIGN.md §1.3). A flash sale runs
+# crash.sh - durable before acknowledged (docs/guarantees.md). A flash sale runs
 # (esc_probe record: 128 buyers in flight, each acknowledged outcome written
 # and flushed as it arrives); the node is killed with SIGKILL mid-sale and
 # started again; the sale goes on through the restart. Then:

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# ctl_regions.sh - escrowctl over two regions (issue 4): one private
+# ctl_regions.sh - escrowctl over two regions: one private
 # PostgreSQL, two databases (one per region), two INI files whose
 # coordinators and peers point at unused ports. item create --global (by
 # shares, by --quota, idempotent re-run, conflicting re-run that changes

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# failover.sh - a node dies mid-sale (issue 3): kill -9 one of two managed
+# failover.sh - a node dies mid-sale: kill -9 one of two managed
 # nodes while buyers (esc_probe record through libescrow's routing, every
 # acknowledged outcome written down as it arrives) are buying. Its segments
 # must serve again on the other node (within lease + 1 s: a timing target,

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# fencing.sh - a newer owner fences the old one (DESIGN.md §2 "epoch").
+# fencing.sh - a newer owner fences the old one (the epoch: docs/protocols.md).
 # Node A (node id n1) serves under load; node B starts with the same node
 # id on another port, which raises the segments' epoch. From B's SEG-READY
 # on, A acknowledges nothing: every OK A gives is recorded with its wall

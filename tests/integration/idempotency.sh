@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# idempotency.sh - one key, one hold (DESIGN.md §1.4). Five reserves with the
+# idempotency.sh - one key, one hold (docs/guarantees.md). Five reserves with the
 # same key in flight at once get the same hold; the same key with other
 # parameters is IDEMPOTENCY_MISMATCH; after a restart of the node the key
 # still names its hold; a resolve finds a key's hold in the database and voids

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # metrics.sh - Prometheus metrics of both daemons and the invariant monitor
-# (issue 6, points 3 and 4), against real processes: a coordinator and two
+# (docs/operating.md), against real processes: a coordinator and two
 # managed nodes, each with --metrics on a free loopback port, one item of
 # 200 units in 8 segments, 3,000 buyers who confirm every hold.
 #

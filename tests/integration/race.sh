@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
 # race.sh - the flash sale in miniature: 10,000 buyers from 4 processes, 600
 # requests in flight, 100 units split over 4 segments. Exactly 100 holds,
-# all confirmed: sold = 100, nothing oversold, nothing lost (DESIGN.md §1.1,
-# §1.2). Every number is read back from PostgreSQL, not from the load
+# all confirmed: sold = 100, nothing oversold, nothing lost (docs/guarantees.md:
+# never oversell, conservation). Every number is read back from PostgreSQL, not from the load
 # generator's own counting.
 set -euo pipefail
 source "$(dirname "${BASH_SOURCE[0]}")/itest_lib.sh"

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# sharded_race.sh - the flash sale across a cluster (issue 3): a coordinator,
+# sharded_race.sh - the flash sale across a cluster: a coordinator,
 # 3 managed nodes, one item of 1,000 units in 16 segments, 20,000 buyers with
 # demand skewed 80/20 onto a few segments. Exactly 1,000 sold, 0 stranded
 # (no unit left anywhere while a buyer heard SOLD_OUT), conservation held at

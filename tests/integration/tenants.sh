@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# tenants.sh - tenant isolation and credentials (issue 5, point 4): the
+# tenants.sh - tenant isolation and credentials (docs/credentials.md): the
 # TENANT MATRIX. A coordinator and a managed node run with --auth on (and a
 # cluster key); two tenants, shop-a and shop-b, have the SAME item id and
 # hold with the SAME idempotency key. Then, in both directions (a attacking

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # transfer_crash.sh - a transfer survives the coordinator's death between
-# the donor's commit and the receiver's (issue 3). The coordinator runs with
+# the donor's commit and the receiver's. The coordinator runs with
 # ESC_FAILPOINT_COORD_EXIT_AFTER_SENT=1: the first time it learns a
 # segment-to-segment transfer reached 'sent' it exits before commanding the
 # receive. The units are then in no segment: conservation must count them as

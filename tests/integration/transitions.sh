@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# transitions.sh - every transition happens once (DESIGN.md §1.5):
+# transitions.sh - every transition happens once (docs/guarantees.md):
 #   (a) release twice (in turn and 4 at once): OK, cancelled, units back once
 #   (b) releases racing expiry (sweeper every 10 ms): one final state, units back once
 #   (c) confirm racing release on 50 holds: exactly one winner per hold

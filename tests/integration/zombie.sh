@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# zombie.sh - a paused node comes back fenced and harmless (issue 3). Node
+# zombie.sh - a paused node comes back fenced and harmless. Node
 # n1 serves under load (esc_probe fence-load straight at its endpoint, every
 # OK recorded with its wall time); it is SIGSTOPped past its lease, the
 # coordinator moves its segments to n2 with raised epochs; then SIGCONT.

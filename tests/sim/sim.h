@@ -26,7 +26,7 @@
 #define SIM_NSEG 2        /* segments of the one simulated item: ids 1 and 2 */
 #define SIM_NPROC 6       /* client processes */
 #define SIM_NBUYERS 4     /* processes share buyers */
-#define SIM_BATCH_ROWS 48 /* rows per batch (node_batch: ESC_BATCH_ROWS_MAX) */
+#define SIM_BATCH_ROWS 48 /* rows per batch (the node: ESC_BATCH_ROWS_MAX) */
 #define SIM_SWEEP_ROWS 16 /* expiries per sweep */
 #define SIM_BATCH_CAP (SIM_BATCH_ROWS + SIM_SWEEP_ROWS)
 #define SIM_REQS_MAX 512      /* requests a node holds at once (pool) */

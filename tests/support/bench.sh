@@ -32,8 +32,8 @@
 #       - p99 hold latency at 80% of the 1-node peak (open loop, rate-limited);
 #       - durable hold p99 while 99% of the requests are "no" (single-endpoint:
 #         a sold-out item flooded next to a live one).
-# Then `escrow-bench report` prints the table (what, figure, unit, the
-# DESIGN.md section 11 notes for comparison), the ratios and one line
+# Then `escrow-bench report` prints the table (what, figure, unit, and the
+# earlier notes of docs/performance.md for comparison), the ratios and one line
 #   RESULT a1_tps=... a128_tps=... ... ratio_esc_a128=... redis_measured=1|0
 # and what the nodes' SEG-STOP lines say about the group commit (batches,
 # rows per batch, commit time). Finally the RESULT line is checked: every key

@@ -12,17 +12,11 @@ For README.md and every docs/*.md it fails when
     folders) does not exist;
   * the text points outside the repository: a `shared/` folder, a design
     document that is not in the tree, an issue number, a section sign.
-
-tests/support/docs_links_pending.txt, if present, lists paths (one a line)
-that are accepted although they do not exist yet: the paths of a tree
-reorganisation that lands together with the docs. It is temporary; the check
-says which of its entries exist by now.
 """
 import pathlib
 import re
 import sys
 
-PENDING = "tests/support/docs_links_pending.txt"
 FORBIDDEN = [
     (re.compile(r"\bshared/"), "points at a shared/ folder outside the repository"),
     (re.compile(r"DESIGN\.md"), "points at a design document outside the repository"),
@@ -72,17 +66,11 @@ def top_folders(root):
                   if p.is_dir() and (p.name == ".ci" or not IGNORED_TOP.match(p.name)))
 
 
-def exists(root, rel, pending, used):
-    rel = rel.rstrip("/")
-    if (root / rel).exists():
-        return True
-    if rel in pending:
-        used.add(rel)
-        return True
-    return False
+def exists(root, rel):
+    return (root / rel.rstrip("/")).exists()
 
 
-def check_link(root, page, no, target, pending, used, cache, errors):
+def check_link(root, page, no, target, cache, errors):
     if re.match(r"^[a-z]+:", target):  # http:, https:, mailto:
         return
     path, _, anchor = target.partition("#")
@@ -93,14 +81,14 @@ def check_link(root, page, no, target, pending, used, cache, errors):
     except ValueError:
         errors.append(f"{where}: link '{target}' leaves the repository")
         return
-    if path and not exists(root, rel, pending, used):
+    if path and not exists(root, rel):
         errors.append(f"{where}: link '{target}': no such file in the repository")
         return
     if anchor and dest.suffix == ".md" and dest.is_file() and anchor not in anchors(dest, cache):
         errors.append(f"{where}: link '{target}': {dest.name} has no heading '#{anchor}'")
 
 
-def check_page(root, page, bare, pending, used, cache, errors):
+def check_page(root, page, bare, cache, errors):
     text = page.read_text()
     for no, line, code in split_fenced(text):
         where = f"{page.relative_to(root)}:{no}"
@@ -109,40 +97,25 @@ def check_page(root, page, bare, pending, used, cache, errors):
                 errors.append(f"{where}: {why}: {line.strip()}")
         if not code:
             for m in LINK.finditer(line):
-                check_link(root, page, no, m[1], pending, used, cache, errors)
+                check_link(root, page, no, m[1], cache, errors)
         for m in bare.finditer(line):
             path = m[0].rstrip(".,;:'\")`")
             if PLACEHOLDER.search(path):
                 continue
-            if not exists(root, path, pending, used):
+            if not exists(root, path):
                 errors.append(f"{where}: '{path}': no such file in the repository")
-
-
-def read_pending(root):
-    f = root / PENDING
-    if not f.is_file():
-        return []
-    lines = (l.split("#", 1)[0].strip() for l in f.read_text().splitlines())
-    return [l.rstrip("/") for l in lines if l]
 
 
 def main():
     root = pathlib.Path(sys.argv[1] if len(sys.argv) > 1 else ".")
     tops = "|".join(re.escape(t) for t in top_folders(root))
     bare = re.compile(r"(?<![\w./\-~])(?:%s)/[\w./\-]*" % tops)
-    pending, used, cache, errors = read_pending(root), set(), {}, []
+    cache, errors = {}, []
     checked = pages(root)
     for page in checked:
-        check_page(root, page, bare, pending, used, cache, errors)
+        check_page(root, page, bare, cache, errors)
     for e in errors:
         print("FAIL:", e)
-    arrived = [p for p in pending if (root / p).exists()]
-    if arrived:
-        print(f"note: {len(arrived)} path(s) in {PENDING} exist now; remove them "
-              f"(and the file once it is empty): " + ", ".join(arrived))
-    unused = [p for p in pending if p not in used and p not in arrived]
-    if unused:
-        print(f"note: {PENDING} lists paths no page mentions: " + ", ".join(unused))
     if errors:
         return 1
     print(f"{len(checked)} pages passed, 0 failed")

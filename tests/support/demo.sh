@@ -14,7 +14,7 @@
 #            anywhere while a buyer heard "sold out"), which must be 0.
 #            `escrowctl status` is sampled during the sale (status-live.txt).
 #   single   one segment node in static mode (escrowctl item create --node n1),
-#            the first issue's demo.
+#            the smallest demo.
 #
 # Builds nothing: ESC_BIN must name the directory with escrow-segment,
 # escrowctl, escrow-load (and escrow-coordinator for the cluster; `make demo`

@@ -51,7 +51,7 @@ static int parse(const char *env, ctl_args *out, char why[CTL_WHY_MAX], ...)
     }
     va_end(ap);
     const ctl_env e = {.dsn = env, .coordinator = env_coordinator};
-    return ctl_args_parse(argc, argv, &e, out, why);
+    return ctl_opts_parse(argc, argv, &e, out, why);
 }
 
 static ctl_args args;
@@ -353,7 +353,7 @@ static void test_consumers(void **state)
     assert_int_equal(parse(DSN, &args, why, "consumers", "t", NULL), 0);
     assert_int_equal(args.cmd, CTL_CMD_CONSUMERS);
     assert_string_equal(args.tenant, "t");
-    assert_false(ctl_cmd_is_admin(CTL_CMD_CONSUMERS));
+    assert_false(ctl_opts_is_admin(CTL_CMD_CONSUMERS));
     args.cmd = CTL_CMD_STATUS;
     FREFUSE("consumers");
     FREFUSE("consumers", "t", "u");
@@ -462,7 +462,7 @@ static void test_admin_item_commands(void **state)
                          0);
         assert_int_equal(args.cmd, simple[i].cmd);
         assert_int_equal(args.admin_op, simple[i].op);
-        assert_true(ctl_cmd_is_admin(args.cmd));
+        assert_true(ctl_opts_is_admin(args.cmd));
         assert_string_equal(args.tenant, "shop-1");
         assert_string_equal(args.item, "tee");
         assert_string_equal(args.coordinator, COORD);
@@ -553,7 +553,7 @@ static void test_config_sources(void **state)
     assert_string_equal(args.coordinator, "");
     assert_false(args.dsn_given);
     assert_false(args.coordinator_given);
-    assert_int_equal(ctl_args_apply_region(&args, &region, why), 0);
+    assert_int_equal(ctl_opts_apply_region(&args, &region, why), 0);
     assert_string_equal(args.dsn, "dbname=escrow_eu");
     assert_string_equal(args.coordinator, "tcp://127.0.0.1:7100");
     /* explicit flags win over the file */
@@ -562,20 +562,20 @@ static void test_config_sources(void **state)
                      0);
     assert_true(args.dsn_given);
     assert_true(args.coordinator_given);
-    assert_int_equal(ctl_args_apply_region(&args, &region, why), 0);
+    assert_int_equal(ctl_opts_apply_region(&args, &region, why), 0);
     assert_string_equal(args.dsn, "dbname=flag");
     assert_string_equal(args.coordinator, COORD);
     /* a coordinator command needs no --coordinator with a file, and no dsn */
     env_coordinator = NULL;
     assert_int_equal(parse(NULL, &args, why, "item", "pause", "t", "i", "--config", "eu.ini", NULL),
                      0);
-    assert_int_equal(ctl_args_apply_region(&args, &region, why), 0);
+    assert_int_equal(ctl_opts_apply_region(&args, &region, why), 0);
     assert_string_equal(args.coordinator, "tcp://127.0.0.1:7100");
     assert_string_equal(args.dsn, "");
     /* the file's coordinator must be one escrowctl can reach */
     snprintf(region.coordinator, sizeof region.coordinator, "bogus");
     assert_int_equal(parse(NULL, &args, why, "--config", "eu.ini", "nodes", NULL), 0);
-    assert_int_equal(ctl_args_apply_region(&args, &region, why), ESC_EINVAL);
+    assert_int_equal(ctl_opts_apply_region(&args, &region, why), ESC_EINVAL);
     assert_non_null(strstr(why, "eu.ini"));
 }
 
@@ -592,7 +592,7 @@ static void test_config_repeated(void **state)
     const ctl_env e = {NULL, NULL};
     /* up to CTL_CONFIG_MAX, kept in order: the first is this region */
     argv[2 * CTL_CONFIG_MAX] = "check";
-    assert_int_equal(ctl_args_parse(2 * CTL_CONFIG_MAX + 1, argv, &e, &args, why), 0);
+    assert_int_equal(ctl_opts_parse(2 * CTL_CONFIG_MAX + 1, argv, &e, &args, why), 0);
     assert_int_equal(args.nconfig, CTL_CONFIG_MAX);
     for (int i = 0; i < CTL_CONFIG_MAX; i++) {
         assert_string_equal(args.config[i], paths[i]);
@@ -602,7 +602,7 @@ static void test_config_repeated(void **state)
     argv[2 * CTL_CONFIG_MAX + 1] = paths[CTL_CONFIG_MAX];
     argv[2 * CTL_CONFIG_MAX + 2] = "check";
     args.cmd = CTL_CMD_STATUS;
-    expect_refused("too many", ctl_args_parse(2 * CTL_CONFIG_MAX + 3, argv, &e, &args, why));
+    expect_refused("too many", ctl_opts_parse(2 * CTL_CONFIG_MAX + 3, argv, &e, &args, why));
     assert_non_null(strstr(why, "--config"));
     expect_refused("empty path", parse(NULL, &args, why, "--config=", "check", NULL));
     char long_path[CTL_CONFIG_PATH_LEN_MAX + 2];
@@ -657,9 +657,9 @@ static void test_admin_refusals(void **state)
         }
         expect_refused(bad_urls[i], rc);
     }
-    assert_true(ctl_url_valid("tcp://127.0.0.1:1"));
-    assert_true(ctl_url_valid("inproc://x"));
-    assert_false(ctl_url_valid(NULL));
+    assert_true(ctl_opts_url_valid("tcp://127.0.0.1:1"));
+    assert_true(ctl_opts_url_valid("inproc://x"));
+    assert_false(ctl_opts_url_valid(NULL));
 }
 
 static void test_release_nodes_transfers(void **state)
@@ -668,7 +668,7 @@ static void test_release_nodes_transfers(void **state)
     assert_int_equal(parse(DSN, &args, why, "release", "1099511627777", NULL), 0);
     assert_int_equal(args.cmd, CTL_CMD_RELEASE);
     assert_int_equal(args.hold_id, 1099511627777LL);
-    assert_false(ctl_cmd_is_admin(args.cmd));
+    assert_false(ctl_opts_is_admin(args.cmd));
     assert_int_equal(args.timeout_ms, CTL_TIMEOUT_MS_DEFAULT);
     assert_int_equal(
         parse(DSN, &args, why, "release", "1099511627777", "--timeout-ms", "500", NULL), 0);

@@ -75,6 +75,25 @@ static void test_append_after_text(void **state)
     pg_array_fini(&a);
 }
 
+/* reset empties the literal and keeps the buffer for the next one. */
+static void test_reset_reuses(void **state)
+{
+    (void)state;
+    pg_array a;
+    pg_array_init(&a);
+    pg_array_str(&a, "x");
+    pg_array_i64(&a, 1);
+    assert_string_equal(pg_array_text(&a), "{\"x\",1}");
+    const char *buf = a.p;
+    pg_array_reset(&a);
+    assert_int_equal(a.n, 0);
+    assert_string_equal(pg_array_text(&a), "{}");
+    pg_array_i64(&a, 2);
+    assert_string_equal(pg_array_text(&a), "{2}");
+    assert_ptr_equal(a.p, buf);
+    pg_array_fini(&a);
+}
+
 /* Every element of text, as "a|b|<NULL>|". */
 static int elements(const char *text, char *out, size_t cap)
 {
@@ -196,7 +215,7 @@ int main(void)
         cmocka_unit_test(test_build_str_escapes), cmocka_unit_test(test_append_after_text),
         cmocka_unit_test(test_read_round_trip),   cmocka_unit_test(test_read_postgres_output),
         cmocka_unit_test(test_read_refusals),     cmocka_unit_test(test_parse_i64),
-        cmocka_unit_test(test_build_then_parse),
+        cmocka_unit_test(test_build_then_parse),  cmocka_unit_test(test_reset_reuses),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

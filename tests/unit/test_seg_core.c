@@ -123,7 +123,7 @@ static void test_reserve_until_sold_out(void **state)
         snprintf(key, sizeof key, "k%d", i);
         reserve(f, "b", key, 1, T0, &res);
         assert_int_equal(res.disp, SEG_COMMIT);
-        assert_int_equal(seg_hold_segment(res.hold->hold_id), res.hold->seg->segment_id);
+        assert_int_equal(seg_core_hold_segment(res.hold->hold_id), res.hold->seg->segment_id);
         seg_core_commit_op(&f->core, &res.op, T0);
     }
     assert_int_equal(f->s1->available + f->s2->available, 0);

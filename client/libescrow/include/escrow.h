@@ -22,7 +22,7 @@
  *     from the coordinator's PUB socket (routes) and talks to the segment
  *     nodes directly, one socket per node.
  *
- * Routing mode, decided behaviour (DESIGN.md section 7, issue 3):
+ * Routing mode, decided behaviour (docs/libescrow.md, Routing mode):
  *   - reserve: an item whose cached route says sold out is answered
  *     ESC_ESOLD_OUT at once, with no round trip (esc_stats.sold_out_cached);
  *     a paused item ESC_EPAUSED; a collapsed item (tail segment) goes to its

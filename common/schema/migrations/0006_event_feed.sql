@@ -1,5 +1,6 @@
 -- 0006_event_feed.sql - the event feed: a commit-safe order over the outbox,
--- and the cursors its consumers commit (coordinator/feed.h is the reader).
+-- and the cursors its consumers commit (the reader:
+-- coordinator/feed/include/escrow_feed.h).
 --
 -- The pitfall this solves: event_id comes from an identity sequence when the
 -- row is inserted, but transactions commit in any order. A reader that saw

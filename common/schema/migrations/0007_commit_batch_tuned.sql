@@ -1,5 +1,5 @@
 -- 0007_commit_batch_tuned.sql - escrow_commit_batch, same contract, less work
--- per batch (measured: issue 6, the tuning note).
+-- per batch (measured: docs/performance.md).
 --
 -- 0004's function re-read the holds it had just written or updated, by
 -- hold_id, to build the outbox rows and the per-buyer returns: three more

@@ -9,9 +9,12 @@
  *   a pool    C slots, each running one story of calls after another until
  *             the sub-command says stop (record, fence-load)
  *
- * All of esc_probe's asynchronous machinery is in this file, so that it can
- * move to the shared in-flight driver (tests/tools/driver) in one piece; the
- * sub-commands say which calls to make and judge what comes back.
+ * All three run on the shared in-flight driver (tests/tools/driver/driver.h,
+ * as escrow-load, escrow-bench and the chaos client do): a batch is one
+ * driver run with a lane per call, each lane submitting its call (a shot
+ * first waits on its lane's timer) and ending when the call's outcome
+ * arrives; a pool is a closed-loop run with a lane per slot, a job per
+ * story. The sub-commands say which calls to make and judge what comes back.
  *
  * Single-threaded: everything runs on the loop's thread. Callbacks given to
  * this module run from the loop, exactly once per submitted call.
@@ -24,14 +27,22 @@
 
 #include <uv.h>
 
+#include "driver.h"
 #include "esc_limits.h"
 #include "escrow.h"
 #include "probe_args.h"
+
+typedef struct probe_call probe_call;
 
 typedef struct probe_async {
     uv_loop_t loop; /* embedded */
     esc_async *a;   /* owned until closed */
     esc_async *a2;  /* owned until closed: a second connection (cr-race), or a */
+    /* the batch: calls submitted since the last probe_async_wait, which runs
+     * them; owned */
+    probe_call *calls;
+    uint32_t ncalls, cap;
+    bool batch_ended; /* the batch's driver called its end */
 } probe_async;
 
 /* Opens the loop and the client. two: a second connection to the same node
@@ -41,9 +52,11 @@ typedef struct probe_async {
 void probe_async_open(probe_async *p, const probe_args *args, bool two);
 /* Closes the clients and the loop; dies if a handle is left behind. */
 void probe_async_close(probe_async *p);
-/* Turns the loop until every call submitted through this module has its
- * outcome (uv_run(UV_RUN_DEFAULT) is no way to wait: libescrow's resend
- * timer stays armed up to resend_ms after the last reply). */
+/* Runs the batch (every call submitted or shot armed since the last wait),
+ * all in flight at once in the order they were submitted, and turns the
+ * loop until each has its outcome (uv_run(UV_RUN_DEFAULT) is no way to
+ * wait: libescrow's resend timer stays armed up to resend_ms after the last
+ * reply). Dies if libescrow refuses a call locally. */
 void probe_async_wait(probe_async *p);
 
 /* The outcome of one asynchronous call. */
@@ -55,13 +68,13 @@ typedef struct probe_outcome {
     int64_t at_wall_ms; /* when the reply arrived */
 } probe_outcome;
 
-/* Submits one reserve; its outcome lands in *o (borrowed until it is done).
- * Reserves alternate between the two connections, so both are up before
- * any race that uses them. Dies if libescrow refuses it locally. */
+/* Adds one reserve to the batch (the strings are copied); its outcome lands
+ * in *o (borrowed until it is done). Reserves alternate between the two
+ * connections, so both are up before any race that uses them. */
 void probe_submit_reserve(probe_async *p, const char *item, const char *buyer, const char *key,
                           int64_t qty, uint32_t ttl_ms, uint32_t deadline_ms, probe_outcome *o);
-/* Submits a confirm (of the whole hold, on the first connection) or a
- * release (on the second); the outcome lands in *o. */
+/* Adds a confirm (of the whole hold, on the first connection) or a release
+ * (on the second) to the batch; the outcome lands in *o. */
 void probe_submit_hold_op(probe_async *p, bool confirm, uint64_t hold_id, uint32_t deadline_ms,
                           probe_outcome *o);
 /* n reserves of args->qty with keys "<prefix>-<i>" (buyer = key), all in
@@ -72,18 +85,16 @@ probe_outcome *probe_reserve_many(probe_async *p, const probe_args *args, uint32
 /* ---- shots: a release fired by a timer ----------------------------------- */
 
 typedef struct probe_shot {
-    uv_timer_t timer; /* embedded */
-    probe_async *p;   /* borrowed */
-    uint64_t hold_id;
-    uint32_t deadline_ms;
-    probe_outcome o; /* the release's outcome */
+    uint64_t hold_id; /* the hold it releases */
+    probe_outcome o;  /* the release's outcome */
 } probe_shot;
 
 /* The wall clock in ms, with the loop's cached time brought up to it:
  * timers count from the loop's time, so take delays from this. */
 int64_t probe_async_now_ms(probe_async *p);
-/* Arms s (borrowed until its outcome is done) to release hold_id in
- * delay_ms. It counts as pending for probe_async_wait from now. */
+/* Adds to the batch a release of hold_id fired delay_ms after the batch
+ * starts (on its lane's timer, even for 0); s (borrowed until its outcome is
+ * done) gets the outcome. */
 void probe_shot_arm(probe_async *p, probe_shot *s, uint64_t hold_id, uint32_t deadline_ms,
                     uint64_t delay_ms);
 
@@ -94,6 +105,7 @@ typedef struct probe_pool probe_pool;
 /* One slot: the story it runs now. */
 typedef struct probe_slot {
     probe_pool *pool; /* borrowed */
+    uint32_t lane;    /* the driver's lane the slot is */
     uint64_t index;   /* the story's number: 0, 1, 2 ... */
     uint64_t hold_id; /* the story's hold, 0 until reserved */
     char key[ESC_ID_MAX + 1];
@@ -115,6 +127,7 @@ typedef struct probe_story {
 
 struct probe_pool {
     probe_async p;
+    driver *d;              /* owned while it runs: a lane per slot, a job per story */
     const probe_args *args; /* borrowed */
     probe_story story;
     probe_slot *slots;      /* owned: args->concurrency */
@@ -124,8 +137,9 @@ struct probe_pool {
 
 /* Opens the pool's client (its loop is p.loop: add timers before run). */
 void probe_pool_open(probe_pool *pool, const probe_args *args, const probe_story *story);
-/* Starts args->concurrency slots, turns the loop until nothing is left to
- * do (no story running, no timer armed), closes the client, frees the slots. */
+/* Starts args->concurrency slots (a closed-loop driver run), turns the loop
+ * until nothing is left to do (no story running, no timer armed), closes
+ * the client, frees the slots. */
 void probe_pool_run(probe_pool *pool);
 /* Confirms (of the whole hold) / releases the slot's hold; story.ended gets
  * the reply. Dies if libescrow refuses the call locally. */

@@ -15,14 +15,11 @@
  */
 #include "driver.h"
 
-#include <stdio.h>
 #include <stdlib.h>
 
 #include "clock.h"
+#include "esc_assert.h"
 #include "escrow_errors.h"
-
-/* On in every build, like ESC_ASSERT: a broken invariant is a bug here. */
-#define DRIVER_ASSERT(expr) ((expr) ? (void)0 : driver_assert_fail(__FILE__, __LINE__, #expr))
 
 typedef struct lane {
     driver *d;        /* borrowed back pointer */
@@ -52,12 +49,6 @@ struct driver {
     bool ended;
 };
 
-static void driver_assert_fail(const char *file, int line, const char *expr)
-{
-    fprintf(stderr, "%s:%d: assertion failed: %s\n", file, line, expr);
-    abort();
-}
-
 static bool open_loop(const driver *d)
 {
     return d->cfg.rate_per_s > 0;
@@ -70,7 +61,7 @@ static bool exhausted(const driver *d)
 
 static void closed(driver *d)
 {
-    DRIVER_ASSERT(d->handles_open > 0);
+    ESC_ASSERT(d->handles_open > 0);
     d->handles_open--;
 }
 
@@ -107,7 +98,7 @@ static void maybe_end(driver *d)
 static void lane_rest(driver *d, uint32_t i)
 {
     lane *l = &d->lanes[i];
-    DRIVER_ASSERT(l->busy && d->nbusy > 0);
+    ESC_ASSERT(l->busy && d->nbusy > 0);
     l->busy = false;
     d->nbusy--;
 }
@@ -136,7 +127,7 @@ static void lane_run(driver *d, uint32_t i)
         }
     }
     if (open_loop(d)) {
-        DRIVER_ASSERT(d->nfree < d->cfg.lanes);
+        ESC_ASSERT(d->nfree < d->cfg.lanes);
         d->free[d->nfree++] = i;
     }
 }
@@ -169,7 +160,7 @@ static void lane_timer_cb(uv_timer_t *t)
     lane *l = t->data;
     driver *d = l->d;
     uint32_t i = (uint32_t)(l - d->lanes);
-    DRIVER_ASSERT(l->busy);
+    ESC_ASSERT(l->busy);
     l->timer_cb(d, i, d->cfg.arg);
 }
 
@@ -211,7 +202,7 @@ int driver_new(uv_loop_t *loop, const driver_config *cfg, driver **out)
 
 void driver_start(driver *d)
 {
-    DRIVER_ASSERT(!d->started);
+    ESC_ASSERT(!d->started);
     timers_init(d);
     d->started = true;
     d->t0_us = esc_mono_us();
@@ -236,9 +227,9 @@ void driver_start(driver *d)
 
 void driver_done(driver *d, uint32_t i)
 {
-    DRIVER_ASSERT(i < d->cfg.lanes);
+    ESC_ASSERT(i < d->cfg.lanes);
     lane *l = &d->lanes[i];
-    DRIVER_ASSERT(l->busy && !uv_is_active((uv_handle_t *)&l->timer));
+    ESC_ASSERT(l->busy && !uv_is_active((uv_handle_t *)&l->timer));
     if (l->in_next) {
         l->ended_early = true; /* lane_run goes on with the next job */
         return;
@@ -254,7 +245,7 @@ void driver_done(driver *d, uint32_t i)
 
 int driver_later(driver *d, uint32_t i, uint64_t ms, driver_timer_fn cb)
 {
-    DRIVER_ASSERT(i < d->cfg.lanes && d->lanes[i].busy && cb != NULL);
+    ESC_ASSERT(i < d->cfg.lanes && d->lanes[i].busy && cb != NULL);
     d->lanes[i].timer_cb = cb;
     return uv_timer_start(&d->lanes[i].timer, lane_timer_cb, ms, 0);
 }
@@ -297,7 +288,7 @@ void driver_free(driver *d)
     if (d == NULL) {
         return;
     }
-    DRIVER_ASSERT(d->handles_open == 0); /* never started, or ended and closed */
+    ESC_ASSERT(d->handles_open == 0); /* never started, or ended and closed */
     free(d->lanes);
     free(d->free);
     free(d);

@@ -1,6 +1,6 @@
 /*
  * driver.h - keeps N jobs in flight on one libuv loop: the one loop that
- * escrow-load, escrow-bench and the chaos client (and, later, the probes)
+ * escrow-load, escrow-bench, the chaos client and esc_probe
  * share instead of each keeping its own.
  *
  * A job is what the tool calls one unit of work: one reserve (escrow-bench),

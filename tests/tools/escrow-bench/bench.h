@@ -1,6 +1,6 @@
 /*
  * bench.h - escrow-bench, the benchmark against what a shop would pick
- * instead (DESIGN.md section 10, issue 6): one hot PostgreSQL row, the same
+ * instead (docs/performance.md): one hot PostgreSQL row, the same
  * stock in 100 rows, a Redis Lua gate, and escrow end to end through
  * libescrow. tests/support/bench.sh starts the servers and runs one
  * measurement per invocation; `escrow-bench report` turns the collected

@@ -3,9 +3,10 @@
  * by the measurements, collected by tests/support/bench.sh) become the
  * side-by-side table, the ratios and one RESULT line.
  *
- * Every figure comes from FILE; the only constants here are the field
- * notes of DESIGN.md section 11, printed next to the figures as text for
- * comparison and never used in a computation. A Redis figure is "skipped"
+ * Every figure comes from FILE; the only constants here are the figures
+ * measured before escrow was written (docs/performance.md, "Measured before
+ * the code"), printed next to the figures as text for comparison and never
+ * used in a computation. A Redis figure is "skipped"
  * when the run says redis-server was not installed (redis_skipped=1); any
  * other missing figure is an error (exit 1), so a broken measurement cannot
  * pass as a result.
@@ -38,7 +39,7 @@ typedef struct row {
     const char *source;     /* key in the BENCH lines, or NULL: computed */
     const char *what;
     const char *unit;
-    const char *notes; /* DESIGN.md section 11, for comparison only */
+    const char *notes; /* measured before the code (docs/performance.md), for comparison only */
     bool redis;        /* skipped without redis-server */
 } row;
 
@@ -172,7 +173,8 @@ static void fmt_value(char *buf, size_t len, double v, const char *unit)
 static int print_table(const kvs *t, bool redis_skipped)
 {
     int missing = 0;
-    printf("%-66s %12s  %-10s %s\n", "what", "figure", "unit", "DESIGN.md 11 notes");
+    printf("%-66s %12s  %-10s %s\n", "what", "figure", "unit",
+           "earlier notes (docs/performance.md)");
     for (size_t i = 0; i < NROWS; i++) {
         const row *r = &ROWS[i];
         char buf[32];
@@ -188,13 +190,13 @@ static int print_table(const kvs *t, bool redis_skipped)
     return missing;
 }
 
-/* A ratio of two figures of the run, with the issue's target as text. */
+/* A ratio of two figures of the run, with its target as text. */
 typedef struct ratio {
     const char *result_key;
     const char *what;
     double num, den;
     bool redis;
-    double target; /* issue 6; shown with the figure, never asserted */
+    double target; /* docs/performance.md; shown with the figure, never asserted */
     const char *target_text;
 } ratio;
 

@@ -3,7 +3,6 @@
  */
 #include "counters.h"
 
-#include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -11,6 +10,7 @@
 #include <libpq-fe.h>
 
 #include "escrow_errors.h"
+#include "pg_result.h"
 
 static const char *const query =
     "/* escrow:load-counters */ SELECT total, available, held, sold, in_flight, unallocated, ok "
@@ -25,29 +25,13 @@ static void chomp(char *s)
     }
 }
 
-static int parse_i64(const PGresult *res, int col, int64_t *out)
-{
-    if (PQgetisnull(res, 0, col)) {
-        return ESC_EDB;
-    }
-    const char *s = PQgetvalue(res, 0, col);
-    char *end = NULL;
-    errno = 0;
-    long long v = strtoll(s, &end, 10);
-    if (errno != 0 || end == s || *end != '\0') {
-        return ESC_EDB;
-    }
-    *out = v;
-    return 0;
-}
-
 static int read_row(const PGresult *res, load_counters *out, char *why, size_t why_len)
 {
     load_counters c;
     memset(&c, 0, sizeof c);
     int64_t *cols[] = {&c.total, &c.available, &c.held, &c.sold, &c.in_flight, &c.unallocated};
     for (int i = 0; i < 6; i++) {
-        if (parse_i64(res, i, cols[i]) < 0) {
+        if (pg_result_i64(res, 0, i, cols[i]) != 0) {
             snprintf(why, why_len, "column %s is not an integer", PQfname(res, i));
             return ESC_EDB;
         }
@@ -56,7 +40,7 @@ static int read_row(const PGresult *res, load_counters *out, char *why, size_t w
         snprintf(why, why_len, "column ok is NULL");
         return ESC_EDB;
     }
-    c.ok = strcmp(PQgetvalue(res, 0, 6), "t") == 0;
+    c.ok = pg_result_true(res, 0, 6);
     *out = c;
     return 0;
 }
