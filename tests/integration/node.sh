@@ -64,8 +64,8 @@ esc_cluster_start "$work/cluster" --nodes 2
 esc_psql "ALTER TABLE segments ALTER COLUMN segment_id RESTART WITH 5000000" >/dev/null
 export ESC_BIN ESCROW_DSN ESCROW_COORDINATOR ESC_CLUSTER_PUBLISH ESC_PG_BINDIR
 
-esc_step "node --test (client/node/test/)"
-if ! (cd "$pkg" && env "${node_env[@]}" node --test --test-concurrency=1 test/) 2>&1 |
+esc_step "node --test (client/node/test/*.test.js)"
+if ! (cd "$pkg" && env "${node_env[@]}" node --test --test-concurrency=1 test/*.test.js) 2>&1 |
     tee "$work/node-test.log"; then
     esc_fail "node --test failed"
 fi

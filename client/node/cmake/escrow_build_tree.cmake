@@ -21,22 +21,31 @@ endif()
 file(STRINGS ${ESCROW_BUILD_DIR}/CMakeCache.txt ESCROW_SOURCE_DIR REGEX "^escrow_SOURCE_DIR:STATIC=")
 string(REGEX REPLACE "^escrow_SOURCE_DIR:STATIC=" "" ESCROW_SOURCE_DIR "${ESCROW_SOURCE_DIR}")
 
+# Target escrow's archive is libescrow.a, or libescrow_client.a in a tree
+# that also builds the installable libescrow.a.
 set(_esc_archives)
-foreach(a client/libescrow/libescrow.a proto/libescrow_proto.a common/libescrow_common.a
-          common/libescrow_base.a)
-  if(NOT EXISTS ${ESCROW_BUILD_DIR}/${a})
-    message(FATAL_ERROR "${ESCROW_BUILD_DIR}/${a} is missing: build libescrow first "
+foreach(a client/libescrow/libescrow proto/libescrow_proto common/libescrow_common
+          common/libescrow_base)
+  if(a STREQUAL "client/libescrow/libescrow" AND EXISTS ${ESCROW_BUILD_DIR}/${a}_client.a)
+    set(a ${a}_client)
+  endif()
+  if(NOT EXISTS ${ESCROW_BUILD_DIR}/${a}.a)
+    message(FATAL_ERROR "${ESCROW_BUILD_DIR}/${a}.a is missing: build libescrow first "
                         "(cmake --build ${ESCROW_BUILD_DIR} --target escrow) or set "
                         "ESCROW_BUILD_DIR to the build tree that has it")
   endif()
-  list(APPEND _esc_archives ${ESCROW_BUILD_DIR}/${a})
+  list(APPEND _esc_archives ${ESCROW_BUILD_DIR}/${a}.a)
 endforeach()
+# Headers: the source tree's, and those a build tree generates (if any).
+set(_esc_include ${ESCROW_SOURCE_DIR}/client/libescrow/include ${ESCROW_SOURCE_DIR}/common)
+if(EXISTS ${ESCROW_BUILD_DIR}/include/escrow)
+  list(PREPEND _esc_include ${ESCROW_BUILD_DIR}/include/escrow)
+endif()
 
 pkg_check_modules(ESCROW_DEPS REQUIRED nanomsg libprotobuf-c)
 add_library(PkgConfig::ESCROW INTERFACE IMPORTED)
 set_target_properties(PkgConfig::ESCROW PROPERTIES
-  INTERFACE_INCLUDE_DIRECTORIES
-    "${ESCROW_SOURCE_DIR}/client/libescrow/include;${ESCROW_SOURCE_DIR}/common"
+  INTERFACE_INCLUDE_DIRECTORIES "${_esc_include}"
   INTERFACE_LINK_LIBRARIES "${_esc_archives};${ESCROW_DEPS_LINK_LIBRARIES};pthread")
 
 file(STRINGS ${ESCROW_BUILD_DIR}/CMakeCache.txt _esc_sanitize REGEX "^ESC_SANITIZE:BOOL=ON$")

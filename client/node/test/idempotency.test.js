@@ -37,9 +37,14 @@ test('confirm retried returns the same converted hold', async () => {
   const c = client();
   const h = await c.reserve({ item: 'idem-confirm', buyer: 'b1', key: 'c-1' });
   const sold = await c.confirm(h);
+  const again = await c.confirm(h); // a confirm whose answer was lost, retried
   const got = await c.get(h.holdId);
-  assert.equal(sold.state, 'converted');
-  assert.equal(got.state, 'converted');
-  assert.equal(got.qtySold, 1);
+  for (const x of [sold, again, got]) {
+    assert.equal(x.holdId, h.holdId);
+    assert.equal(x.state, 'converted');
+    assert.equal(x.qtySold, 1);
+  }
   await c.close();
+  assert.equal(sql1(`SELECT sum(sold) FROM segments WHERE tenant_id = '${TENANT}'
+    AND item_id = 'idem-confirm'`), '1', 'sold once');
 });
