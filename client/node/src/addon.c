@@ -111,20 +111,25 @@ NAPI_MODULE_INIT()
         free(ne);
         return NULL;
     }
+#define FN(name, fn)                                                                               \
+    {                                                                                              \
+        name, NULL, fn, NULL, NULL, NULL, napi_default, NULL                                       \
+    }
     static const napi_property_descriptor fns[] = {
-        {"setup", NULL, op_setup, NULL, NULL, NULL, napi_default, NULL},
-        {"codes", NULL, op_codes, NULL, NULL, NULL, napi_default, NULL},
-        {"live", NULL, op_live, NULL, NULL, NULL, napi_default, NULL},
-        {"clientNew", NULL, nesc_op_client_new, NULL, NULL, NULL, napi_default, NULL},
-        {"reserve", NULL, nesc_op_reserve, NULL, NULL, NULL, napi_default, NULL},
-        {"confirm", NULL, nesc_op_confirm, NULL, NULL, NULL, napi_default, NULL},
-        {"release", NULL, nesc_op_release, NULL, NULL, NULL, napi_default, NULL},
-        {"extend", NULL, nesc_op_extend, NULL, NULL, NULL, napi_default, NULL},
-        {"get", NULL, nesc_op_get, NULL, NULL, NULL, napi_default, NULL},
-        {"reserveCart", NULL, nesc_op_reserve_cart, NULL, NULL, NULL, napi_default, NULL},
-        {"close", NULL, nesc_op_close, NULL, NULL, NULL, napi_default, NULL},
-        {"stats", NULL, nesc_op_stats, NULL, NULL, NULL, napi_default, NULL},
+        FN("setup", op_setup),
+        FN("codes", op_codes),
+        FN("live", op_live),
+        FN("clientNew", nesc_op_client_new),
+        FN("reserve", nesc_op_reserve),
+        FN("confirm", nesc_op_confirm),
+        FN("release", nesc_op_release),
+        FN("extend", nesc_op_extend),
+        FN("get", nesc_op_get),
+        FN("reserveCart", nesc_op_reserve_cart),
+        FN("close", nesc_op_close),
+        FN("stats", nesc_op_stats),
     };
+#undef FN
     if (!nesc_ok(env, napi_define_properties(env, exports, sizeof fns / sizeof fns[0], fns),
                  "napi_define_properties")) {
         return NULL;

@@ -31,6 +31,26 @@ static bool args(napi_env env, napi_callback_info info, size_t n, napi_value *ar
     return nesc_ok(env, napi_get_cb_info(env, info, &argc, argv, NULL, NULL), "napi_get_cb_info");
 }
 
+/* Reads n arguments, the first of which is a client handle. NULL with an
+ * exception pending if it is not one. */
+static nesc_client *client_args(napi_env env, napi_callback_info info, size_t n, napi_value *argv)
+{
+    return args(env, info, n, argv) ? nesc_client_of(env, argv[0]) : NULL;
+}
+
+/* After libescrow was given the call: rc < 0 refused it (reject now),
+ * else it runs (the client stays alive until it answers). */
+static napi_value submitted(napi_env env, nesc_client *c, nesc_call *call, int rc,
+                            napi_value promise)
+{
+    if (rc < 0) {
+        nesc_call_refuse(env, call, rc, NULL);
+    } else {
+        nesc_client_call_start(c);
+    }
+    return promise;
+}
+
 /* The promise of a call refused before it started (rc: ESC_E* or
  * NESC_THROWN). */
 static napi_value refused(napi_env env, nesc_client *c, const char *name, int rc,
@@ -110,20 +130,14 @@ napi_value nesc_op_client_new(napi_env env, napi_callback_info info)
 napi_value nesc_op_close(napi_env env, napi_callback_info info)
 {
     napi_value argv[1];
-    if (!args(env, info, 1, argv)) {
-        return NULL;
-    }
-    nesc_client *c = nesc_client_of(env, argv[0]);
+    nesc_client *c = client_args(env, info, 1, argv);
     return c != NULL ? nesc_client_close(env, c) : NULL;
 }
 
 napi_value nesc_op_stats(napi_env env, napi_callback_info info)
 {
     napi_value argv[1];
-    if (!args(env, info, 1, argv)) {
-        return NULL;
-    }
-    nesc_client *c = nesc_client_of(env, argv[0]);
+    nesc_client *c = client_args(env, info, 1, argv);
     if (c == NULL) {
         return NULL;
     }
@@ -139,10 +153,7 @@ napi_value nesc_op_stats(napi_env env, napi_callback_info info)
 napi_value nesc_op_reserve(napi_env env, napi_callback_info info)
 {
     napi_value argv[NESC_ARGS_MAX];
-    if (!args(env, info, 7, argv)) {
-        return NULL;
-    }
-    nesc_client *c = nesc_client_of(env, argv[0]);
+    nesc_client *c = client_args(env, info, 7, argv);
     if (c == NULL) {
         return NULL;
     }
@@ -171,12 +182,7 @@ napi_value nesc_op_reserve(napi_env env, napi_callback_info info)
         return NULL;
     }
     rc = c->a != NULL ? esc_async_reserve(c->a, &req, dl_ms, nesc_call_hold_cb, call) : ESC_ECLOSED;
-    if (rc < 0) {
-        nesc_call_refuse(env, call, rc, NULL);
-    } else {
-        nesc_client_call_start(c);
-    }
-    return promise;
+    return submitted(env, c, call, rc, promise);
 }
 
 /* ---- calls on a hold --------------------------------------------------- */
@@ -211,10 +217,7 @@ static napi_value hold_call(napi_env env, napi_callback_info info, hold_op op)
 {
     bool has_n = op == OP_CONFIRM || op == OP_EXTEND;
     napi_value argv[4];
-    if (!args(env, info, has_n ? 4 : 3, argv)) {
-        return NULL;
-    }
-    nesc_client *c = nesc_client_of(env, argv[0]);
+    nesc_client *c = client_args(env, info, has_n ? 4 : 3, argv);
     if (c == NULL) {
         return NULL;
     }
@@ -241,13 +244,7 @@ static napi_value hold_call(napi_env env, napi_callback_info info, hold_op op)
     if (nesc_call_new(env, c, hold_op_name[op], &call, &promise) != 0) {
         return NULL;
     }
-    rc = hold_submit(c, op, id, n, dl_ms, call);
-    if (rc < 0) {
-        nesc_call_refuse(env, call, rc, NULL);
-    } else {
-        nesc_client_call_start(c);
-    }
-    return promise;
+    return submitted(env, c, call, hold_submit(c, op, id, n, dl_ms, call), promise);
 }
 
 napi_value nesc_op_confirm(napi_env env, napi_callback_info info)
@@ -351,21 +348,13 @@ static napi_value cart_submit(napi_env env, nesc_client *c, const cart_in *in)
     int rc = c->a != NULL ? esc_async_reserve_cart(c->a, in->buyer, in->lines, in->nlines, in->key,
                                                    in->ttl_ms, in->dl_ms, nesc_call_cart_cb, call)
                           : ESC_ECLOSED;
-    if (rc < 0) {
-        nesc_call_refuse(env, call, rc, NULL);
-    } else {
-        nesc_client_call_start(c);
-    }
-    return promise;
+    return submitted(env, c, call, rc, promise);
 }
 
 napi_value nesc_op_reserve_cart(napi_env env, napi_callback_info info)
 {
     napi_value argv[NESC_ARGS_MAX];
-    if (!args(env, info, 7, argv)) {
-        return NULL;
-    }
-    nesc_client *c = nesc_client_of(env, argv[0]);
+    nesc_client *c = client_args(env, info, 7, argv);
     if (c == NULL) {
         return NULL;
     }
