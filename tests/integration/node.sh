@@ -30,7 +30,10 @@ if ! command -v node >/dev/null || ! command -v npm >/dev/null; then
 fi
 [[ -x ${ESC_BIN:-}/escrowctl ]] || esc_fail "no escrowctl in ESC_BIN='${ESC_BIN:-}'"
 build_dir=$(cd "$ESC_BIN/.." && pwd)
-[[ -f $build_dir/client/libescrow/libescrow.a ]] || esc_fail "libescrow is not built in $build_dir"
+# Where the addon's build finds libescrow: ESCROW_BUILD_DIR for the build
+# tree's archives (client/node/cmake/escrow_build_tree.cmake); the build
+# tree's escrow.pc, for a client/node/CMakeLists.txt that uses pkg-config.
+pc_path=$build_dir/lib/pkgconfig${PKG_CONFIG_PATH:+:$PKG_CONFIG_PATH}
 
 t0=$SECONDS
 passed=0
@@ -42,7 +45,7 @@ esc_step "npm install of client/node (node $(node --version), npm $(npm --versio
 pkg=$work/escrow
 mkdir -p "$pkg"
 tar -C "$ESC_SRC/client/node" --exclude=./node_modules --exclude=./build -cf - . | tar -C "$pkg" -xf -
-(cd "$pkg" && ESCROW_BUILD_DIR=$build_dir npm install "${npm_flags[@]}") >"$work/npm-install.log" 2>&1 || {
+(cd "$pkg" && ESCROW_BUILD_DIR=$build_dir PKG_CONFIG_PATH=$pc_path npm install "${npm_flags[@]}") >"$work/npm-install.log" 2>&1 || {
     cat "$work/npm-install.log" >&2
     esc_fail "npm install failed"
 }
@@ -75,7 +78,7 @@ tarball=$(cd "$pkg" && npm pack --silent "${npm_flags[@]}" | tail -n 1)
 app=$work/app
 mkdir -p "$app"
 echo '{ "name": "shop-checkout", "version": "1.0.0", "private": true }' >"$app/package.json"
-(cd "$app" && ESCROW_BUILD_DIR=$build_dir npm install "${npm_flags[@]}" "$pkg/$tarball") \
+(cd "$app" && ESCROW_BUILD_DIR=$build_dir PKG_CONFIG_PATH=$pc_path npm install "${npm_flags[@]}" "$pkg/$tarball") \
     >"$work/app-install.log" 2>&1 || {
     cat "$work/app-install.log" >&2
     esc_fail "npm install $tarball failed"

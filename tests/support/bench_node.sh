@@ -32,6 +32,10 @@ if ! command -v node >/dev/null || ! command -v npm >/dev/null; then
     esc_fail "node and npm are needed"
 fi
 build_dir=$(cd "$ESC_BIN/.." && pwd)
+# Where the addon's build finds libescrow: ESCROW_BUILD_DIR for the build
+# tree's archives (client/node/cmake/escrow_build_tree.cmake); the build
+# tree's escrow.pc, for a client/node/CMakeLists.txt that uses pkg-config.
+pc_path=$build_dir/lib/pkgconfig${PKG_CONFIG_PATH:+:$PKG_CONFIG_PATH}
 if grep -q '^ESC_SANITIZE:BOOL=ON$' "$build_dir/CMakeCache.txt"; then
     esc_fail "$build_dir is built with sanitizers: figures would mean nothing (make build)"
 fi
@@ -44,7 +48,7 @@ pkg=$dir/escrow
 rm -rf "$pkg"
 mkdir -p "$pkg"
 tar -C "$ESC_SRC/client/node" --exclude=./node_modules --exclude=./build -cf - . | tar -C "$pkg" -xf -
-(cd "$pkg" && ESCROW_BUILD_DIR=$build_dir npm install --no-audit --no-fund --loglevel=error) \
+(cd "$pkg" && ESCROW_BUILD_DIR=$build_dir PKG_CONFIG_PATH=$pc_path npm install --no-audit --no-fund --loglevel=error) \
     >"$dir/npm-install.log" 2>&1 || { cat "$dir/npm-install.log" >&2; esc_fail "npm install failed"; }
 
 esc_step "a local cluster: PostgreSQL, coordinator, 1 node"
