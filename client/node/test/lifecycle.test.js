@@ -49,7 +49,7 @@ test('a client dropped without close() is collected and closed', () => {
       await c.get((5000000n << 40n) | 1n).catch(() => {});
     }
     (async () => {
-      for (let i = 0; i < 50; i++) {
+      for (let i = 0; i < 20; i++) {
         await use();
       }
       for (let n = 0; n < 600 && native.live().clients > 0; n++) {
@@ -58,7 +58,7 @@ test('a client dropped without close() is collected and closed', () => {
       }
       console.log(JSON.stringify(native.live()));
     })();`, ['--expose-gc']);
-  assert.equal(out, '{"clients":0,"calls":0}');
+  assert.equal(out, '{"clients":0,"calls":0}', 'every one of 20 dropped clients closed');
 });
 
 test('an idle, unclosed client does not keep the process alive', () => {
@@ -96,7 +96,7 @@ test('a worker torn down, and a process exiting, with calls in flight', () => {
 
 test('many clients opened and closed leave nothing behind', async () => {
   const before = native.live();
-  for (let i = 0; i < 200; i++) {
+  for (let i = 0; i < 50; i++) {
     const c = client();
     const p = c.get((5000000n << 40n) | 1n).catch((e) => e.code);
     await c.close();
