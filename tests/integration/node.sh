@@ -96,8 +96,14 @@ const c = new Client({ coordinator: process.env.ESCROW_COORDINATOR,
 (async () => {
   const hold = await c.reserve({ item: 'app-tee', buyer: 'b1', key: 'app-order-1' });
   const sold = await c.confirm(hold.holdId);
-  const again = await c.reserve({ item: 'app-tee', buyer: 'b2', key: 'app-order-2' })
-    .catch((e) => e);
+  // The next buyer: TRY_LATER until the cluster has heard of the sale, then
+  // SOLD_OUT (the same key each time, as checkout code retries).
+  let again;
+  for (let i = 0; i < 600; i++) {
+    again = await c.reserve({ item: 'app-tee', buyer: 'b2', key: 'app-order-2' }).catch((e) => e);
+    if (!(again instanceof EscrowError) || again.code !== 'TRY_LATER') break;
+    await new Promise((r) => setTimeout(r, 100));
+  }
   console.log(`APP ${sold.state} ${sold.holdId} ${again instanceof EscrowError ? again.code : again}`);
   await c.close();
 })();
