@@ -329,8 +329,11 @@ int wire_encode_route_pub(const wire_route *r, void *buf, size_t cap, size_t *le
 int wire_decode_route_pub(const void *buf, size_t len, wire_route *out);
 
 int wire_encode_reply(const wire_reply *rep, void *buf, size_t cap, size_t *len);
-/* Decodes a reply; segs are written up to segs_cap (nsegs says how many);
- * route and hb as described in wire_reply. A route or heartbeat part that
+/* Decodes a reply into out, which the caller zero-initialises and then
+ * points at the storage it wants filled (the decoder reads segs, segs_cap,
+ * route, hb, quota and quota_cap from it: an uninitialised sink is a write
+ * through a garbage pointer). segs are written up to segs_cap (nsegs says
+ * how many); route and hb as described in wire_reply. A route or heartbeat part that
  * breaks its bounds makes the whole reply ESC_EPROTO. */
 int wire_decode_reply(const void *buf, size_t len, wire_reply *out);
 

@@ -232,11 +232,8 @@ static void on_resolve_reply(esc_async *a, call *c, int status, const wire_reply
 
 void cli_answer_reply(esc_async *a, conn *k, void *msg, size_t len, const nnx_hdr *hdr)
 {
-    wire_reply rep;
-    rep.segs = NULL;
-    rep.segs_cap = 0;
+    wire_reply rep = {0};
     rep.route = a->scratch; /* NULL in single-node mode: ignored */
-    rep.hb = NULL;
     int rc = wire_decode_reply(msg, len, &rep);
     nnx_free(msg);
     if (rc < 0) {

@@ -64,7 +64,7 @@ static void handle_heartbeat(coord *c, const nnx_hdr *hdr, const wire_request *q
     coord_cat_assignment(&c->cat, n, h);
     h->lease_ms = c->cfg.lease_ms;
     h->heartbeat_ms = c->cfg.heartbeat_ms;
-    wire_reply rep;
+    wire_reply rep = {0};
     memset(&rep, 0, sizeof rep);
     rep.corr_id = q->corr_id;
     rep.hb = h;

@@ -74,7 +74,7 @@ void coord_peers_check(coord_peers *ps, int i)
 static void on_reply(coord_peer *p, const void *buf, size_t len)
 {
     coord_peers *ps = p->set;
-    wire_reply rep;
+    wire_reply rep = {0};
     memset(&rep, 0, sizeof rep);
     rep.quota = ps->rx;
     rep.quota_cap = ESC_QUOTA_ITEMS_MAX;

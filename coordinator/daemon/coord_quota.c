@@ -198,7 +198,7 @@ void coord_quota_answer_move(coord *c, coord_quota *q, coord_item *it)
                  " more are being reclaimed from the segments and follow",
                  g->intent_sent, it->tenant_id, it->item_id, to, g->intent_left);
     }
-    wire_reply rep;
+    wire_reply rep = {0};
     memset(&rep, 0, sizeof rep);
     rep.corr_id = a->corr_id;
     size_t n = strnlen(msg, sizeof rep.message - 1); /* a long sentence is cut */

@@ -172,7 +172,7 @@ static void handle_status(coord *c, const nnx_hdr *hdr, const wire_request *q)
             snprintf(o->item_id, sizeof o->item_id, "%s", e->item_id);
         }
     }
-    wire_reply rep;
+    wire_reply rep = {0};
     memset(&rep, 0, sizeof rep);
     rep.corr_id = q->corr_id;
     rep.quota = r->items;

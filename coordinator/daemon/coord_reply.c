@@ -27,7 +27,7 @@ void coord_reply_send(coord *c, const nnx_hdr *hdr, const wire_reply *rep)
 
 void coord_reply(coord *c, const nnx_hdr *hdr, uint64_t corr_id, int status, const char *msg)
 {
-    wire_reply rep;
+    wire_reply rep = {0};
     memset(&rep, 0, sizeof rep);
     rep.corr_id = corr_id;
     rep.status = status;

@@ -144,7 +144,7 @@ void coord_route_handle(coord *c, const nnx_hdr *hdr, const wire_request *q)
     }
     changed(c, it); /* a change not yet published is published first */
     coord_cat_route(it, &c->route.scratch);
-    wire_reply rep;
+    wire_reply rep = {0};
     memset(&rep, 0, sizeof rep);
     rep.corr_id = q->corr_id;
     rep.route = &c->route.scratch;

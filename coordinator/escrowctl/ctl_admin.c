@@ -66,7 +66,7 @@ static void print_reply(const ctl_args *a, const wire_reply *rep, FILE *out)
 
 int ctl_admin(const ctl_args *a, FILE *out, bool *refused)
 {
-    wire_reply rep;
+    wire_reply rep = {0};
     memset(&rep, 0, sizeof rep);
     bool outcome_matters = a->admin_op == WIRE_ADMIN_RESTOCK || a->admin_op == WIRE_ADMIN_REDUCE;
     int rc = admin_call(a, a->admin_op, &rep, outcome_matters, false);
@@ -86,7 +86,7 @@ bool ctl_admin_reload(const ctl_args *a)
     if (a->coordinator[0] == '\0') {
         return false;
     }
-    wire_reply rep;
+    wire_reply rep = {0};
     memset(&rep, 0, sizeof rep);
     int rc = admin_call(a, WIRE_ADMIN_RELOAD, &rep, false, true);
     if (rc == 0 && rep.status == 0) {

@@ -48,7 +48,7 @@ static void probe_coordinator(const ctl_region *r, const ctl_args *a, region_loo
     }
     q->kind = WIRE_QUOTA_STATUS;
     snprintf(q->from_region, sizeof q->from_region, "%s", CTL_QUOTA_SENDER);
-    wire_reply rep;
+    wire_reply rep = {0};
     wire_quota_item item;
     bool sent = false;
     int ms = a->timeout_ms < CTL_REGION_PROBE_MS_MAX ? a->timeout_ms : CTL_REGION_PROBE_MS_MAX;

@@ -67,7 +67,7 @@ int ctl_region_move(ctl_region_set *set, const ctl_args *a, FILE *out, bool *ref
     }
     q->kind = WIRE_QUOTA_MOVE;
     snprintf(q->to_region, sizeof q->to_region, "%s", a->to_region);
-    wire_reply rep;
+    wire_reply rep = {0};
     wire_quota_item item;
     bool sent = false;
     int rc = ctl_rpc_quota(url, a->tenant, q, a->item, a->qty, a->timeout_ms, &rep, &item, &sent);

@@ -219,7 +219,7 @@ int ctl_release(PGconn *conn, const ctl_args *a, FILE *out, bool *refused)
         if (rc != 0) {
             return rc;
         }
-        wire_reply rep;
+        wire_reply rep = {0};
         memset(&rep, 0, sizeof rep);
         rc = send_release(a, &loc, &rep);
         if (rc != 0) {

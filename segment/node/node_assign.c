@@ -183,7 +183,7 @@ static void on_hb_frame(void *arg, const void *msg, size_t len, const nnx_hdr *h
 {
     (void)hdr;
     node *n = arg;
-    wire_reply rep;
+    wire_reply rep = {0};
     memset(&rep, 0, sizeof rep);
     rep.hb = n->hb.reply;
     int rc = wire_decode_reply(msg, len, &rep);

@@ -30,7 +30,7 @@ static void hold_to_wire(const seg_hold *h, wire_hold *w)
 void node_reply_send(node *n, const nnx_hdr *hdr, uint64_t corr_id, int status,
                      const wire_hold *hold, const char *message)
 {
-    wire_reply rep;
+    wire_reply rep = {0};
     memset(&rep, 0, sizeof rep);
     rep.corr_id = corr_id;
     rep.status = status;
@@ -128,7 +128,7 @@ void node_reply_seg_stats(const seg_segment *s, wire_seg_stats *w)
 void node_reply_stats(node *n, const nnx_hdr *hdr, const wire_request *req)
 {
     wire_seg_stats segs[ESC_STATS_SEGMENTS_MAX];
-    wire_reply rep;
+    wire_reply rep = {0};
     memset(&rep, 0, sizeof rep);
     rep.corr_id = req->corr_id;
     rep.segs = segs;

@@ -158,7 +158,7 @@ int main(int argc, char **argv)
     hbr.xfers[0] = (wire_xfer_cmd){5, WIRE_XFER_RECEIVE, 3, 10};
     wire_seg_stats st[1] = {{.segment_id = 3, .epoch = 2, .available = 40, .held = 2, .sold = 8}};
     strcpy(st[0].item_id, "tee");
-    wire_reply rep;
+    wire_reply rep = {0};
     memset(&rep, 0, sizeof rep);
     rep.corr_id = 7;
     rep.has_hold = true;

@@ -260,7 +260,7 @@ static void fake_ready(nnx_watch *w, void *arg)
         }
         wire_request req;
         char why[WIRE_WHY_MAX];
-        wire_reply rep;
+        wire_reply rep = {0};
         memset(&rep, 0, sizeof rep);
         rep.status = wire_decode_request(msg, len, &req, why);
         rep.corr_id = req.corr_id;

@@ -754,7 +754,7 @@ static void *responder_main(void *arg)
         if (r->mode == RESPOND_SILENT) {
             continue;
         }
-        wire_reply rep;
+        wire_reply rep = {0};
         memset(&rep, 0, sizeof rep);
         rep.corr_id = r->mode == RESPOND_WRONG_CORR ? r->corr_id + 1 : r->corr_id;
         rep.status = r->mode == RESPOND_REFUSE ? ESC_EUNKNOWN_ITEM : 0;
@@ -803,7 +803,7 @@ static int rpc_with(responder_mode mode, const char *url, int timeout_ms, wire_r
 static void test_rpc_round_trip(void **state)
 {
     (void)state;
-    wire_reply rep;
+    wire_reply rep = {0};
     bool sent = false;
     responder r;
     assert_int_equal(rpc_with(RESPOND_OK, "inproc://ctl-rpc-ok", 2000, &rep, &sent, &r), 0);
@@ -827,7 +827,7 @@ static void test_rpc_round_trip(void **state)
 static void test_rpc_timeouts(void **state)
 {
     (void)state;
-    wire_reply rep;
+    wire_reply rep = {0};
     bool sent = true;
     responder r;
     /* a listener that never answers: sent, then no answer within the timeout */

@@ -461,7 +461,7 @@ static void test_route_pub_and_reply(void **state)
     hb->segs[0] = (wire_assignment){5, 9, WIRE_SEG_ACTIVE, true};
     hb->nxfers = 1;
     hb->xfers[0] = (wire_xfer_cmd){11, WIRE_XFER_RECEIVE, 5, 40};
-    wire_reply rep;
+    wire_reply rep = {0};
     memset(&rep, 0, sizeof rep);
     rep.corr_id = 5;
     rep.route = r;
@@ -589,7 +589,7 @@ static void test_quota_requests_and_replies(void **state)
     strcpy(items[0].item_id, "ticket");
     items[0].quota = 400;
     items[0].known = true;
-    wire_reply rep;
+    wire_reply rep = {0};
     memset(&rep, 0, sizeof rep);
     rep.corr_id = 12;
     strcpy(rep.region, "us");

@@ -52,7 +52,7 @@ int coord_calls_route(int argc, char **argv)
     }
     probe_req c;
     coord_open(&c, argv[2]);
-    wire_reply rep;
+    wire_reply rep = {0};
     memset(&rep, 0, sizeof rep);
     rep.route = &g_route;
     if (!coord_call(&c, g_buf, len, true, &rep)) {
@@ -97,7 +97,7 @@ int coord_calls_admin(int argc, char **argv)
     }
     probe_req c;
     coord_open(&c, argv[2]);
-    wire_reply rep;
+    wire_reply rep = {0};
     memset(&rep, 0, sizeof rep);
     if (!coord_call(&c, g_buf, len, false, &rep)) {
         printf("NO_REPLY\n");

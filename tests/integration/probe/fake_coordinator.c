@@ -106,7 +106,7 @@ static void fc_log(FILE *out, uint64_t corr, const wire_heartbeat *hb)
 
 static void fc_answer(fake_coordinator *fc, const nnx_hdr *hdr, const wire_request *q)
 {
-    wire_reply rep;
+    wire_reply rep = {0};
     memset(&rep, 0, sizeof rep);
     rep.corr_id = q->corr_id;
     if (q->op != WIRE_OP_HEARTBEAT || q->hb == NULL) {

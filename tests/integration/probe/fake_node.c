@@ -122,7 +122,7 @@ int fake_node_hb(int argc, char **argv)
     g_hb.stopping = st != NULL && strcmp(st, "1") == 0;
     probe_req c;
     coord_open(&c, argv[2]);
-    wire_reply rep;
+    wire_reply rep = {0};
     if (!send_hb(&c, 1, &rep)) {
         printf("NO_REPLY\n");
         return 1;
@@ -162,7 +162,7 @@ int fake_node_hb_loop(int argc, char **argv)
     static char line[FAKE_NODE_LINE_MAX], last[FAKE_NODE_LINE_MAX];
     last[0] = '\0';
     for (uint64_t corr = 1; access(argv[8], F_OK) != 0; corr++) {
-        wire_reply rep;
+        wire_reply rep = {0};
         if (send_hb(&c, corr, &rep) && rep.has_hb) {
             format_hb(&g_hbr, line, sizeof line);
             if (strcmp(line, last) != 0) {

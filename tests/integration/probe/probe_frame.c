@@ -152,7 +152,7 @@ static void frame_counts(probe_req *c, const uint8_t *buf, size_t len, const pro
 {
     uint32_t ok = 0, busy = 0, other = 0, none = 0;
     char busy_msg[WIRE_WHY_MAX] = "-";
-    wire_reply rep;
+    wire_reply rep = {0};
     for (uint32_t i = 0; i < a->n; i++) {
         if (!frame_call(c, buf, len, a->deadline_ms, FRAME_RESEND_MS, &rep)) {
             none++;
@@ -188,7 +188,7 @@ int probe_frame(const probe_args *a)
         fprintf(stderr, "esc_probe: frame: cannot reach %s\n", a->endpoint);
         return PROBE_EXIT_USAGE;
     }
-    wire_reply rep;
+    wire_reply rep = {0};
     if (a->n > 1) {
         frame_counts(&c, buf, len, a);
     } else if (frame_call(&c, buf, len, a->deadline_ms, FRAME_RESEND_MS, &rep)) {
@@ -240,7 +240,7 @@ static int hint_call(const char *endpoint, const wire_request *q, uint32_t deadl
         return 0;
     }
     probe_req_close(&c);
-    wire_reply rep;
+    wire_reply rep = {0};
     memset(&rep, 0, sizeof rep);
     rc = wire_decode_reply(msg, mlen, &rep);
     nnx_free(msg);

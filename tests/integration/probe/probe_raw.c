@@ -119,7 +119,7 @@ static raw_req raw_base(const probe_args *args)
 /* Sends len bytes of x->buf; expects a reply with status want. */
 static void raw_expect(raw_ctx *x, const char *name, size_t len, int want)
 {
-    wire_reply rep;
+    wire_reply rep = {0};
     x->cases++;
     if (raw_call(x, len, RAW_REPLY_MS, &rep) == 0) {
         printf("CASE %-28s bytes=%-7zu -> no reply (expected %s)\n", name, len, esc_err_name(want));
@@ -291,7 +291,7 @@ static void raw_cases_size(raw_ctx *x)
     /* Over NN_RCVMAXSIZE: nanomsg drops the connection; no reply is fine. */
     size_t len = ESC_FRAME_BYTES_MAX + 4096;
     memset(x->buf, 0x0a, len);
-    wire_reply rep;
+    wire_reply rep = {0};
     x->cases++;
     int got = raw_call(x, len, 1500, &rep);
     printf("CASE %-28s bytes=%-7zu -> %s\n", "oversized_frame", len,
