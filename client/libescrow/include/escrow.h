@@ -22,7 +22,7 @@
  *     from the coordinator's PUB socket (routes) and talks to the segment
  *     nodes directly, one socket per node.
  *
- * Routing mode, decided behaviour (DESIGN.md section 7, issue 3):
+ * Routing mode, in detail:
  *   - reserve: an item whose cached route says sold out is answered
  *     ESC_ESOLD_OUT at once, with no round trip (esc_stats.sold_out_cached);
  *     a paused item ESC_EPAUSED; a collapsed item (tail segment) goes to its
@@ -51,6 +51,10 @@
  * esc_strerror() gives a sentence, esc_err_name() the code's name. The
  * library never aborts its host and logs only through the callback given in
  * esc_options. It does not link libpq.
+ *
+ * Link: pkg-config --cflags --libs escrow, or CMake's find_package(escrow)
+ * and the target escrow::escrow. ESC_VERSION_* (escrow_version.h) name the
+ * headers' version, esc_version() the library's.
  */
 #ifndef ESCROW_H
 #define ESCROW_H
@@ -62,12 +66,18 @@
 #include <uv.h>
 
 #include "escrow_errors.h"
+#include "escrow_version.h"
 
 #ifdef __cplusplus
 extern "C" {
 #endif
 
 #define ESC_ID_MAX 128 /* longest item, buyer or key, in bytes */
+
+/* The library's version, "MAJOR.MINOR.PATCH" (ESC_VERSION_STRING of the
+ * headers it was built with); compare with ESC_VERSION_STRING to see which
+ * headers a program was compiled against. */
+ESC_EXPORT const char *esc_version(void);
 
 typedef enum esc_hold_state {
     ESC_HOLD_UNKNOWN = 0,
@@ -78,7 +88,7 @@ typedef enum esc_hold_state {
 } esc_hold_state;
 
 /* "held", "converted", "cancelled", "expired" or "unknown". */
-const char *esc_hold_state_name(esc_hold_state state);
+ESC_EXPORT const char *esc_hold_state_name(esc_hold_state state);
 
 typedef struct esc_hold {
     uint64_t hold_id; /* names the hold and its segment */
@@ -92,7 +102,7 @@ typedef struct esc_hold {
     bool extended;
 } esc_hold;
 
-/* level: 0 error, 1 warn, 2 info, 3 debug (as common/log.h); line is valid
+/* level: 0 error, 1 warn, 2 info, 3 debug ; line is valid
  * only during the call. Runs on the loop's thread. */
 typedef void (*esc_log_fn)(int level, const char *line, void *arg);
 
@@ -135,15 +145,15 @@ typedef struct esc_stats {
     uint64_t route_fetches;   /* RouteReqs sent to the coordinator (not resends) */
     uint64_t route_pushes;    /* route updates received for cached items (routes socket) */
     uint64_t retargets;       /* frames re-encoded for another try: SEGMENT_EMPTY, NOT_OWNER... */
-    uint64_t resolves;        /* segments asked to resolve a key before a "no" (README: Answers) */
+    uint64_t resolves;        /* segments asked to resolve a key before a "no" */
 } esc_stats;
 
 /* The segment slot 0..nslots-1 that routing mode gives (tenant, item, buyer)
  * when the item has nslots active segments and is not collapsed (slot k is
  * the k-th active segment by segment id). Stable across versions and
  * machines; load generators use it to skew demand. 0 when nslots is 0. */
-uint32_t esc_route_slot(const char *tenant_id, const char *item_id, const char *buyer_id,
-                        uint32_t nslots);
+ESC_EXPORT uint32_t esc_route_slot(const char *tenant_id, const char *item_id, const char *buyer_id,
+                                   uint32_t nslots);
 
 /* ---- blocking API ---------------------------------------------------- */
 
@@ -151,31 +161,34 @@ typedef struct esc_client esc_client;
 
 /* Creates a client (copies what opts points to). Returns 0 and sets *out, or
  * ESC_EINVAL / ESC_ENOMEM / ESC_EIO. */
-int esc_client_new(const esc_options *opts, esc_client **out);
-void esc_client_free(esc_client *c);
+ESC_EXPORT int esc_client_new(const esc_options *opts, esc_client **out);
+ESC_EXPORT void esc_client_free(esc_client *c);
 /* Copies the client's counters into *out. Returns 0 or ESC_EINVAL. */
-int esc_client_stats(esc_client *c, esc_stats *out);
+ESC_EXPORT int esc_client_stats(esc_client *c, esc_stats *out);
 
 /* Each call waits at most deadline_ms (0 = the client's default). On 0 the
  * hold is written to *out; on ESC_EIDEMPOTENCY_MISMATCH and the sold-out
  * family *out is untouched. For confirm/release/extend/get on a hold that is
  * no longer held, *out carries its final state. */
-int esc_reserve(esc_client *c, const esc_reserve_req *req, uint32_t deadline_ms, esc_hold *out);
+ESC_EXPORT int esc_reserve(esc_client *c, const esc_reserve_req *req, uint32_t deadline_ms,
+                           esc_hold *out);
 /* qty 0 sells the whole hold; 0 < qty < hold.qty sells qty and returns the rest. */
-int esc_confirm(esc_client *c, uint64_t hold_id, int64_t qty, uint32_t deadline_ms, esc_hold *out);
-int esc_release(esc_client *c, uint64_t hold_id, uint32_t deadline_ms, esc_hold *out);
-int esc_extend(esc_client *c, uint64_t hold_id, uint32_t ttl_ms, uint32_t deadline_ms,
-               esc_hold *out);
-int esc_get(esc_client *c, uint64_t hold_id, uint32_t deadline_ms, esc_hold *out);
+ESC_EXPORT int esc_confirm(esc_client *c, uint64_t hold_id, int64_t qty, uint32_t deadline_ms,
+                           esc_hold *out);
+ESC_EXPORT int esc_release(esc_client *c, uint64_t hold_id, uint32_t deadline_ms, esc_hold *out);
+ESC_EXPORT int esc_extend(esc_client *c, uint64_t hold_id, uint32_t ttl_ms, uint32_t deadline_ms,
+                          esc_hold *out);
+ESC_EXPORT int esc_get(esc_client *c, uint64_t hold_id, uint32_t deadline_ms, esc_hold *out);
 
 /* All-or-nothing cart: one hold per distinct item (lines for the same item are
  * summed), keys derived from cart_key ("<cart_key>/<item_id>"). If any line
  * fails, the holds already taken are released and the call returns that
  * line's error with *failed_line set to its index. On 0, holds[0..*nholds)
  * are written (holds must have room for nlines). */
-int esc_reserve_cart(esc_client *c, const char *buyer_id, const esc_cart_line *lines, size_t nlines,
-                     const char *cart_key, uint32_t ttl_ms, uint32_t deadline_ms, esc_hold *holds,
-                     size_t *nholds, size_t *failed_line);
+ESC_EXPORT int esc_reserve_cart(esc_client *c, const char *buyer_id, const esc_cart_line *lines,
+                                size_t nlines, const char *cart_key, uint32_t ttl_ms,
+                                uint32_t deadline_ms, esc_hold *holds, size_t *nholds,
+                                size_t *failed_line);
 
 /* ---- asynchronous API ------------------------------------------------ */
 
@@ -189,27 +202,29 @@ typedef void (*esc_cart_cb)(int status, const esc_hold *holds, size_t nholds, si
 typedef void (*esc_close_cb)(void *arg);
 
 /* Creates an asynchronous client on loop (borrowed; must outlive it). */
-int esc_async_new(uv_loop_t *loop, const esc_options *opts, esc_async **out);
+ESC_EXPORT int esc_async_new(uv_loop_t *loop, const esc_options *opts, esc_async **out);
 /* Fails every pending call with ESC_ECLOSED, then frees the client and calls
  * close_cb (if any) from the loop. */
-void esc_async_close(esc_async *a, esc_close_cb close_cb, void *arg);
+ESC_EXPORT void esc_async_close(esc_async *a, esc_close_cb close_cb, void *arg);
 /* Copies the client's counters into *out. */
-void esc_async_stats(const esc_async *a, esc_stats *out);
+ESC_EXPORT void esc_async_stats(const esc_async *a, esc_stats *out);
 
 /* Each returns 0 and calls cb exactly once later, or returns an error and
  * never calls cb. */
-int esc_async_reserve(esc_async *a, const esc_reserve_req *req, uint32_t deadline_ms,
-                      esc_hold_cb cb, void *arg);
-int esc_async_confirm(esc_async *a, uint64_t hold_id, int64_t qty, uint32_t deadline_ms,
-                      esc_hold_cb cb, void *arg);
-int esc_async_release(esc_async *a, uint64_t hold_id, uint32_t deadline_ms, esc_hold_cb cb,
-                      void *arg);
-int esc_async_extend(esc_async *a, uint64_t hold_id, uint32_t ttl_ms, uint32_t deadline_ms,
-                     esc_hold_cb cb, void *arg);
-int esc_async_get(esc_async *a, uint64_t hold_id, uint32_t deadline_ms, esc_hold_cb cb, void *arg);
-int esc_async_reserve_cart(esc_async *a, const char *buyer_id, const esc_cart_line *lines,
-                           size_t nlines, const char *cart_key, uint32_t ttl_ms,
-                           uint32_t deadline_ms, esc_cart_cb cb, void *arg);
+ESC_EXPORT int esc_async_reserve(esc_async *a, const esc_reserve_req *req, uint32_t deadline_ms,
+                                 esc_hold_cb cb, void *arg);
+ESC_EXPORT int esc_async_confirm(esc_async *a, uint64_t hold_id, int64_t qty, uint32_t deadline_ms,
+                                 esc_hold_cb cb, void *arg);
+ESC_EXPORT int esc_async_release(esc_async *a, uint64_t hold_id, uint32_t deadline_ms,
+                                 esc_hold_cb cb, void *arg);
+ESC_EXPORT int esc_async_extend(esc_async *a, uint64_t hold_id, uint32_t ttl_ms,
+                                uint32_t deadline_ms, esc_hold_cb cb, void *arg);
+ESC_EXPORT int esc_async_get(esc_async *a, uint64_t hold_id, uint32_t deadline_ms, esc_hold_cb cb,
+                             void *arg);
+ESC_EXPORT int esc_async_reserve_cart(esc_async *a, const char *buyer_id,
+                                      const esc_cart_line *lines, size_t nlines,
+                                      const char *cart_key, uint32_t ttl_ms, uint32_t deadline_ms,
+                                      esc_cart_cb cb, void *arg);
 
 #ifdef __cplusplus
 }
