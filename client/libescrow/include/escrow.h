@@ -9,11 +9,15 @@
  * with the same key; ESC_ETIMEDOUT means "outcome unknown, retry with the same
  * key", never "nothing happened".
  *
- * Two APIs over one engine:
+ * Three APIs over one engine:
  *   - blocking (esc_client_*): one call, one answer; safe to use from one
  *     thread at a time per client (give each thread its own client);
  *   - asynchronous (esc_async_*): callbacks on the caller's libuv loop, for
- *     thousands of requests in flight from one thread.
+ *     thousands of requests in flight from one thread;
+ *   - threaded (esc_threaded_*): the engine on a thread of its own; blocking
+ *     calls from any number of threads at once, and queued calls whose
+ *     answers are collected through a file descriptor, for event loops that
+ *     are not libuv (Python's asyncio, epoll, kqueue).
  *
  * Two ways to reach the stock (esc_options):
  *   - single-node mode (endpoint): every call goes to one segment node;
@@ -225,6 +229,92 @@ ESC_EXPORT int esc_async_reserve_cart(esc_async *a, const char *buyer_id,
                                       const esc_cart_line *lines, size_t nlines,
                                       const char *cart_key, uint32_t ttl_ms, uint32_t deadline_ms,
                                       esc_cart_cb cb, void *arg);
+
+/* ---- threaded API ---------------------------------------------------- */
+
+/* A threaded client runs the engine on a libuv loop of its own, on a thread
+ * of its own. Every function below may be called from any thread, by many
+ * threads at once (esc_threaded_free excepted). Two ways to call:
+ *   - blocking (esc_threaded_reserve, ...): as esc_reserve and friends, but
+ *     any number of threads may wait on one client at once, each for its own
+ *     answer, sharing the client's sockets and routes;
+ *   - queued (esc_threaded_submit_*): returns at once; the answer becomes an
+ *     esc_completion carrying the caller's tag, collected with
+ *     esc_threaded_poll. esc_threaded_fd is readable while completions wait,
+ *     so an event loop watches it and drains them in batches. No caller code
+ *     ever runs on the client's thread.
+ * Calls beyond the engine's in-flight maximum wait inside the client, in
+ * order, until there is room. The log callback (esc_options.log_fn) runs on
+ * the client's thread. */
+typedef struct esc_threaded esc_threaded;
+
+/* The answer to one queued call. */
+typedef struct esc_completion {
+    uint64_t tag;       /* the caller's, as given to esc_threaded_submit_* */
+    int status;         /* 0 or a negative ESC_E* code */
+    bool has_hold;      /* hold is set: what esc_reserve & co. write to *out */
+    esc_hold hold;      /* single-hold calls */
+    size_t nholds;      /* carts, status 0: holds written to the caller's array */
+    size_t failed_line; /* carts, status < 0: the failing line (nlines: none in particular) */
+} esc_completion;
+
+/* Creates a client and starts its thread (copies what opts points to).
+ * Returns 0 and sets *out, or ESC_EINVAL / ESC_ENOMEM / ESC_EIO. */
+ESC_EXPORT int esc_threaded_new(const esc_options *opts, esc_threaded **out);
+/* Fails every pending call with ESC_ECLOSED (a caller blocked in a call
+ * returns it at once; queued calls not yet polled are dropped), stops the
+ * thread and frees the client. No call on t may start once it began. */
+ESC_EXPORT void esc_threaded_free(esc_threaded *t);
+/* Copies the client's counters into *out. Returns 0, ESC_EINVAL or ESC_ECLOSED. */
+ESC_EXPORT int esc_threaded_stats(esc_threaded *t, esc_stats *out);
+
+/* Blocking calls: exactly esc_reserve ... esc_reserve_cart (same arguments,
+ * same answers, same rules for *out), safe from any number of threads. */
+ESC_EXPORT int esc_threaded_reserve(esc_threaded *t, const esc_reserve_req *req,
+                                    uint32_t deadline_ms, esc_hold *out);
+ESC_EXPORT int esc_threaded_confirm(esc_threaded *t, uint64_t hold_id, int64_t qty,
+                                    uint32_t deadline_ms, esc_hold *out);
+ESC_EXPORT int esc_threaded_release(esc_threaded *t, uint64_t hold_id, uint32_t deadline_ms,
+                                    esc_hold *out);
+ESC_EXPORT int esc_threaded_extend(esc_threaded *t, uint64_t hold_id, uint32_t ttl_ms,
+                                   uint32_t deadline_ms, esc_hold *out);
+ESC_EXPORT int esc_threaded_get(esc_threaded *t, uint64_t hold_id, uint32_t deadline_ms,
+                                esc_hold *out);
+ESC_EXPORT int esc_threaded_reserve_cart(esc_threaded *t, const char *buyer_id,
+                                         const esc_cart_line *lines, size_t nlines,
+                                         const char *cart_key, uint32_t ttl_ms,
+                                         uint32_t deadline_ms, esc_hold *holds, size_t *nholds,
+                                         size_t *failed_line);
+
+/* Queued calls: each copies its arguments and returns 0, after which exactly
+ * one completion with tag arrives (errors found later, such as an invalid
+ * item id, arrive as its status); or returns ESC_EINVAL (t NULL, a cart
+ * without holds), ESC_ENOMEM or ESC_ECLOSED, and no completion comes. */
+ESC_EXPORT int esc_threaded_submit_reserve(esc_threaded *t, const esc_reserve_req *req,
+                                           uint32_t deadline_ms, uint64_t tag);
+ESC_EXPORT int esc_threaded_submit_confirm(esc_threaded *t, uint64_t hold_id, int64_t qty,
+                                           uint32_t deadline_ms, uint64_t tag);
+ESC_EXPORT int esc_threaded_submit_release(esc_threaded *t, uint64_t hold_id, uint32_t deadline_ms,
+                                           uint64_t tag);
+ESC_EXPORT int esc_threaded_submit_extend(esc_threaded *t, uint64_t hold_id, uint32_t ttl_ms,
+                                          uint32_t deadline_ms, uint64_t tag);
+ESC_EXPORT int esc_threaded_submit_get(esc_threaded *t, uint64_t hold_id, uint32_t deadline_ms,
+                                       uint64_t tag);
+/* holds: borrowed, room for nlines; the cart's holds are written there before
+ * its completion is queued, so it must stay valid until that completion was
+ * polled (or esc_threaded_free returned). */
+ESC_EXPORT int esc_threaded_submit_reserve_cart(esc_threaded *t, const char *buyer_id,
+                                                const esc_cart_line *lines, size_t nlines,
+                                                const char *cart_key, uint32_t ttl_ms,
+                                                uint32_t deadline_ms, esc_hold *holds,
+                                                uint64_t tag);
+
+/* A descriptor that is readable while completions wait to be polled (watch
+ * it for reading; never read it yourself). Valid until esc_threaded_free. */
+ESC_EXPORT int esc_threaded_fd(const esc_threaded *t);
+/* Moves up to max waiting completions into out[0..n) in the order they
+ * finished and returns n (0 when none waits). */
+ESC_EXPORT size_t esc_threaded_poll(esc_threaded *t, esc_completion *out, size_t max);
 
 #ifdef __cplusplus
 }
