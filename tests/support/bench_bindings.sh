@@ -9,7 +9,8 @@
 #
 # Each runner checks out ESC_BB_BUYERS buyers (reserve, then confirm) with
 # ESC_BB_CONCURRENCY calls in flight from ONE process, on an item of its own
-# with a unit for every buyer (8 segments: nothing sells out), in turn:
+# with two units for every buyer in 8 segments (no segment runs dry, so no
+# call waits for stock to move), in turn:
 #   native   escrow-load (C, libescrow's async API on its own libuv loop)
 #   threads  Python: ESC_BB_CONCURRENCY threads sharing one escrow.Client
 #   asyncio  Python: ESC_BB_CONCURRENCY tasks on one escrow.AsyncClient
@@ -42,7 +43,7 @@ n=0
 new_item() {
     n=$((n + 1))
     item=bb-$n
-    esc_ctl item create t1 "$item" --total "$buyers" --segments 8 >/dev/null
+    esc_ctl item create t1 "$item" --total $((2 * buyers)) --segments 8 >/dev/null
     esc_cluster_wait_served t1 "$item"
 }
 
