@@ -98,18 +98,23 @@ def wait_for(cond, what, timeout_s=60):
         time.sleep(0.1)
 
 
-def reserve_until_final(client, item, buyer, key, tries=600):
+# How long a racing buyer keeps retrying: it only bounds a hang (a broken
+# binding that never sells would otherwise retry TRY_LATER for ever).
+RACE_S = 120
+
+
+def reserve_until_final(client, item, buyer, key, until):
     """reserve as a shop would: TryLater (units held by others may come back)
-    and Retryable (TimedOut: outcome unknown) are retried with the SAME key.
-    The hold, or SoldOut."""
-    for _ in range(tries):
+    and Retryable (TimedOut: outcome unknown) are retried with the SAME key
+    until time.monotonic() passes until. The hold, or SoldOut."""
+    while time.monotonic() < until:
         try:
             return client.reserve(item, buyer, key)
         except escrow.TryLater:
             time.sleep(0.05)
         except escrow.Retryable:
             pass
-    raise AssertionError(f"{key}: no final answer after {tries} tries")
+    raise AssertionError(f"{key}: no final answer within {RACE_S} s")
 
 
 def confirm_until_final(client, hold, tries=100):

@@ -8,9 +8,10 @@ count."""
 
 import asyncio
 import concurrent.futures
+import time
 
 import escrow
-from clusterlib import confirm_until_final, reserve_until_final
+from clusterlib import RACE_S, confirm_until_final, reserve_until_final
 
 UNITS = 100
 
@@ -29,10 +30,11 @@ def check_sale(cluster, item, holds, sold_out, buyers):
 def test_threads_sell_exactly_the_stock(cluster, client):
     item = cluster.new_item(UNITS, segments=4)
     buyers, threads = 600, 32
+    until = time.monotonic() + RACE_S
 
     def buy(i):
         try:
-            hold = reserve_until_final(client, item, f"buyer-{i}", f"{item}-t-{i}")
+            hold = reserve_until_final(client, item, f"buyer-{i}", f"{item}-t-{i}", until)
         except escrow.SoldOut:
             return None
         return confirm_until_final(client, hold)
@@ -43,11 +45,11 @@ def test_threads_sell_exactly_the_stock(cluster, client):
     check_sale(cluster, item, holds, results.count(None), buyers)
 
 
-async def _buy_async(ac, item, i):
+async def _buy_async(ac, item, i, until):
     """One buyer on asyncio, retrying as reserve_until_final and
     confirm_until_final do."""
     key = f"{item}-a-{i}"
-    for _ in range(600):
+    while time.monotonic() < until:
         try:
             hold = await ac.reserve(item, f"buyer-{i}", key)
             break
@@ -58,7 +60,7 @@ async def _buy_async(ac, item, i):
         except escrow.Retryable:
             pass
     else:
-        raise AssertionError(f"{key}: no final answer")
+        raise AssertionError(f"{key}: no final answer within {RACE_S} s")
     for _ in range(100):
         try:
             return await ac.confirm(hold)
@@ -73,7 +75,8 @@ async def _buy_async(ac, item, i):
 
 async def _async_sale(cluster, item, buyers):
     async with escrow.AsyncClient(**cluster.options(deadline_ms=30000)) as ac:
-        return await asyncio.gather(*(_buy_async(ac, item, i) for i in range(buyers)))
+        until = time.monotonic() + RACE_S
+        return await asyncio.gather(*(_buy_async(ac, item, i, until) for i in range(buyers)))
 
 
 def test_asyncio_sells_exactly_the_stock(cluster):
