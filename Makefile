@@ -14,6 +14,9 @@
 #   make bench   packages, the Release-ish build in build/ (as make demo),
 #                then the benchmark against the alternatives
 #                (tests/support/bench.sh; results in BENCH_DIR, build/bench)
+#   make bench-bindings  the same build, then the Python binding against C
+#                (escrow-load) on one local cluster
+#                (tests/support/bench_bindings.sh; logs in BENCH_DIR/bindings)
 #   make clean   remove build/, build-test/, build-fuzz/ and _demo/
 #
 # Missing packages are installed with apt-get when running as root; otherwise
@@ -33,7 +36,7 @@ DEMO_MODE ?= cluster
 FUZZ_SMOKE_SECONDS ?= 60
 FUZZ_SECONDS ?= 600
 
-.PHONY: all deps build demo regions test fuzz clean bench
+.PHONY: all deps build demo regions test fuzz clean bench bench-bindings
 
 all: build
 
@@ -69,6 +72,10 @@ regions: build
 
 bench: build
 	ESC_BIN=$(abspath $(BUILD))/bin ESC_BENCH_DIR=$(abspath $(BENCH_DIR)) tests/support/bench.sh
+
+bench-bindings: build
+	ESC_BIN=$(abspath $(BUILD))/bin ESC_BB_DIR=$(abspath $(BENCH_DIR))/bindings \
+	  tests/support/bench_bindings.sh
 
 test: deps
 	cmake -S . -B $(BUILD_TEST) -DCMAKE_BUILD_TYPE=RelWithDebInfo -DESC_TESTS=ON -DESC_SANITIZE=ON

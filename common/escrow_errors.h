@@ -4,14 +4,24 @@
  * Every function in escrow returns 0 or a negative ESC_E* code from this
  * table; the same numbers travel on the wire (Reply.status). The table
  * generates the enum, esc_err_name() and esc_strerror(). It is part of the
- * public client API (client/libescrow/include/escrow.h includes it), so a code, once
- * published, keeps its number forever.
+ * public client API: installed beside escrow.h, which includes it, and
+ * self-contained, so a code, once published, keeps its number forever.
  *
  * The first group are answers, not failures: "sold out" and "someone was
  * faster" are different messages and deserve different buttons.
  */
 #ifndef ESCROW_ERRORS_H
 #define ESCROW_ERRORS_H
+
+/* ESC_EXPORT marks the client API: libescrow.so exports what it marks and
+ * nothing else (everything escrow compiles is hidden by default). */
+#ifndef ESC_EXPORT
+#if defined(__GNUC__) || defined(__clang__)
+#define ESC_EXPORT __attribute__((visibility("default")))
+#else
+#define ESC_EXPORT
+#endif
+#endif
 
 #define ESC_ERROR_TABLE(X)                                                                         \
     X(SOLD_OUT, -1, "sold out: nothing is left and nothing held could come back")                  \
@@ -55,10 +65,10 @@ enum esc_err {
 };
 
 /* "SOLD_OUT" for ESC_ESOLD_OUT, "OK" for 0, "UNKNOWN" otherwise. Never NULL. */
-const char *esc_err_name(int err);
+ESC_EXPORT const char *esc_err_name(int err);
 /* A sentence for humans. Never NULL. */
-const char *esc_strerror(int err);
+ESC_EXPORT const char *esc_strerror(int err);
 /* Code for a name as printed by esc_err_name(); ESC_EINVAL when unknown. */
-int esc_err_from_name(const char *name);
+ESC_EXPORT int esc_err_from_name(const char *name);
 
 #endif

@@ -15,6 +15,7 @@
 
 #include "async.h"
 #include "escrow.h"
+#include "req.h"
 
 struct esc_client {
     uv_loop_t loop; /* embedded, private */
@@ -114,12 +115,6 @@ static void one_cb(int status, const esc_hold *hold, void *arg)
     w->done = true;
 }
 
-static bool hold_untouched(int status)
-{
-    return status == ESC_EIDEMPOTENCY_MISMATCH || status == ESC_ESOLD_OUT ||
-           status == ESC_ETRY_LATER || status == ESC_ESEGMENT_EMPTY;
-}
-
 /* Waits for a submitted call; rc is what the submission returned. */
 static int wait_hold(esc_client *c, int rc, wait_one *w, esc_hold *out)
 {
@@ -127,7 +122,7 @@ static int wait_hold(esc_client *c, int rc, wait_one *w, esc_hold *out)
         return rc;
     }
     run_until(c, &w->done);
-    if (out != NULL && w->has_hold && !hold_untouched(w->status)) {
+    if (out != NULL && w->has_hold && cli_hold_shown(w->status)) {
         *out = w->hold;
     }
     return w->status;

@@ -139,3 +139,9 @@ const char *esc_hold_state_name(esc_hold_state state)
         return "unknown";
     }
 }
+
+bool cli_hold_shown(int status)
+{
+    return status != ESC_EIDEMPOTENCY_MISMATCH && status != ESC_ESOLD_OUT &&
+           status != ESC_ETRY_LATER && status != ESC_ESEGMENT_EMPTY;
+}

@@ -36,6 +36,12 @@ void cli_hold_from_wire(esc_hold *out, const wire_hold *in);
  * release -> cancelled. Then an earlier copy of the same call did the work. */
 bool cli_goal_reached(wire_op op, int64_t qty, const wire_hold *hold);
 
+/* True when a hold that came with answer status is shown to the caller
+ * (esc_reserve's *out, esc_completion.has_hold): on 0 and with the answers
+ * that carry the hold's final state, never with ESC_EIDEMPOTENCY_MISMATCH
+ * or the sold-out family (that hold is not the caller's). */
+bool cli_hold_shown(int status);
+
 /* Maps a Reply.status to what the caller sees: 0 or an ESC_E* code from the
  * table; anything else (positive, unknown) is ESC_EPROTO, and so is success
  * without the hold that every escrow operation answers with. */

@@ -53,6 +53,8 @@
 #                                 if it cannot start
 #   esc_cluster_stop DIR          stop it now (tests/support/cluster.sh stop DIR)
 #   esc_cluster_node_ep NODE / esc_cluster_node_pid NODE   echo a cluster node's endpoint / pid
+#   esc_cluster_wait_served TENANT ITEM   wait (60 s) until every segment of the item is
+#                                 owned by a node that is up; fails (exit 1) otherwise
 
 _esc_lib_dir=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 # shellcheck source=tests/support/pg.sh
@@ -230,6 +232,17 @@ esc_cluster_node_ep() {
 esc_cluster_node_pid() {
     local v=ESC_CLUSTER_NODE_PID_$1
     echo "${!v}"
+}
+
+_esc_served() {
+    [[ $(esc_psql "SELECT count(*) FILTER (WHERE n.state IS DISTINCT FROM 'up' OR s.epoch = 0)
+                   FROM segments s LEFT JOIN nodes n USING (node_id)
+                   WHERE s.tenant_id = '$1' AND s.item_id = '$2' AND s.state <> 'retired'") == 0 ]]
+}
+
+esc_cluster_wait_served() {
+    esc_wait_for 60 _esc_served "$1" "$2" ||
+        esc_fail "the segments of $1/$2 were not placed on live nodes within 60 s"
 }
 
 esc_cleanup() {

@@ -9,11 +9,15 @@
  * with the same key; ESC_ETIMEDOUT means "outcome unknown, retry with the same
  * key", never "nothing happened".
  *
- * Two APIs over one engine:
+ * Three APIs over one engine:
  *   - blocking (esc_client_*): one call, one answer; safe to use from one
  *     thread at a time per client (give each thread its own client);
  *   - asynchronous (esc_async_*): callbacks on the caller's libuv loop, for
- *     thousands of requests in flight from one thread.
+ *     thousands of requests in flight from one thread;
+ *   - threaded (esc_threaded_*): the engine on a thread of its own; blocking
+ *     calls from any number of threads at once, and queued calls whose
+ *     answers are collected through a file descriptor, for event loops that
+ *     are not libuv (Python's asyncio, epoll, kqueue).
  *
  * Two ways to reach the stock (esc_options):
  *   - single-node mode (endpoint): every call goes to one segment node;
@@ -22,7 +26,7 @@
  *     from the coordinator's PUB socket (routes) and talks to the segment
  *     nodes directly, one socket per node.
  *
- * Routing mode, decided behaviour (docs/libescrow.md, Routing mode):
+ * Routing mode, in detail:
  *   - reserve: an item whose cached route says sold out is answered
  *     ESC_ESOLD_OUT at once, with no round trip (esc_stats.sold_out_cached);
  *     a paused item ESC_EPAUSED; a collapsed item (tail segment) goes to its
@@ -51,6 +55,10 @@
  * esc_strerror() gives a sentence, esc_err_name() the code's name. The
  * library never aborts its host and logs only through the callback given in
  * esc_options. It does not link libpq.
+ *
+ * Link: pkg-config --cflags --libs escrow, or CMake's find_package(escrow)
+ * and the target escrow::escrow. ESC_VERSION_* (escrow_version.h) name the
+ * headers' version, esc_version() the library's.
  */
 #ifndef ESCROW_H
 #define ESCROW_H
@@ -62,12 +70,18 @@
 #include <uv.h>
 
 #include "escrow_errors.h"
+#include "escrow_version.h"
 
 #ifdef __cplusplus
 extern "C" {
 #endif
 
 #define ESC_ID_MAX 128 /* longest item, buyer or key, in bytes */
+
+/* The library's version, "MAJOR.MINOR.PATCH" (ESC_VERSION_STRING of the
+ * headers it was built with); compare with ESC_VERSION_STRING to see which
+ * headers a program was compiled against. */
+ESC_EXPORT const char *esc_version(void);
 
 typedef enum esc_hold_state {
     ESC_HOLD_UNKNOWN = 0,
@@ -78,7 +92,7 @@ typedef enum esc_hold_state {
 } esc_hold_state;
 
 /* "held", "converted", "cancelled", "expired" or "unknown". */
-const char *esc_hold_state_name(esc_hold_state state);
+ESC_EXPORT const char *esc_hold_state_name(esc_hold_state state);
 
 typedef struct esc_hold {
     uint64_t hold_id; /* names the hold and its segment */
@@ -92,7 +106,7 @@ typedef struct esc_hold {
     bool extended;
 } esc_hold;
 
-/* level: 0 error, 1 warn, 2 info, 3 debug (as common/log.h); line is valid
+/* level: 0 error, 1 warn, 2 info, 3 debug ; line is valid
  * only during the call. Runs on the loop's thread. */
 typedef void (*esc_log_fn)(int level, const char *line, void *arg);
 
@@ -135,15 +149,15 @@ typedef struct esc_stats {
     uint64_t route_fetches;   /* RouteReqs sent to the coordinator (not resends) */
     uint64_t route_pushes;    /* route updates received for cached items (routes socket) */
     uint64_t retargets;       /* frames re-encoded for another try: SEGMENT_EMPTY, NOT_OWNER... */
-    uint64_t resolves;        /* segments asked to resolve a key before a "no" (README: Answers) */
+    uint64_t resolves;        /* segments asked to resolve a key before a "no" */
 } esc_stats;
 
 /* The segment slot 0..nslots-1 that routing mode gives (tenant, item, buyer)
  * when the item has nslots active segments and is not collapsed (slot k is
  * the k-th active segment by segment id). Stable across versions and
  * machines; load generators use it to skew demand. 0 when nslots is 0. */
-uint32_t esc_route_slot(const char *tenant_id, const char *item_id, const char *buyer_id,
-                        uint32_t nslots);
+ESC_EXPORT uint32_t esc_route_slot(const char *tenant_id, const char *item_id, const char *buyer_id,
+                                   uint32_t nslots);
 
 /* ---- blocking API ---------------------------------------------------- */
 
@@ -151,31 +165,34 @@ typedef struct esc_client esc_client;
 
 /* Creates a client (copies what opts points to). Returns 0 and sets *out, or
  * ESC_EINVAL / ESC_ENOMEM / ESC_EIO. */
-int esc_client_new(const esc_options *opts, esc_client **out);
-void esc_client_free(esc_client *c);
+ESC_EXPORT int esc_client_new(const esc_options *opts, esc_client **out);
+ESC_EXPORT void esc_client_free(esc_client *c);
 /* Copies the client's counters into *out. Returns 0 or ESC_EINVAL. */
-int esc_client_stats(esc_client *c, esc_stats *out);
+ESC_EXPORT int esc_client_stats(esc_client *c, esc_stats *out);
 
 /* Each call waits at most deadline_ms (0 = the client's default). On 0 the
  * hold is written to *out; on ESC_EIDEMPOTENCY_MISMATCH and the sold-out
  * family *out is untouched. For confirm/release/extend/get on a hold that is
  * no longer held, *out carries its final state. */
-int esc_reserve(esc_client *c, const esc_reserve_req *req, uint32_t deadline_ms, esc_hold *out);
+ESC_EXPORT int esc_reserve(esc_client *c, const esc_reserve_req *req, uint32_t deadline_ms,
+                           esc_hold *out);
 /* qty 0 sells the whole hold; 0 < qty < hold.qty sells qty and returns the rest. */
-int esc_confirm(esc_client *c, uint64_t hold_id, int64_t qty, uint32_t deadline_ms, esc_hold *out);
-int esc_release(esc_client *c, uint64_t hold_id, uint32_t deadline_ms, esc_hold *out);
-int esc_extend(esc_client *c, uint64_t hold_id, uint32_t ttl_ms, uint32_t deadline_ms,
-               esc_hold *out);
-int esc_get(esc_client *c, uint64_t hold_id, uint32_t deadline_ms, esc_hold *out);
+ESC_EXPORT int esc_confirm(esc_client *c, uint64_t hold_id, int64_t qty, uint32_t deadline_ms,
+                           esc_hold *out);
+ESC_EXPORT int esc_release(esc_client *c, uint64_t hold_id, uint32_t deadline_ms, esc_hold *out);
+ESC_EXPORT int esc_extend(esc_client *c, uint64_t hold_id, uint32_t ttl_ms, uint32_t deadline_ms,
+                          esc_hold *out);
+ESC_EXPORT int esc_get(esc_client *c, uint64_t hold_id, uint32_t deadline_ms, esc_hold *out);
 
 /* All-or-nothing cart: one hold per distinct item (lines for the same item are
  * summed), keys derived from cart_key ("<cart_key>/<item_id>"). If any line
  * fails, the holds already taken are released and the call returns that
  * line's error with *failed_line set to its index. On 0, holds[0..*nholds)
  * are written (holds must have room for nlines). */
-int esc_reserve_cart(esc_client *c, const char *buyer_id, const esc_cart_line *lines, size_t nlines,
-                     const char *cart_key, uint32_t ttl_ms, uint32_t deadline_ms, esc_hold *holds,
-                     size_t *nholds, size_t *failed_line);
+ESC_EXPORT int esc_reserve_cart(esc_client *c, const char *buyer_id, const esc_cart_line *lines,
+                                size_t nlines, const char *cart_key, uint32_t ttl_ms,
+                                uint32_t deadline_ms, esc_hold *holds, size_t *nholds,
+                                size_t *failed_line);
 
 /* ---- asynchronous API ------------------------------------------------ */
 
@@ -189,27 +206,115 @@ typedef void (*esc_cart_cb)(int status, const esc_hold *holds, size_t nholds, si
 typedef void (*esc_close_cb)(void *arg);
 
 /* Creates an asynchronous client on loop (borrowed; must outlive it). */
-int esc_async_new(uv_loop_t *loop, const esc_options *opts, esc_async **out);
+ESC_EXPORT int esc_async_new(uv_loop_t *loop, const esc_options *opts, esc_async **out);
 /* Fails every pending call with ESC_ECLOSED, then frees the client and calls
  * close_cb (if any) from the loop. */
-void esc_async_close(esc_async *a, esc_close_cb close_cb, void *arg);
+ESC_EXPORT void esc_async_close(esc_async *a, esc_close_cb close_cb, void *arg);
 /* Copies the client's counters into *out. */
-void esc_async_stats(const esc_async *a, esc_stats *out);
+ESC_EXPORT void esc_async_stats(const esc_async *a, esc_stats *out);
 
 /* Each returns 0 and calls cb exactly once later, or returns an error and
  * never calls cb. */
-int esc_async_reserve(esc_async *a, const esc_reserve_req *req, uint32_t deadline_ms,
-                      esc_hold_cb cb, void *arg);
-int esc_async_confirm(esc_async *a, uint64_t hold_id, int64_t qty, uint32_t deadline_ms,
-                      esc_hold_cb cb, void *arg);
-int esc_async_release(esc_async *a, uint64_t hold_id, uint32_t deadline_ms, esc_hold_cb cb,
-                      void *arg);
-int esc_async_extend(esc_async *a, uint64_t hold_id, uint32_t ttl_ms, uint32_t deadline_ms,
-                     esc_hold_cb cb, void *arg);
-int esc_async_get(esc_async *a, uint64_t hold_id, uint32_t deadline_ms, esc_hold_cb cb, void *arg);
-int esc_async_reserve_cart(esc_async *a, const char *buyer_id, const esc_cart_line *lines,
-                           size_t nlines, const char *cart_key, uint32_t ttl_ms,
-                           uint32_t deadline_ms, esc_cart_cb cb, void *arg);
+ESC_EXPORT int esc_async_reserve(esc_async *a, const esc_reserve_req *req, uint32_t deadline_ms,
+                                 esc_hold_cb cb, void *arg);
+ESC_EXPORT int esc_async_confirm(esc_async *a, uint64_t hold_id, int64_t qty, uint32_t deadline_ms,
+                                 esc_hold_cb cb, void *arg);
+ESC_EXPORT int esc_async_release(esc_async *a, uint64_t hold_id, uint32_t deadline_ms,
+                                 esc_hold_cb cb, void *arg);
+ESC_EXPORT int esc_async_extend(esc_async *a, uint64_t hold_id, uint32_t ttl_ms,
+                                uint32_t deadline_ms, esc_hold_cb cb, void *arg);
+ESC_EXPORT int esc_async_get(esc_async *a, uint64_t hold_id, uint32_t deadline_ms, esc_hold_cb cb,
+                             void *arg);
+ESC_EXPORT int esc_async_reserve_cart(esc_async *a, const char *buyer_id,
+                                      const esc_cart_line *lines, size_t nlines,
+                                      const char *cart_key, uint32_t ttl_ms, uint32_t deadline_ms,
+                                      esc_cart_cb cb, void *arg);
+
+/* ---- threaded API ---------------------------------------------------- */
+
+/* A threaded client runs the engine on a libuv loop of its own, on a thread
+ * of its own. Every function below may be called from any thread, by many
+ * threads at once (esc_threaded_free excepted). Two ways to call:
+ *   - blocking (esc_threaded_reserve, ...): as esc_reserve and friends, but
+ *     any number of threads may wait on one client at once, each for its own
+ *     answer, sharing the client's sockets and routes;
+ *   - queued (esc_threaded_submit_*): returns at once; the answer becomes an
+ *     esc_completion carrying the caller's tag, collected with
+ *     esc_threaded_poll. esc_threaded_fd is readable while completions wait,
+ *     so an event loop watches it and drains them in batches. No caller code
+ *     ever runs on the client's thread.
+ * Calls beyond the engine's in-flight maximum wait inside the client, in
+ * order, until there is room. The log callback (esc_options.log_fn) runs on
+ * the client's thread. */
+typedef struct esc_threaded esc_threaded;
+
+/* The answer to one queued call. */
+typedef struct esc_completion {
+    uint64_t tag;       /* the caller's, as given to esc_threaded_submit_* */
+    int status;         /* 0 or a negative ESC_E* code */
+    bool has_hold;      /* hold is set: what esc_reserve & co. write to *out */
+    esc_hold hold;      /* single-hold calls */
+    size_t nholds;      /* carts, status 0: holds written to the caller's array */
+    size_t failed_line; /* carts, status < 0: the failing line (nlines: none in particular) */
+} esc_completion;
+
+/* Creates a client and starts its thread (copies what opts points to).
+ * Returns 0 and sets *out, or ESC_EINVAL / ESC_ENOMEM / ESC_EIO. */
+ESC_EXPORT int esc_threaded_new(const esc_options *opts, esc_threaded **out);
+/* Fails every pending call with ESC_ECLOSED (a caller blocked in a call
+ * returns it at once; queued calls not yet polled are dropped), stops the
+ * thread and frees the client. No call on t may start once it began. */
+ESC_EXPORT void esc_threaded_free(esc_threaded *t);
+/* Copies the client's counters into *out. Returns 0, ESC_EINVAL or ESC_ECLOSED. */
+ESC_EXPORT int esc_threaded_stats(esc_threaded *t, esc_stats *out);
+
+/* Blocking calls: exactly esc_reserve ... esc_reserve_cart (same arguments,
+ * same answers, same rules for *out), safe from any number of threads. */
+ESC_EXPORT int esc_threaded_reserve(esc_threaded *t, const esc_reserve_req *req,
+                                    uint32_t deadline_ms, esc_hold *out);
+ESC_EXPORT int esc_threaded_confirm(esc_threaded *t, uint64_t hold_id, int64_t qty,
+                                    uint32_t deadline_ms, esc_hold *out);
+ESC_EXPORT int esc_threaded_release(esc_threaded *t, uint64_t hold_id, uint32_t deadline_ms,
+                                    esc_hold *out);
+ESC_EXPORT int esc_threaded_extend(esc_threaded *t, uint64_t hold_id, uint32_t ttl_ms,
+                                   uint32_t deadline_ms, esc_hold *out);
+ESC_EXPORT int esc_threaded_get(esc_threaded *t, uint64_t hold_id, uint32_t deadline_ms,
+                                esc_hold *out);
+ESC_EXPORT int esc_threaded_reserve_cart(esc_threaded *t, const char *buyer_id,
+                                         const esc_cart_line *lines, size_t nlines,
+                                         const char *cart_key, uint32_t ttl_ms,
+                                         uint32_t deadline_ms, esc_hold *holds, size_t *nholds,
+                                         size_t *failed_line);
+
+/* Queued calls: each copies its arguments and returns 0, after which exactly
+ * one completion with tag arrives (errors found later, such as an invalid
+ * item id, arrive as its status); or returns ESC_EINVAL (t NULL, a cart
+ * without holds), ESC_ENOMEM or ESC_ECLOSED, and no completion comes. */
+ESC_EXPORT int esc_threaded_submit_reserve(esc_threaded *t, const esc_reserve_req *req,
+                                           uint32_t deadline_ms, uint64_t tag);
+ESC_EXPORT int esc_threaded_submit_confirm(esc_threaded *t, uint64_t hold_id, int64_t qty,
+                                           uint32_t deadline_ms, uint64_t tag);
+ESC_EXPORT int esc_threaded_submit_release(esc_threaded *t, uint64_t hold_id, uint32_t deadline_ms,
+                                           uint64_t tag);
+ESC_EXPORT int esc_threaded_submit_extend(esc_threaded *t, uint64_t hold_id, uint32_t ttl_ms,
+                                          uint32_t deadline_ms, uint64_t tag);
+ESC_EXPORT int esc_threaded_submit_get(esc_threaded *t, uint64_t hold_id, uint32_t deadline_ms,
+                                       uint64_t tag);
+/* holds: borrowed, room for nlines; the cart's holds are written there before
+ * its completion is queued, so it must stay valid until that completion was
+ * polled (or esc_threaded_free returned). */
+ESC_EXPORT int esc_threaded_submit_reserve_cart(esc_threaded *t, const char *buyer_id,
+                                                const esc_cart_line *lines, size_t nlines,
+                                                const char *cart_key, uint32_t ttl_ms,
+                                                uint32_t deadline_ms, esc_hold *holds,
+                                                uint64_t tag);
+
+/* A descriptor that is readable while completions wait to be polled (watch
+ * it for reading; never read it yourself). Valid until esc_threaded_free. */
+ESC_EXPORT int esc_threaded_fd(const esc_threaded *t);
+/* Moves up to max waiting completions into out[0..n) in the order they
+ * finished and returns n (0 when none waits). */
+ESC_EXPORT size_t esc_threaded_poll(esc_threaded *t, esc_completion *out, size_t max);
 
 #ifdef __cplusplus
 }
