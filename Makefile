@@ -3,7 +3,8 @@
 #   make demo    packages (if missing), Release-ish build in build/, then the
 #                flash-sale demo (tests/support/demo.sh; logs in _demo/): on a
 #                local cluster (coordinator + 2 nodes, 8 segments, skewed
-#                demand); DEMO_MODE=single: one node in static mode
+#                demand); DEMO_MODE=single: one node in static mode;
+#                DEMO_MODE=gateway: a sale over HTTPS through escrow-gateway
 #   make regions packages, the build in build/, then two regions (eu, us) from
 #                examples/regions on this machine and a sale across them
 #                (tests/integration/regions_sale.sh, 10,000 units)
@@ -14,6 +15,8 @@
 #   make bench   packages, the Release-ish build in build/ (as make demo),
 #                then the benchmark against the alternatives
 #                (tests/support/bench.sh; results in BENCH_DIR, build/bench)
+#   make bench-gateway  the same build, then escrow-gateway against native
+#                libescrow (tests/support/gateway_bench.sh)
 #   make clean   remove build/, build-test/, build-fuzz/ and _demo/
 #
 # Missing packages are installed with apt-get when running as root; otherwise
@@ -26,14 +29,15 @@ BUILD ?= build
 BUILD_TEST ?= build-test
 DEMO_DIR ?= _demo
 BENCH_DIR ?= $(BUILD)/bench
-# cluster (the default, tests/support/cluster.sh) or single (one node, static mode)
+# cluster (the default, tests/support/cluster.sh), single (one node, static
+# mode) or gateway (the sale over HTTPS through escrow-gateway)
 DEMO_MODE ?= cluster
 # libFuzzer targets (tests/fuzz/run.sh): seconds per target in make test
 # (skipped without clang) and in make fuzz.
 FUZZ_SMOKE_SECONDS ?= 60
 FUZZ_SECONDS ?= 600
 
-.PHONY: all deps build demo regions test fuzz clean bench
+.PHONY: all deps build demo regions test fuzz clean bench bench-gateway
 
 all: build
 
@@ -69,6 +73,9 @@ regions: build
 
 bench: build
 	ESC_BIN=$(abspath $(BUILD))/bin ESC_BENCH_DIR=$(abspath $(BENCH_DIR)) tests/support/bench.sh
+
+bench-gateway: build
+	ESC_BIN=$(abspath $(BUILD))/bin tests/support/gateway_bench.sh
 
 test: deps
 	cmake -S . -B $(BUILD_TEST) -DCMAKE_BUILD_TYPE=RelWithDebInfo -DESC_TESTS=ON -DESC_SANITIZE=ON
