@@ -37,10 +37,11 @@ static void run_mhd(gw_http *h)
     if (h->d == NULL) {
         return;
     }
+    h->kicked = false;
     (void)MHD_run(h->d);
     MHD_UNSIGNED_LONG_LONG t = 0;
     bool timed = MHD_get_timeout(h->d, &t) == MHD_YES;
-    if (timed && t == 0) {
+    if ((timed && t == 0) || h->kicked) { /* kicked: a callback inside MHD_run asked for a run */
         (void)uv_idle_start(&h->idle, on_idle); /* more to do at once: next loop turn */
         (void)uv_timer_stop(&h->timer);
         return;
@@ -73,6 +74,7 @@ static void on_poll(uv_poll_t *p, int status, int events)
 void gw_http_kick(gw_http *h)
 {
     if (h->d != NULL) {
+        h->kicked = true;
         (void)uv_idle_start(&h->idle, on_idle);
     }
 }
@@ -267,6 +269,11 @@ static void on_connection(void *cls, struct MHD_Connection *conn, void **socket_
     } else {
         h->connections--;
         metrics_gauge_add(h->metrics->connections, -1);
+        /* At --connections-max libmicrohttpd takes its listening socket out
+         * of its epoll set, and puts it back only at the start of a later
+         * MHD_run: run it again now, or connections waiting in the backlog
+         * wait for some unrelated event (found by gateway.sh). */
+        gw_http_kick(h);
     }
 }
 

@@ -83,6 +83,7 @@ struct gw_http {
     uv_timer_t timer;     /* embedded: its next timeout */
     uv_idle_t idle;       /* embedded: run it again on the next loop turn */
     int handles_open;
+    bool kicked; /* gw_http_kick since the last MHD_run began */
     void (*closed)(void *arg);
     void *closed_arg;
     char *tls_cert, *tls_key; /* owned PEM text; NULL in plain mode */

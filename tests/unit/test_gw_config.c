@@ -3,7 +3,8 @@
  * bounds, the INI file (errors name the file and the line: unknown
  * sections and keys, a key twice, a bad value, a line too long), flags
  * that the file must not override, the checks across settings (TLS or
- * plain HTTP, dsn and coordinator), and --listen's forms.
+ * plain HTTP, dsn and coordinator), --listen's forms, and
+ * examples/gateway/gateway.ini (so the example cannot rot).
  */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -178,13 +179,28 @@ static void test_check_and_listen(void **state)
     assert_int_equal(gw_config_check(&c, err, sizeof err), -1);
 }
 
+/* The example a newcomer copies loads and passes the checks. */
+static void test_example_file(void **state)
+{
+    (void)state;
+    gw_config c;
+    gw_config_defaults(&c);
+    char err[GW_ERR_LEN];
+    if (gw_config_load(ESC_SOURCE_DIR "/examples/gateway/gateway.ini", &c, NULL, NULL, err,
+                       sizeof err) != 0) {
+        fail_msg("%s", err);
+    }
+    assert_string_equal(c.coordinator, "tcp://127.0.0.1:7000");
+    assert_string_equal(c.tls_cert, "/etc/escrow/gateway.crt");
+    assert_int_equal(gw_config_check(&c, err, sizeof err), 0);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_set_and_bounds),
-        cmocka_unit_test(test_file),
-        cmocka_unit_test(test_flags_win),
-        cmocka_unit_test(test_check_and_listen),
+        cmocka_unit_test(test_set_and_bounds), cmocka_unit_test(test_file),
+        cmocka_unit_test(test_flags_win),      cmocka_unit_test(test_check_and_listen),
+        cmocka_unit_test(test_example_file),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
