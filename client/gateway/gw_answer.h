@@ -35,6 +35,7 @@ typedef struct gw_answer {
     const char *code;       /* JSON "code": lowercase, stable */
     bool retryable;         /* the same request (same key) may succeed later */
     unsigned retry_after_s; /* Retry-After header; 0 = none */
+    const char *sentence;   /* the message; NULL: esc_strerror(err) */
 } gw_answer;
 
 /* The row of err; never NULL: a code without a row (a newer cluster's)

@@ -140,7 +140,7 @@ void gw_http_json(gw_req *r, unsigned status, char *body, const gw_reply_opts *o
     }
     const char *ctype = o != NULL && o->content_type != NULL ? o->content_type : "application/json";
     char location[48], retry[16];
-    const char *hs[12] = {MHD_HTTP_HEADER_CONTENT_TYPE, ctype, MHD_HTTP_HEADER_CACHE_CONTROL,
+    const char *hs[16] = {MHD_HTTP_HEADER_CONTENT_TYPE, ctype, MHD_HTTP_HEADER_CACHE_CONTROL,
                           "no-store"};
     size_t n = 4;
     if (o != NULL && o->replay) {
@@ -158,6 +158,10 @@ void gw_http_json(gw_req *r, unsigned status, char *body, const gw_reply_opts *o
         hs[n++] = MHD_HTTP_HEADER_RETRY_AFTER;
         hs[n++] = retry;
     }
+    if (o != NULL && o->allow != NULL) {
+        hs[n++] = MHD_HTTP_HEADER_ALLOW;
+        hs[n++] = o->allow;
+    }
     hs[n] = NULL;
     for (size_t i = 0; i < n; i += 2) {
         (void)MHD_add_response_header(resp, hs[i], hs[i + 1]);
@@ -172,9 +176,10 @@ void gw_http_error(gw_req *r, int err, const char *message, const char *field, l
 {
     const gw_answer *a = gw_answer_of(err);
     if (message == NULL) {
-        message = err < 0 ? esc_strerror(err) : a->code;
+        message = a->sentence != NULL ? a->sentence : esc_strerror(err);
     }
-    gw_reply_opts o = {.retry_after_s = a->retry_after_s};
+    gw_reply_opts o = {.retry_after_s = a->retry_after_s,
+                       .allow = err == GW_EMETHOD ? r->route.allow : NULL};
     gw_http_json(r, a->http, gw_json_error(a, message, field, line, hold), &o);
 }
 

@@ -129,6 +129,7 @@ typedef struct gw_reply_opts {
     bool replay;              /* Idempotent-Replayed: true */
     uint64_t location_hold;   /* Location: /v1/holds/<id>; 0 = none */
     unsigned retry_after_s;   /* Retry-After; 0 = none */
+    const char *allow;        /* Allow (405); NULL = none */
     const char *content_type; /* NULL = application/json */
 } gw_reply_opts;
 

@@ -61,6 +61,7 @@ static void settle(const char *method, bool get, gw_route_kind kind, gw_route *o
     bool ok = get ? is_get : strcmp(method, "POST") == 0;
     out->kind = ok ? kind : GW_ROUTE_NONE;
     out->err = ok ? 0 : GW_EMETHOD;
+    out->allow = get ? "GET, HEAD" : "POST";
 }
 
 /* /v1/holds/{id}[/verb] with rest pointing after "/v1/holds/". */

@@ -43,8 +43,9 @@ typedef enum gw_route_kind {
 
 typedef struct gw_route {
     gw_route_kind kind;
-    int err;          /* kind NONE: GW_ENO_ROUTE, GW_EMETHOD or ESC_EINVAL (a bad id) */
-    uint64_t hold_id; /* the hold routes */
+    int err;           /* kind NONE: GW_ENO_ROUTE, GW_EMETHOD or ESC_EINVAL (a bad id) */
+    const char *allow; /* GW_EMETHOD: the methods the path takes, for the Allow header */
+    uint64_t hold_id;  /* the hold routes */
     char consumer[GW_CONSUMER_LEN_MAX + 1]; /* GW_ROUTE_CURSOR */
 } gw_route;
 

@@ -106,6 +106,7 @@ esc_assert_eq "$(gw_field field)" id "field"
 gw_expect 404 GET /v1/nothing
 esc_assert_eq "$(gw_field code)" no_route "code"
 gw_expect 405 DELETE "/v1/holds/$h1"
+esc_assert_eq "$(gw_header Allow)" "GET, HEAD" "Allow on 405"
 big=$(python3 -c 'print("{\"item\":\"" + "x" * 5000 + "\"}")')
 gw_expect 413 POST /v1/holds "$big" k-big2
 

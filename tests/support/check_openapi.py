@@ -12,7 +12,7 @@ operation of the document, the status one of its responses (listed
 explicitly: no "default"), the content type one the response declares,
 the body valid against that schema (python3-jsonschema, the document's
 own $refs), and every Idempotent-Replayed / Retry-After / Location header
-one the response declares, with a valid value. Each event must be a valid
+one the response declares, with a valid value (and Allow). Each event must be a valid
 components/schemas/Event. Answers of no endpoint (route "other": 404
 no_route, 405, a malformed id) are checked against the shared error
 responses (components/responses/E<status>). Fails on the first few violations, or when
@@ -26,7 +26,7 @@ import jsonschema
 
 warnings.simplefilter("ignore", DeprecationWarning)  # RefResolver on newer jsonschema
 
-CHECKED_HEADERS = ("Idempotent-Replayed", "Retry-After", "Location")
+CHECKED_HEADERS = ("Idempotent-Replayed", "Retry-After", "Location", "Allow")
 
 
 def main():

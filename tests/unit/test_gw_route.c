@@ -55,6 +55,8 @@ static void test_endpoints(void **state)
         }
     }
     assert_string_equal(match("POST", "/v1/consumers/orders/cursor").consumer, "orders");
+    assert_string_equal(match("GET", "/v1/holds").allow, "POST");
+    assert_string_equal(match("POST", "/v1/events").allow, "GET, HEAD");
     assert_string_equal(gw_route_name(GW_ROUTE_CONFIRM), "POST /v1/holds/{id}/confirm");
     assert_string_equal(gw_route_name(GW_ROUTE_NONE), "other");
 }
@@ -90,6 +92,9 @@ static void test_refusals(void **state)
         int want = bad[i].err;
         if (r.err != want) {
             fail_msg("%s %s: err %d, want %d", bad[i].method, bad[i].path, r.err, want);
+        }
+        if (want == GW_EMETHOD) {
+            assert_non_null(r.allow);
         }
     }
     char consumer[80];
