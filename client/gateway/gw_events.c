@@ -28,6 +28,7 @@
 #include "gw_record.h"
 #include "gw_sse.h"
 #include "log.h"
+#include "wire.h"
 
 enum { PHASE_OPENING, PHASE_FAILED, PHASE_STREAMING };
 
@@ -344,12 +345,12 @@ static int stream_args(gw_req *r, gw_stream *s)
     } else {
         field = "Last-Event-ID";
     }
-    if (consumer == NULL || !gw_json_id_valid(consumer, GW_CONSUMER_LEN_MAX)) {
+    if (consumer == NULL || !wire_id_valid(consumer, GW_CONSUMER_LEN_MAX)) {
         gw_http_error(r, ESC_EINVAL, "consumer is required: 1..64 printable ASCII characters",
                       "consumer", -1, NULL);
         return -1;
     }
-    if (item != NULL && item[0] != '\0' && !gw_json_id_valid(item, ESC_ITEM_LEN_MAX)) {
+    if (item != NULL && item[0] != '\0' && !wire_id_valid(item, ESC_ITEM_LEN_MAX)) {
         gw_http_error(r, ESC_EINVAL, "item must be 1..128 printable ASCII characters", "item", -1,
                       NULL);
         return -1;

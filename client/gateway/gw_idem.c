@@ -6,7 +6,7 @@
 #include <string.h>
 
 #include "esc_limits.h"
-#include "gw_json.h"
+#include "wire.h"
 
 /* The "no" says the hold already is what op would have made it. */
 static bool done_already(gw_op op, int status, const esc_hold *h, int64_t qty)
@@ -66,7 +66,7 @@ gw_outcome gw_idem_cart(int status, const esc_hold *holds, size_t nholds)
 
 bool gw_idem_key_valid(const char *key)
 {
-    return key != NULL && gw_json_id_valid(key, ESC_KEY_LEN_MAX);
+    return key != NULL && wire_id_valid(key, ESC_KEY_LEN_MAX);
 }
 
 bool gw_idem_cart_key_fits(const char *key, size_t item_len)

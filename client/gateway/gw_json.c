@@ -14,6 +14,7 @@
 #include <jansson.h>
 
 #include "escrow_errors.h"
+#include "wire.h"
 
 enum field_kind { F_ID, F_INT, F_TTL };
 
@@ -36,20 +37,6 @@ static int bad_at(gw_bad *bad, const char *fieldname, const char *fmt, ...)
     vsnprintf(bad->why, sizeof bad->why, fmt, ap);
     va_end(ap);
     return ESC_EINVAL;
-}
-
-bool gw_json_id_valid(const char *s, size_t max)
-{
-    size_t n = strlen(s);
-    if (n == 0 || n > max) {
-        return false;
-    }
-    for (size_t i = 0; i < n; i++) {
-        if (s[i] < '!' || s[i] > '~') {
-            return false;
-        }
-    }
-    return true;
 }
 
 /* The body as a JSON object; an empty (or blank) body is {} when
@@ -86,8 +73,7 @@ static int take_field(const field_def *f, json_t *v, gw_bad *bad)
 {
     if (f->kind == F_ID) {
         const char *s = json_is_string(v) ? json_string_value(v) : NULL;
-        if (s == NULL || strlen(s) != json_string_length(v) ||
-            !gw_json_id_valid(s, (size_t)f->max)) {
+        if (s == NULL || strlen(s) != json_string_length(v) || !wire_id_valid(s, (size_t)f->max)) {
             return bad_at(bad, f->name,
                           "%s must be a string of 1..%" PRId64
                           " printable ASCII characters (no spaces)",

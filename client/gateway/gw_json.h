@@ -67,10 +67,6 @@ int gw_json_release(const char *body, size_t len, gw_bad *bad);
 /* cursor {event_id}: a string of digits (as events show it) or a number. */
 int gw_json_cursor(const char *body, size_t len, int64_t *event_id, gw_bad *bad);
 
-/* True if s is 1..max bytes of printable ASCII (0x21..0x7e): the rule of
- * every id (item, buyer, idempotency key, consumer). */
-bool gw_json_id_valid(const char *s, size_t max);
-
 /* {"id", "item", "buyer", "qty", "qty_sold", "state", "expires_at_ms", "extended"} */
 char *gw_json_hold(const esc_hold *h);
 /* {"holds": [hold, ...]} */

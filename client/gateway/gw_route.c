@@ -8,6 +8,7 @@
 
 #include "escrow_errors.h"
 #include "gw_answer.h"
+#include "wire.h"
 
 static const char *const names[GW_ROUTE_COUNT_] = {
     [GW_ROUTE_NONE] = "other",
@@ -109,18 +110,17 @@ static void match_consumer(const char *method, const char *rest, gw_route *out)
         return;
     }
     size_t n = (size_t)(slash - rest);
-    if (n == 0 || n > GW_CONSUMER_LEN_MAX) {
+    if (n > GW_CONSUMER_LEN_MAX) {
         out->err = ESC_EINVAL;
         return;
     }
-    for (size_t i = 0; i < n; i++) {
-        if (rest[i] < '!' || rest[i] > '~') {
-            out->err = ESC_EINVAL;
-            return;
-        }
-    }
     memcpy(out->consumer, rest, n);
     out->consumer[n] = '\0';
+    if (!wire_id_valid(out->consumer, GW_CONSUMER_LEN_MAX)) {
+        out->consumer[0] = '\0';
+        out->err = ESC_EINVAL;
+        return;
+    }
     settle(method, false, GW_ROUTE_CURSOR, out);
 }
 

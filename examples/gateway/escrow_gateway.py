@@ -54,6 +54,7 @@ class Client:
         self.conn = None
         self.replayed = False  # the last answer carried Idempotent-Replayed: true
         self.status = 0        # the last answer's HTTP status
+        self.tries = 0         # requests the last reserve / cart / ... sent (retries included)
 
     def _connect(self):
         if self.https:
@@ -95,7 +96,9 @@ class Client:
         """request() again with the same key while the answer is retryable
         or the connection failed, for at most retry_for_s."""
         deadline = time.monotonic() + self.retry_for_s
+        self.tries = 0
         while True:
+            self.tries += 1
             try:
                 return self.request(method, path, body, key)
             except EscrowError as e:

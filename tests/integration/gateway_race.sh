@@ -18,9 +18,9 @@ esc_ctl item create shop-1 flash --total $TOTAL --segments 4 >/dev/null
 gw_start --connections-max 256
 
 esc_step "$THREADS HTTPS clients, $BUYERS buyers for $TOTAL units"
-python3 "$ESC_SRC/tests/integration/gateway_race.py" "$GW_URL" "$GW_KEY_FILE" "$GW_CA" flash \
-    $BUYERS $THREADS "$GW_DIR/answers.txt" "$ESC_SRC/examples/gateway" >"$GW_DIR/race.out" 2>&1 ||
-    { cat "$GW_DIR/race.out" >&2; esc_fail "gateway_race.py failed"; }
+python3 "$ESC_SRC/tests/integration/gateway_buyers.py" "$GW_URL" "$GW_KEY_FILE" "$GW_CA" flash \
+    $BUYERS $THREADS "$GW_DIR/answers.txt" "$ESC_SRC/examples/gateway" --prefix race --confirm \
+    --twins >"$GW_DIR/race.out" 2>&1 || { cat "$GW_DIR/race.out" >&2; esc_fail "gateway_buyers.py failed"; }
 cat "$GW_DIR/race.out"
 line=$(grep '^RESULT' "$GW_DIR/race.out")
 sold_seen=$(sed -n 's/.* sold=\([0-9]*\).*/\1/p' <<<"$line")

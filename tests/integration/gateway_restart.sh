@@ -71,8 +71,9 @@ grep -q 'GW-STOP every request answered' "$GW_LOG" || esc_fail "no 'every reques
 
 esc_step "SIGKILL under load, restart on the same port: every key has one hold, the one answered"
 gw_start --deadline-ms 60000
-python3 "$ESC_SRC/tests/integration/gateway_restart.py" "$GW_URL" "$GW_KEY_FILE" "$GW_CA" tee 400 16 \
-    "$GW_DIR/answers.txt" "$ESC_SRC/examples/gateway" >"$GW_DIR/clients.out" 2>&1 &
+python3 "$ESC_SRC/tests/integration/gateway_buyers.py" "$GW_URL" "$GW_KEY_FILE" "$GW_CA" tee 400 16 \
+    "$GW_DIR/answers.txt" "$ESC_SRC/examples/gateway" --prefix restart --retry-s 120 \
+    >"$GW_DIR/clients.out" 2>&1 &
 clients=$!
 some_holds() {
     (($(esc_psql "SELECT count(*) FROM holds WHERE idempotency_key LIKE 'restart-%'") >= 50))
@@ -82,7 +83,7 @@ kill -KILL "$GW_PID"
 wait "$GW_PID" 2>/dev/null || true
 _esc_forget_pid "$GW_PID"
 GW_SAME_PORT=1 gw_start --deadline-ms 60000
-wait "$clients" || { cat "$GW_DIR/clients.out" >&2; esc_fail "gateway_restart.py failed"; }
+wait "$clients" || { cat "$GW_DIR/clients.out" >&2; esc_fail "gateway_buyers.py failed"; }
 cat "$GW_DIR/clients.out"
 esc_assert_eq "$(awk '$3 != "-"' "$GW_DIR/answers.txt" | wc -l)" 400 "buyers answered a hold"
 esc_assert_eq "$(esc_psql "SELECT count(*) || ' ' || count(DISTINCT idempotency_key) FROM holds
