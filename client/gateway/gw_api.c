@@ -46,7 +46,8 @@ static void cart_cb(int status, const esc_hold *holds, size_t nholds, size_t fai
     r->client = NULL;
     gw_outcome o = gw_idem_cart(status, holds, nholds);
     if (o.err != 0) {
-        gw_http_error(r, o.err, NULL, NULL, status != 0 ? (long)failed_line : -1, NULL);
+        /* failed_line is nlines when no single line is to blame */
+        gw_http_error(r, o.err, NULL, NULL, failed_line < r->nlines ? (long)failed_line : -1, NULL);
         return;
     }
     gw_reply_opts opts = {.replay = o.replay};
@@ -154,6 +155,7 @@ static void do_cart(gw_req *r)
         lines[i].qty = b.lines[i].qty;
     }
     r->keyed = true;
+    r->nlines = b.nlines;
     if (take_client(r) != 0) {
         return;
     }

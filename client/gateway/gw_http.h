@@ -63,6 +63,7 @@ struct gw_req {
     struct gw_client *client; /* borrowed: a call is in flight on it */
     gw_op op;
     int64_t qty;
+    size_t nlines; /* a cart's lines */
     bool keyed;
     struct gw_stream *stream; /* GET /v1/events; the stream detaches at completion */
     void *work;               /* owned: a job on the thread pool (gw_events.c) */
