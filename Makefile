@@ -3,7 +3,8 @@
 #   make demo    packages (if missing), Release-ish build in build/, then the
 #                flash-sale demo (tests/support/demo.sh; logs in _demo/): on a
 #                local cluster (coordinator + 2 nodes, 8 segments, skewed
-#                demand); DEMO_MODE=single: one node in static mode
+#                demand); DEMO_MODE=single: one node in static mode;
+#                DEMO_MODE=gateway: a sale over HTTPS through escrow-gateway
 #   make regions packages, the build in build/, then two regions (eu, us) from
 #                examples/regions on this machine and a sale across them
 #                (tests/integration/regions_sale.sh, 10,000 units)
@@ -17,6 +18,8 @@
 #   make bench-bindings  the same build, then the Python binding against C
 #                (escrow-load) on one local cluster
 #                (tests/support/bench_bindings.sh; logs in BENCH_DIR/bindings)
+#   make bench-gateway  the same build, then escrow-gateway against native
+#                libescrow (tests/support/gateway_bench.sh)
 #   make clean   remove build/, build-test/, build-fuzz/ and _demo/
 #
 # Missing packages are installed with apt-get when running as root; otherwise
@@ -29,14 +32,15 @@ BUILD ?= build
 BUILD_TEST ?= build-test
 DEMO_DIR ?= _demo
 BENCH_DIR ?= $(BUILD)/bench
-# cluster (the default, tests/support/cluster.sh) or single (one node, static mode)
+# cluster (the default, tests/support/cluster.sh), single (one node, static
+# mode) or gateway (the sale over HTTPS through escrow-gateway)
 DEMO_MODE ?= cluster
 # libFuzzer targets (tests/fuzz/run.sh): seconds per target in make test
 # (skipped without clang) and in make fuzz.
 FUZZ_SMOKE_SECONDS ?= 60
 FUZZ_SECONDS ?= 600
 
-.PHONY: all deps build demo regions test fuzz clean bench bench-bindings
+.PHONY: all deps build demo regions test fuzz clean bench bench-bindings bench-gateway
 
 all: build
 
@@ -76,6 +80,9 @@ bench: build
 bench-bindings: build
 	ESC_BIN=$(abspath $(BUILD))/bin ESC_BB_DIR=$(abspath $(BENCH_DIR))/bindings \
 	  tests/support/bench_bindings.sh
+
+bench-gateway: build
+	ESC_BIN=$(abspath $(BUILD))/bin tests/support/gateway_bench.sh
 
 test: deps
 	cmake -S . -B $(BUILD_TEST) -DCMAKE_BUILD_TYPE=RelWithDebInfo -DESC_TESTS=ON -DESC_SANITIZE=ON

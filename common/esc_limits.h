@@ -53,7 +53,7 @@
 #define ESC_SWEEP_ROWS_MAX 1024
 /* Live holds one node keeps in memory. Memory note, measured (RSS growth
  * over 200,000 live holds / 200,000, ids of ~16 bytes): ~255 bytes each:
- * the seg_hold with its buyer id and key in one allocation (~176), one
+ * the seg_hold with its buyer id and key in one allocation (~184), one
  * bucket in each of two hash maps (~21) and an expiry-heap entry (~21),
  * the rest allocator slack. (Measured before the expiry heap became
  * intrusive, heap.h: its 16-byte node now sits in the seg_hold and the

@@ -211,6 +211,9 @@ typedef struct wire_reply {
     char message[WIRE_WHY_MAX];
     bool has_hold;
     wire_hold hold;
+    /* reserve: the hold existed before this call (Reply.replay); only with
+     * has_hold, a decoder refuses it otherwise */
+    bool replay;
     size_t nsegs;
     wire_seg_stats *segs; /* borrowed; encode reads nsegs, decode fills up to segs_cap */
     size_t segs_cap;

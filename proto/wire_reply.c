@@ -118,6 +118,9 @@ int wire_encode_reply(const wire_reply *rep, void *buf, size_t cap, size_t *len)
     if (rep->has_hold) {
         hold_to_pb(&rep->hold, &r.h);
         r.m.hold = &r.h;
+        r.m.replay = rep->replay;
+    } else if (rep->replay) {
+        return ESC_EINVAL; /* a replay names the hold it replays */
     }
     int rc = segs_to_pb(rep, &r);
     if (rc == 0) {
@@ -222,6 +225,10 @@ int wire_decode_reply(const void *buf, size_t len, wire_reply *out)
     if (m->hold != NULL) {
         out->has_hold = true;
         hold_from_pb(m->hold, &out->hold);
+        out->replay = m->replay;
+    } else if (m->replay) {
+        escrow__reply__free_unpacked(m, NULL);
+        return ESC_EPROTO; /* a replay without the hold it replays */
     }
     for (size_t i = 0; i < m->n_segments && out->nsegs < out->segs_cap; i++) {
         stats_from_pb(m->segments[i], &out->segs[out->nsegs++]);

@@ -201,6 +201,7 @@ static const esc_hold *hold_of(const wire_reply *rep, esc_hold *buf)
         return NULL;
     }
     cli_hold_from_wire(buf, &rep->hold);
+    buf->replayed = rep->replay;
     return buf;
 }
 

@@ -66,6 +66,12 @@ static const char sql_load[] =
 static const char sql_event_pos[] =
     TAG "SELECT txid::text FROM outbox WHERE tenant_id = $1 AND event_id = $2 "
         "AND txid < pg_snapshot_xmin(pg_current_snapshot())";
+/* The same, within an item filter ($3 NULL: none): where a reader resumes
+ * (feed_seek) or commits (feed_commit_event). */
+static const char sql_event_at[] =
+    TAG "SELECT txid::text FROM outbox WHERE tenant_id = $1 AND event_id = $2 "
+        "AND ($3::text IS NULL OR item_id = $3) "
+        "AND txid < pg_snapshot_xmin(pg_current_snapshot())";
 /* Only forward. n_moved 0 and n_exists 1: the cursor was already there. */
 static const char sql_commit[] =
     TAG "WITH u AS (UPDATE feed_consumers SET cursor_txid = $3::xid8, cursor_event_id = $4, "
@@ -405,6 +411,116 @@ static int64_t now_ms(void)
 static bool stopped(const feed *f)
 {
     return f->stop != NULL && *f->stop != 0;
+}
+
+/* The feed position of the final event event_id of tenant (within item,
+ * "" = any). Returns 0 and *out, ESC_ENOT_FOUND, or db_fail's code. */
+static int event_cursor(PGconn *conn, const char *tenant, const char *item, int64_t event_id,
+                        feed_cursor *out, char why[FEED_WHY_MAX])
+{
+    char id[24];
+    snprintf(id, sizeof id, "%" PRId64, event_id);
+    const char *params[] = {tenant, id, item[0] != '\0' ? item : NULL};
+    PGresult *res = NULL;
+    int rc = query(conn, sql_event_at, 3, params, &res, why);
+    if (rc != 0) {
+        return rc;
+    }
+    feed_cursor c = {0, event_id};
+    if (PQntuples(res) != 1) {
+        rc = failf(why, ESC_ENOT_FOUND,
+                   "tenant %s has no event %s%s%s (or its transaction has not ended yet)", tenant,
+                   id, item[0] != '\0' ? " of item " : "", item);
+    } else if (pg_result_u64(res, 0, 0, &c.txid) != 0) {
+        rc = failf(why, ESC_EDB, "unexpected txid of event %s", id);
+    }
+    PQclear(res);
+    if (rc == 0) {
+        *out = c;
+    }
+    return rc;
+}
+
+int feed_seek(feed *f, int64_t event_id)
+{
+    f->why[0] = '\0';
+    if (event_id < 1) {
+        return failf(f->why, ESC_EINVAL, "feed_seek: event ids start at 1");
+    }
+    int rc = ensure_conn(f);
+    feed_cursor c;
+    rc = rc != 0 ? rc : event_cursor(f->conn, f->tenant, f->item, event_id, &c, f->why);
+    if (rc != 0) {
+        return rc;
+    }
+    f->position = feed_cursor_cmp(c, f->committed) < 0 ? f->committed : c;
+    return 0;
+}
+
+/* feed_commit_event's work on an open connection: the consumer's filter,
+ * the event's position, the forward-only update. */
+static int commit_event_on(PGconn *conn, const feed_opts *o, int64_t event_id, bool *moved,
+                           char why[FEED_WHY_MAX])
+{
+    const char *params[] = {o->tenant, o->consumer, NULL, NULL};
+    PGresult *res = NULL;
+    int rc = query(conn, sql_load, 2, params, &res, why);
+    if (rc != 0) {
+        return rc;
+    }
+    char item[ESC_ITEM_LEN_MAX + 1] = "";
+    if (PQntuples(res) != 1) {
+        rc = failf(why, ESC_ENOT_FOUND, "tenant %s has no consumer %s", o->tenant, o->consumer);
+    } else if (pg_result_text_copy(res, 0, 0, item, sizeof item) != 0) {
+        rc = failf(why, ESC_EDB, "consumer %s: unexpected row in feed_consumers", o->consumer);
+    }
+    PQclear(res);
+    feed_cursor c;
+    rc = rc != 0 ? rc : event_cursor(conn, o->tenant, item, event_id, &c, why);
+    if (rc != 0) {
+        return rc;
+    }
+    char txid[24], eid[24];
+    snprintf(txid, sizeof txid, "%" PRIu64, c.txid);
+    snprintf(eid, sizeof eid, "%" PRId64, c.event_id);
+    params[2] = txid;
+    params[3] = eid;
+    if ((rc = query(conn, sql_commit, 4, params, &res, why)) != 0) {
+        return rc;
+    }
+    int64_t n_moved = 0, exists = 0;
+    if (PQntuples(res) != 1 || pg_result_i64(res, 0, 0, &n_moved) != 0 ||
+        pg_result_i64(res, 0, 1, &exists) != 0) {
+        rc = failf(why, ESC_EDB, "unexpected answer to the cursor commit");
+    } else if (exists == 0) {
+        rc = failf(why, ESC_ENOT_FOUND, "tenant %s has no consumer %s", o->tenant, o->consumer);
+    } else if (moved != NULL) {
+        *moved = n_moved > 0;
+    }
+    PQclear(res);
+    return rc;
+}
+
+int feed_commit_event(const feed_opts *o, int64_t event_id, bool *moved, char why[FEED_WHY_MAX])
+{
+    why[0] = '\0';
+    if (o == NULL || o->dsn == NULL || o->dsn[0] == '\0') {
+        return failf(why, ESC_EINVAL, "no database given");
+    }
+    if (!name_valid(o->tenant, ESC_TENANT_LEN_MAX) ||
+        !name_valid(o->consumer, FEED_CONSUMER_LEN_MAX)) {
+        return failf(why, ESC_EINVAL, "the tenant and the consumer must be printable ASCII names");
+    }
+    if (event_id < 1) {
+        return failf(why, ESC_EINVAL, "event ids start at 1");
+    }
+    PGconn *conn = NULL;
+    int rc = connect_db(o->dsn, &conn, why);
+    if (rc == 0) {
+        rc = commit_event_on(conn, o, event_id, moved, why);
+        PQfinish(conn);
+    }
+    return rc;
 }
 
 int feed_poll(feed *f, feed_event *events, int cap, int timeout_ms, int *n_out)

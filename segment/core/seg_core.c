@@ -510,6 +510,7 @@ static void create_hold(seg_core *c, seg_item *it, seg_segment *s, const seg_res
     h->pending = SEG_PENDING_CREATE;
     h->expires_at_ms = now_ms + (in->ttl_ms ? in->ttl_ms : it->hold_ttl_ms);
     h->request_hash = in->request_hash;
+    h->attempt = in->attempt;
     index_hold(c, h);
     if (it->max_per_buyer > 0) {
         hmap_insert(&c->pending_buyers, &h->by_buyer, buyer_hash(it, h->buyer_id));
@@ -550,6 +551,7 @@ void seg_core_reserve(seg_core *c, const seg_reserve_in *in, int64_t now_ms, seg
             res->hold = h;
         } else {
             reply(res, 0, h);
+            res->replay = h->attempt == 0 || h->attempt != in->attempt;
         }
         return;
     }

@@ -95,12 +95,16 @@ struct seg_hold {
     int64_t expires_at_ms;
     int64_t ended_at_ms; /* final holds: when they ended (retention) */
     int64_t request_hash;
+    /* The reserve call that made it (ReserveReq.attempt); 0 when unknown (a
+     * hold loaded from the database, or a caller that sends none). A retry
+     * from another call is a replay (seg_result.replay). */
+    uint64_t attempt;
     int32_t qty;           /* <= ESC_QTY_MAX */
     int32_t qty_sold;      /* <= qty */
     seg_hold *retain_next; /* final holds kept for answering retries */
     void *waiters;         /* owned by the node: requests parked until this hold settles */
     /* buyer_id and key point into strs, the tail of the hold's own
-     * allocation: one malloc per hold (~176 bytes with typical ids), not
+     * allocation: one malloc per hold (~184 bytes with typical ids), not
      * three. Sizes: the memory note at ESC_LIVE_HOLDS_MAX (esc_limits.h). */
     char *buyer_id;  /* in strs */
     char *key;       /* in strs (idempotency key) */
@@ -142,6 +146,9 @@ typedef struct seg_result {
     bool went_dry;       /* managed: a segment became dry with this answer (report it now) */
     seg_hold *hold;      /* borrowed */
     seg_op op;           /* for SEG_COMMIT */
+    /* reserve answered with the key's existing hold: made by another call
+     * (another attempt), or by one the core cannot name (attempt 0) */
+    bool replay;
 } seg_result;
 
 typedef struct seg_reserve_in {
@@ -198,11 +205,12 @@ int seg_core_add_hold(seg_core *c, seg_segment *seg, const seg_hold *proto, cons
                       const char *key, seg_hold **out);
 
 /* Decisions. A reserve whose key has a hold gets that hold (PARK while it
- * is being created). A resolve (in->resolve) never reserves: with the key
- * not in memory it voids in->attempt and answers SEG_LOOKUP (the database
- * says whether the key has a hold anywhere), or NOT_OWNER when the segment
- * it names is not served here, or ESC_EBUSY when the void table is full. A
- * reserve whose attempt was voided is ESC_ECONFLICT: a late copy. */
+ * is being created), with res->replay unless this call's attempt made it.
+ * A resolve (in->resolve) never reserves: with the key not in memory it
+ * voids in->attempt and answers SEG_LOOKUP (the database says whether the
+ * key has a hold anywhere), or NOT_OWNER when the segment it names is not
+ * served here, or ESC_EBUSY when the void table is full. A reserve whose
+ * attempt was voided is ESC_ECONFLICT: a late copy. */
 void seg_core_reserve(seg_core *c, const seg_reserve_in *in, int64_t now_ms, seg_result *res);
 void seg_core_confirm(seg_core *c, const char *tenant_id, uint64_t hold_id, int64_t qty,
                       int64_t now_ms, seg_result *res);

@@ -375,7 +375,7 @@ static void apply_rejections(node *n, node_batch *b, PGresult *res)
         wire_hold w;
         seg_store_hold_from_row(res, row, 2, &w);
         bool same = pg_result_i64_or(res, row, 11, 0) == op->hold->request_hash;
-        node_reply_row(n, r, same ? 0 : ESC_EIDEMPOTENCY_MISMATCH, same ? &w : NULL);
+        node_reply_row(n, r, same ? 0 : ESC_EIDEMPOTENCY_MISMATCH, same ? &w : NULL, same);
     }
 }
 

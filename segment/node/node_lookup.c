@@ -54,12 +54,12 @@ static void answer_row(node *n, const node_req *r, const PGresult *res)
         /* a resolve: the key's hold, wherever it is, is the answer */
         int64_t hash = pg_result_i64_or(res, 0, 9, 0);
         bool same = hash == wire_reserve_hash(r->req.item_id, r->req.buyer_id, r->req.qty);
-        node_reply_row(n, r, same ? 0 : ESC_EIDEMPOTENCY_MISMATCH, same ? &w : NULL);
+        node_reply_row(n, r, same ? 0 : ESC_EIDEMPOTENCY_MISMATCH, same ? &w : NULL, same);
         return;
     }
     int status = w.state == SEG_HELD ? ESC_EINTERNAL
                                      : lookup_status(r->req.op, w.state, r->req.qty, w.qty_sold);
-    node_reply_row(n, r, status, &w);
+    node_reply_row(n, r, status, &w, false);
 }
 
 static void on_lookup(pgx_conn *c, PGresult *res, const pgx_err *err, void *arg)

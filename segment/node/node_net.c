@@ -150,7 +150,7 @@ static void dispatch(node *n, const nnx_hdr *hdr, const wire_request *q, node_re
         if (res.message != NULL) {
             node_reply_refuse(n, hdr, q, res.status, res.message);
         } else {
-            node_reply_answer(n, hdr, q, res.status, res.hold);
+            node_reply_decided(n, hdr, q, res.status, res.hold, res.replay);
         }
         if (res.went_dry && n->managed) {
             node_assign_soon(n); /* the coordinator hears of a dry segment at once */

@@ -27,8 +27,8 @@ static void hold_to_wire(const seg_hold *h, wire_hold *w)
     w->extended = h->extended;
 }
 
-void node_reply_send(node *n, const nnx_hdr *hdr, uint64_t corr_id, int status,
-                     const wire_hold *hold, const char *message)
+static void send_reply(node *n, const nnx_hdr *hdr, uint64_t corr_id, int status,
+                       const wire_hold *hold, bool replay, const char *message)
 {
     wire_reply rep = {0};
     memset(&rep, 0, sizeof rep);
@@ -39,6 +39,7 @@ void node_reply_send(node *n, const nnx_hdr *hdr, uint64_t corr_id, int status,
     if (hold != NULL) {
         rep.has_hold = true;
         rep.hold = *hold;
+        rep.replay = replay;
     }
     unsigned char buf[2048];
     size_t len;
@@ -51,6 +52,12 @@ void node_reply_send(node *n, const nnx_hdr *hdr, uint64_t corr_id, int status,
         /* the client resends with the same key; the answer will be the same */
         ESC_LOG(ESC_LOG_DEBUG, "SEG-REPLY", "send failed: %s", esc_err_name(rc));
     }
+}
+
+void node_reply_send(node *n, const nnx_hdr *hdr, uint64_t corr_id, int status,
+                     const wire_hold *hold, const char *message)
+{
+    send_reply(n, hdr, corr_id, status, hold, false, message);
 }
 
 static void count_status(node *n, int op, int status)
@@ -77,15 +84,21 @@ static void count_status(node *n, int op, int status)
     }
 }
 
-void node_reply_answer(node *n, const nnx_hdr *hdr, const wire_request *req, int status,
-                       const seg_hold *h)
+void node_reply_decided(node *n, const nnx_hdr *hdr, const wire_request *req, int status,
+                        const seg_hold *h, bool replay)
 {
     wire_hold w;
     if (h != NULL) {
         hold_to_wire(h, &w);
     }
     count_status(n, req->op, status);
-    node_reply_send(n, hdr, req->corr_id, status, h ? &w : NULL, NULL);
+    send_reply(n, hdr, req->corr_id, status, h ? &w : NULL, replay, NULL);
+}
+
+void node_reply_answer(node *n, const nnx_hdr *hdr, const wire_request *req, int status,
+                       const seg_hold *h)
+{
+    node_reply_decided(n, hdr, req, status, h, false);
 }
 
 void node_reply_refuse(node *n, const nnx_hdr *hdr, const wire_request *req, int status,
@@ -95,10 +108,10 @@ void node_reply_refuse(node *n, const nnx_hdr *hdr, const wire_request *req, int
     node_reply_send(n, hdr, req->corr_id, status, NULL, message);
 }
 
-void node_reply_row(node *n, const node_req *r, int status, const wire_hold *w)
+void node_reply_row(node *n, const node_req *r, int status, const wire_hold *w, bool replay)
 {
     node_metrics_answer(n, r->req.op, status);
-    node_reply_send(n, &r->hdr, r->req.corr_id, status, w, NULL);
+    send_reply(n, &r->hdr, r->req.corr_id, status, w, replay, NULL);
 }
 
 void node_reply_all(node *n, node_req *list, int status)

@@ -18,12 +18,18 @@ void node_reply_send(node *n, const nnx_hdr *hdr, uint64_t corr_id, int status,
 /* Answers req with status and h (borrowed, may be NULL), counted. */
 void node_reply_answer(node *n, const nnx_hdr *hdr, const wire_request *req, int status,
                        const seg_hold *h);
+/* node_reply_answer with Reply.replay set to replay (a reserve answered
+ * with the hold its key already had: seg_result.replay). */
+void node_reply_decided(node *n, const nnx_hdr *hdr, const wire_request *req, int status,
+                        const seg_hold *h, bool replay);
 /* Answers req with status and message (static), counted. */
 void node_reply_refuse(node *n, const nnx_hdr *hdr, const wire_request *req, int status,
                        const char *message);
 /* Answers r with a hold as the database holds it (a lookup or a duplicate
- * reserve's verdict); counted in the metrics only. */
-void node_reply_row(node *n, const node_req *r, int status, const wire_hold *w);
+ * reserve's verdict); counted in the metrics only. replay: a reserve
+ * answered with the key's hold (the database does not say which call made
+ * it, so such an answer is always a replay). */
+void node_reply_row(node *n, const node_req *r, int status, const wire_hold *w, bool replay);
 /* Answers every request of list with status and frees it (list transferred). */
 void node_reply_all(node *n, node_req *list, int status);
 /* One segment as a stats reply and a heartbeat carry it (held includes

@@ -17,7 +17,8 @@ import re
 import subprocess
 import sys
 
-BINARIES = ("escrow-segment", "escrow-coordinator", "escrowctl", "escrow-load", "escrow-bench")
+BINARIES = ("escrow-segment", "escrow-coordinator", "escrow-gateway", "escrowctl", "escrow-load",
+            "escrow-bench")
 FLAGS_PAGE = "docs/flags.md"
 BLOCK = re.compile(r"<!-- help:(?P<name>[\w-]+) -->\n```text\n(?P<text>.*?)```\n<!-- /help -->",
                    re.S)

@@ -3,7 +3,7 @@
 # 10,000 units; then the books are checked. Exits non-zero unless nothing was
 # oversold and conservation holds (and, on the cluster, nothing was stranded).
 #
-# Two modes (ESC_DEMO_MODE):
+# Two modes (ESC_DEMO_MODE), and a third in a script of its own:
 #   cluster  a local cluster (tests/support/cluster.sh): a private PostgreSQL,
 #            escrow-coordinator and ESC_DEMO_NODES managed segment nodes; the
 #            item has ESC_DEMO_SEGMENTS segments placed by the coordinator;
@@ -15,6 +15,7 @@
 #            `escrowctl status` is sampled during the sale (status-live.txt).
 #   single   one segment node in static mode (escrowctl item create --node n1),
 #            the smallest demo.
+#   gateway  the sale over HTTPS through escrow-gateway: demo_gateway.sh.
 #
 # Builds nothing: ESC_BIN must name the directory with escrow-segment,
 # escrowctl, escrow-load (and escrow-coordinator for the cluster; `make demo`
@@ -36,7 +37,8 @@ if [[ -z $mode ]]; then
 fi
 case $mode in
 single | cluster) ;;
-*) esc_fail "ESC_DEMO_MODE must be single or cluster, not '$mode'" ;;
+gateway) exec bash "$(dirname "$0")/demo_gateway.sh" ;; # a sale over HTTPS: demo_gateway.sh
+*) esc_fail "ESC_DEMO_MODE must be single, cluster or gateway, not '$mode'" ;;
 esac
 
 total=${ESC_DEMO_TOTAL:-10000}

@@ -244,6 +244,7 @@ static int fake_answer(fake *f, const wire_request *req, wire_reply *rep)
         return 1;
     }
     fake_hold(f, req, rep, WIRE_HOLD_HELD);
+    rep->replay = strcmp(req->item_id, "replayed") == 0; /* the key had this hold already */
     return strcmp(req->item_id, "dup") == 0 ? 2 : 1;
 }
 
@@ -574,6 +575,20 @@ static void test_against_fake_node(void **state)
     assert_int_equal(r[0].hold.state, ESC_HOLD_HELD);
     assert_string_equal(r[0].hold.item_id, "plain");
     assert_int_equal(r[0].hold.expires_at_ms, 1234);
+    assert_false(r[0].hold.replayed);
+
+    /* Reply.replay reaches the caller as esc_hold.replayed, a field that
+     * took padding: the struct did not grow (bindings that map it keep
+     * their layout). */
+    result rp = {0};
+    esc_reserve_req rreq = reserve_of("replayed", "k-replayed");
+    assert_int_equal(esc_async_reserve(a, &rreq, 0, hold_cb, &rp), 0);
+    run_until(&loop, &rp.calls, 1);
+    assert_int_equal(rp.status, 0);
+    assert_true(rp.hold.replayed);
+    assert_int_equal(offsetof(esc_hold, replayed), offsetof(esc_hold, extended) + 1);
+    assert_int_equal(sizeof(esc_hold), (offsetof(esc_hold, extended) + 1 + _Alignof(esc_hold) - 1) /
+                                           _Alignof(esc_hold) * _Alignof(esc_hold));
 
     /* cart: a holds, sold-out fails -> a is released, failed_line names sold-out */
     esc_cart_line lines[] = {{"a", 1}, {"sold-out", 1}, {"a", 2}};

@@ -772,6 +772,48 @@ static void test_resolve_voids_late_copies(void **state)
     assert_ok(f);
 }
 
+/* replay: a reserve answered with the key's existing hold says whether
+ * this call made it (its attempt) or another one did. */
+static void test_replay_names_the_call(void **state)
+{
+    fixture *f = *state;
+    seg_result res;
+    reserve_attempt(f, "k1", 0, 7, false, T0, &res);
+    assert_int_equal(res.disp, SEG_COMMIT);
+    assert_false(res.replay);
+    seg_op op = res.op;
+    seg_core_commit_op(&f->core, &op, T0);
+    reserve_attempt(f, "k1", 0, 7, false, T0, &res); /* a resend of the same call */
+    assert_int_equal(res.status, 0);
+    assert_ptr_equal(res.hold, op.hold);
+    assert_false(res.replay);
+    reserve_attempt(f, "k1", 0, 7, true, T0, &res); /* that call resolving */
+    assert_int_equal(res.status, 0);
+    assert_false(res.replay);
+    reserve_attempt(f, "k1", 0, 8, false, T0, &res); /* a later call with the key */
+    assert_int_equal(res.status, 0);
+    assert_ptr_equal(res.hold, op.hold);
+    assert_true(res.replay);
+    /* a hold loaded from the database names no call: a replay for everyone */
+    seg_hold proto;
+    memset(&proto, 0, sizeof proto);
+    proto.hold_id = (1ULL << ESC_HOLD_SEQ_BITS) | 77;
+    proto.qty = 1;
+    proto.state = SEG_CONVERTED;
+    proto.qty_sold = 1;
+    proto.request_hash = 1001;
+    seg_hold *loaded;
+    assert_int_equal(seg_core_add_hold(&f->core, f->s1, &proto, "b", "k-old", &loaded), 0);
+    reserve_attempt(f, "k-old", 0, 9, false, T0, &res);
+    assert_int_equal(res.status, 0);
+    assert_ptr_equal(res.hold, loaded);
+    assert_true(res.replay);
+    /* a mismatch is no replay */
+    reserve(f, "other-buyer", "k1", 1, T0, &res);
+    assert_int_equal(res.status, ESC_EIDEMPOTENCY_MISMATCH);
+    assert_false(res.replay);
+}
+
 /* A resolve is answered by the owner of the segment it names (draining
  * included), else NOT_OWNER: the client asks the owner. */
 static void test_resolve_needs_the_owner(void **state)
@@ -847,6 +889,7 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_dropped_segment_loads_again, setup, teardown),
         cmocka_unit_test_setup_teardown(test_resolve_voids_late_copies, setup, teardown),
         cmocka_unit_test_setup_teardown(test_resolve_needs_the_owner, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_replay_names_the_call, setup, teardown),
         cmocka_unit_test(test_voids_bounded),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

@@ -223,6 +223,39 @@ static void test_reply_roundtrip(void **state)
     assert_int_equal(wire_decode_reply("\xff\xff\xff", 3, &out), ESC_EPROTO);
 }
 
+/* Reply.replay: carried with a hold, false by default (an older node never
+ * sets it), refused without the hold it names in either direction. */
+static void test_reply_replay_flag(void **state)
+{
+    (void)state;
+    wire_reply r;
+    memset(&r, 0, sizeof r);
+    r.corr_id = 5;
+    r.has_hold = true;
+    r.hold.hold_id = 1;
+    r.hold.state = WIRE_HOLD_HELD;
+    unsigned char buf[1024];
+    size_t n;
+    wire_reply out;
+    memset(&out, 0, sizeof out);
+    assert_int_equal(wire_encode_reply(&r, buf, sizeof buf, &n), 0);
+    assert_int_equal(wire_decode_reply(buf, n, &out), 0);
+    assert_false(out.replay);
+    r.replay = true;
+    assert_int_equal(wire_encode_reply(&r, buf, sizeof buf, &n), 0);
+    assert_int_equal(wire_decode_reply(buf, n, &out), 0);
+    assert_true(out.has_hold);
+    assert_true(out.replay);
+    r.has_hold = false;
+    assert_int_equal(wire_encode_reply(&r, buf, sizeof buf, &n), ESC_EINVAL);
+    /* a frame from a careless sender: replay set, no hold */
+    Escrow__Reply m = ESCROW__REPLY__INIT;
+    m.corr_id = 6;
+    m.replay = true;
+    n = escrow__reply__pack(&m, buf);
+    assert_int_equal(wire_decode_reply(buf, n, &out), ESC_EPROTO);
+}
+
 static void test_route_request(void **state)
 {
     (void)state;
@@ -504,7 +537,6 @@ static void test_request_hash(void **state)
     assert_int_not_equal(wire_reserve_hash("ab", "c", 1), wire_reserve_hash("a", "bc", 1));
 }
 
-
 static void test_quota_requests_and_replies(void **state)
 {
     (void)state;
@@ -616,6 +648,7 @@ int main(void)
         cmocka_unit_test(test_hold_id_and_confirm_bounds),
         cmocka_unit_test(test_encode_refuses_invalid),
         cmocka_unit_test(test_reply_roundtrip),
+        cmocka_unit_test(test_reply_replay_flag),
         cmocka_unit_test(test_request_hash),
         cmocka_unit_test(test_route_request),
         cmocka_unit_test(test_release_by_operator),

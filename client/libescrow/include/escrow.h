@@ -104,6 +104,14 @@ typedef struct esc_hold {
     esc_hold_state state;
     int64_t expires_at_ms; /* unix time, milliseconds */
     bool extended;
+    /* Reserve (and each line of a cart): the key already had this hold
+     * before this call, i.e. an earlier call with the same key made it (the
+     * hold is shown as it is now). False when this call made it. A node
+     * that took the segment over from a failed one cannot tell which call
+     * made a hold it loaded, and says true. Always false for the other
+     * calls. (It sits in what was padding: the struct's size and the
+     * other fields' offsets are what they were without it.) */
+    bool replayed;
 } esc_hold;
 
 /* level: 0 error, 1 warn, 2 info, 3 debug ; line is valid

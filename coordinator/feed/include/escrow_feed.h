@@ -158,6 +158,26 @@ int feed_poll(feed *f, feed_event *events, int cap, int timeout_ms, int *n_out);
  * consumer was deleted), ESC_EUNAVAILABLE, ESC_EDB. */
 int feed_commit(feed *f, const feed_event *ev);
 
+/* Moves the position to just after the event event_id (of this feed's
+ * tenant and item filter, and final: its transaction ended), so the next
+ * feed_poll returns the events after it: how a reader that remembers the
+ * last event it saw (an SSE client's Last-Event-ID) resumes there. Never
+ * before the committed cursor: an older event resumes at the cursor.
+ * Returns 0, ESC_ENOT_FOUND (no such event for this feed), ESC_EINVAL
+ * (event_id < 1), ESC_EUNAVAILABLE or ESC_EDB (feed_why says why). */
+int feed_seek(feed *f, int64_t event_id);
+
+/* Commits consumer o->consumer's cursor through the event event_id without
+ * a feed of one's own (a reader that acknowledges events it was sent by
+ * another process: escrow-gateway's cursor endpoint). The consumer must
+ * exist; the event must be final and of the consumer's tenant and item
+ * filter (o->item and o->start are ignored: the consumer's own filter
+ * applies). Only forward, as feed_commit. Connects, commits, disconnects.
+ * Returns 0 (*moved: the cursor moved, false when it was there or past it
+ * already; may be NULL), ESC_EINVAL, ESC_ENOT_FOUND (no such consumer, or
+ * no such event for it), ESC_EUNAVAILABLE, ESC_EDB; with a sentence in why. */
+int feed_commit_event(const feed_opts *o, int64_t event_id, bool *moved, char why[FEED_WHY_MAX]);
+
 /* The committed cursor as last known by this feed, and the position. */
 feed_cursor feed_committed(const feed *f);
 feed_cursor feed_position(const feed *f);
