@@ -94,9 +94,14 @@ static int applied(coord *c, apply_job *j, const char *outcome)
     if (strcmp(outcome, "applied") == 0) {
         j->q->n_applied++;
         if (j->it != NULL) {
-            j->it->total += j->qty;
-            j->it->unallocated += j->qty;
-            j->it->pass_now = true;
+            /* as escrow_unallocated_add: a pending reduce takes them first */
+            coord_item *it = j->it;
+            int64_t red = it->reduce_pending < it->unallocated + j->qty ? it->reduce_pending
+                                                                        : it->unallocated + j->qty;
+            it->total += j->qty - red;
+            it->unallocated += j->qty - red;
+            it->reduce_pending -= red;
+            it->pass_now = true;
         } else {
             coord_db_reload(c);
         }
@@ -362,7 +367,7 @@ void coord_quota_send_ready(coord *c, coord_quota *q, coord_item *it)
     char qty[24];
     snprintf(qty, sizeof qty, "%" PRId64, j->qty);
     const char *v[5] = {it->tenant_id, it->item_id, coord_peers_name(q->peers, j->peer), qty,
-                        g->intent_manual ? "manual" : "auto"};
+                        g->intent_manual ? "manual" : g->intent_why};
     if (coord_db_push(c, sql, 5, v, on_sent, j) != 0) {
         free(j);
         return;

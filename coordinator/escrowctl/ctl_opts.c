@@ -46,6 +46,7 @@ enum opt_id {
     OPT_QUOTA,
     OPT_FROM,
     OPT_TO,
+    OPT_OP_ID,
     OPT_COUNT_
 };
 
@@ -53,6 +54,9 @@ enum opt_id {
 #define OPTS_GLOBAL                                                                                \
     (OPT_BIT(OPT_DSN) | OPT_BIT(OPT_JSON) | OPT_BIT(OPT_HELP) | OPT_BIT(OPT_COORDINATOR) |         \
      OPT_BIT(OPT_TIMEOUT_MS) | OPT_BIT(OPT_CONFIG))
+
+/* item restock / reduce: of a global item with --global */
+#define OPTS_STOCK (OPT_BIT(OPT_GLOBAL) | OPT_BIT(OPT_REGION) | OPT_BIT(OPT_OP_ID))
 
 static const struct opt_def {
     const char *name; /* without the leading "--" */
@@ -84,6 +88,7 @@ static const struct opt_def {
     [OPT_QUOTA] = {"quota", true},
     [OPT_FROM] = {"from", true},
     [OPT_TO] = {"to", true},
+    [OPT_OP_ID] = {"op-id", true},
 };
 
 /* What the positional words after the command words mean. */
@@ -114,8 +119,8 @@ static const struct cmd_def {
          OPT_BIT(OPT_MAX_PER_ORDER) | OPT_BIT(OPT_MAX_PER_BUYER) | OPT_BIT(OPT_HOLD_TTL_MS) |
          OPT_BIT(OPT_GLOBAL) | OPT_BIT(OPT_QUOTA),
      POS_ITEM_SPEC, 0},
-    {"item", "restock", CTL_CMD_ITEM_RESTOCK, 3, 3, 0, POS_ITEM_QTY, WIRE_ADMIN_RESTOCK},
-    {"item", "reduce", CTL_CMD_ITEM_REDUCE, 3, 3, 0, POS_ITEM_QTY, WIRE_ADMIN_REDUCE},
+    {"item", "restock", CTL_CMD_ITEM_RESTOCK, 3, 3, OPTS_STOCK, POS_ITEM_QTY, WIRE_ADMIN_RESTOCK},
+    {"item", "reduce", CTL_CMD_ITEM_REDUCE, 3, 3, OPTS_STOCK, POS_ITEM_QTY, WIRE_ADMIN_REDUCE},
     {"item", "pause", CTL_CMD_ITEM_PAUSE, 2, 2, 0, POS_ITEM, WIRE_ADMIN_PAUSE},
     {"item", "resume", CTL_CMD_ITEM_RESUME, 2, 2, 0, POS_ITEM, WIRE_ADMIN_RESUME},
     {"item", "retire", CTL_CMD_ITEM_RETIRE, 2, 2, 0, POS_ITEM, WIRE_ADMIN_RETIRE},
@@ -593,6 +598,22 @@ static int check_region_shape(const struct cmd_def *c, const raw_args *raw, char
     return 0;
 }
 
+/* item restock|reduce --global [--region R] [--op-id ID]. */
+static int build_stock(const raw_args *raw, ctl_args *a, char why[CTL_WHY_MAX])
+{
+    bool region = (raw->seen & OPT_BIT(OPT_REGION)) != 0;
+    bool op_id = (raw->seen & OPT_BIT(OPT_OP_ID)) != 0;
+    if (!a->global) {
+        return region || op_id ? fail(why, "--region and --op-id go with --global") : 0;
+    }
+    int rc = region
+                 ? copy_id(a->op_region, raw->val[OPT_REGION], CTL_REGION_LEN_MAX, "--region", why)
+                 : 0;
+    return rc == 0 && op_id
+               ? copy_id(a->op_id, raw->val[OPT_OP_ID], ESC_KEY_LEN_MAX, "--op-id", why)
+               : rc;
+}
+
 /* --global, --quota (adding up to --total), quota move's --from and --to. */
 static int build_region(const struct cmd_def *c, const raw_args *raw, ctl_args *a,
                         char why[CTL_WHY_MAX])
@@ -611,6 +632,9 @@ static int build_region(const struct cmd_def *c, const raw_args *raw, ctl_args *
             return fail(why, "--quota adds up to %" PRId64 ", not --total %" PRId64, sum,
                         a->spec.total);
         }
+    }
+    if (c->cmd == CTL_CMD_ITEM_RESTOCK || c->cmd == CTL_CMD_ITEM_REDUCE) {
+        return build_stock(raw, a, why);
     }
     if (c->cmd != CTL_CMD_QUOTA_MOVE) {
         return 0;
