@@ -79,7 +79,7 @@ typedef struct wire_quota_item {
     bool known;
     int64_t held, sold;
     int64_t reduce_pending; /* a global reduce carried out there still takes this many */
-    int64_t reduce_ask;     /* the sender wants this many from the receiver, for its reduce */
+    int64_t reduce_ask;     /* running total the sender's reduce asks of the receiver (proto) */
     uint64_t changes;       /* global restocks and reduces carried out there */
     int64_t change_sum;     /* their sum */
     uint32_t share;         /* [quota] share; 0 = not said */

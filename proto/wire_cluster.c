@@ -390,7 +390,8 @@ int wire_quota_item_from_pb(const Escrow__QuotaItem *e, wire_quota_item *q, char
         return wire_why(why, ESC_EINVAL, "quota: item figures out of range");
     }
     if (!units_valid(e->held) || !units_valid(e->sold) || !units_valid(e->reduce_pending) ||
-        !units_valid(e->reduce_ask) || e->changes > (uint64_t)ESC_GLOBAL_CHANGES_MAX ||
+        e->reduce_ask < 0 || e->reduce_ask > ESC_GLOBAL_CHANGE_SUM_MAX ||
+        e->changes > (uint64_t)ESC_GLOBAL_CHANGES_MAX ||
         e->change_sum < -ESC_GLOBAL_CHANGE_SUM_MAX || e->change_sum > ESC_GLOBAL_CHANGE_SUM_MAX ||
         e->share > ESC_QUOTA_SHARE_MAX) {
         return wire_why(why, ESC_EINVAL, "quota: item stock figures out of range");

@@ -32,6 +32,14 @@ void coord_gitem_free_all(coord_cat *cat)
     }
 }
 
+int64_t coord_gitem_remaining(coord *c, coord_item *it)
+{
+    static coord_pseg segs[ESC_SEGMENTS_PER_ITEM_MAX];
+    coord_pitem in;
+    coord_cat_snapshot(&c->cat, it, c->cfg.collapse_pct, c->cfg.low_water_pct, segs, &in);
+    return coord_policy_remaining(&in);
+}
+
 void coord_gitem_view(coord *c, const region_cfg *cfg, size_t npeers, coord_item *it,
                       wire_quota_item *out)
 {

@@ -49,10 +49,15 @@ typedef struct coord_gitem {
     int64_t own_delta;
     uint64_t known_changes[REGION_PEERS_MAX];
     bool learn_busy; /* an escrow_global_learn is in flight */
-    /* a reduce pending here: what this region's segments give, what each
-     * peer is asked for (counting what it has on its way here) */
+    /* a reduce pending here: what this region's segments give, and what
+     * each peer is asked for as a running total (wire_quota_item.reduce_ask)
+     */
     int64_t reduce_local;
     int64_t reduce_ask[REGION_PEERS_MAX];
+    /* running totals of quota: applied here from each peer, sent to each
+     * peer and not refused (read with global_changes, kept up on the way) */
+    int64_t applied_from[REGION_PEERS_MAX];
+    int64_t sent_to[REGION_PEERS_MAX];
 } coord_gitem;
 
 /* it's state, allocated (no intent) the first time. */
@@ -67,5 +72,8 @@ void coord_gitem_free_all(coord_cat *cat);
  * left 0 (it is per peer). */
 void coord_gitem_view(coord *c, const region_cfg *cfg, size_t npeers, coord_item *it,
                       wire_quota_item *out);
+/* The item's units here that are neither held nor sold: available, in
+ * flight between its segments, unallocated (a pending reduce takes them). */
+int64_t coord_gitem_remaining(coord *c, coord_item *it);
 
 #endif

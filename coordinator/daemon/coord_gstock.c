@@ -163,6 +163,7 @@ static void on_restocked(coord *c, PGresult *res, const pgx_err *err, void *arg)
     /* step 1 of the quota transfer committed with it: offer it now */
     uint64_t id = (uint64_t)pg_result_i64_or(res, 0, F_XFER, 0);
     coord_gitem_of(it)->in_flight_to[j->peer] += j->qty;
+    coord_gitem_of(it)->sent_to[j->peer] += j->qty;
     coord_peers_offer(j->gs->peers, j->peer, id, it->tenant_id, it->item_id, j->qty);
     finish(c, j, 0, "restocked %s/%s by %" PRId64 ": global total %" PRId64 "; on its way to %s",
            it->tenant_id, it->item_id, j->qty, it->global_total, j->place);
@@ -179,14 +180,21 @@ static void on_reduced(coord *c, PGresult *res, const pgx_err *err, void *arg)
     take_figures(c, it, res);
     if (strcmp(outcome, "refused") == 0) {
         finish(c, j, ESC_EINVAL,
-               "cannot reduce %s/%s by %" PRId64 ": only %s units are neither sold, held nor "
-               "being reduced",
+               "cannot reduce %s/%s by %" PRId64 ": only %s units are neither sold nor being "
+               "reduced",
                it->tenant_id, it->item_id, j->qty, PQgetvalue(res, 0, F_FREE));
         return;
     }
     if (strcmp(outcome, "before") == 0) {
         finish(c, j, 0, "operation %s was carried out before (reduce of %" PRId64 ")", j->op_id,
                j->qty);
+        return;
+    }
+    if (strcmp(outcome, "unjudged") == 0) {
+        finish(c, j, ESC_EUNAVAILABLE,
+               "not every region has reported %s/%s since this coordinator started: nothing "
+               "reduced; retry",
+               it->tenant_id, it->item_id);
         return;
     }
     j->gs->n_reduces++;
@@ -258,22 +266,18 @@ static void reduce(coord *c, gstock_job *j)
     coord_item *it = j->it;
     coord_gitem *g = coord_gitem_of(it);
     int64_t elsewhere = 0;
+    bool judged = true; /* every peer has reported: its sold units are known */
     for (size_t i = 0; i < gs->peers->n; i++) {
         const coord_gview *v = &g->peers[i];
-        if (v->at_us == 0) {
-            finish(c, j, ESC_EUNAVAILABLE,
-                   "region %s has not reported %s/%s yet: nothing reduced; retry",
-                   coord_peers_name(gs->peers, (int)i), it->tenant_id, it->item_id);
-            return;
-        }
-        if (v->v.known) {
-            elsewhere += v->v.held + v->v.sold + v->v.reduce_pending;
+        judged = judged && v->at_us != 0;
+        if (v->at_us != 0 && v->v.known) {
+            elsewhere += v->v.sold + v->v.reduce_pending;
         }
     }
     char qty[24], other[24];
     snprintf(qty, sizeof qty, "%" PRId64, j->qty);
     snprintf(other, sizeof other, "%" PRId64, elsewhere);
-    const char *v[5] = {it->tenant_id, it->item_id, j->op_id, qty, other};
+    const char *v[5] = {it->tenant_id, it->item_id, j->op_id, qty, judged ? other : NULL};
     if (coord_db_push(c, sql, 5, v, on_reduced, j) != 0) {
         finish(c, j, ESC_EBUSY, "the coordinator's database queue is full; retry");
         return;
@@ -382,22 +386,28 @@ static void on_sums(coord *c, PGresult *res, const pgx_err *err, void *arg)
             g->own_changes = 0;
             g->own_delta = 0;
             memset(g->known_changes, 0, sizeof g->known_changes);
+            memset(g->applied_from, 0, sizeof g->applied_from);
+            memset(g->sent_to, 0, sizeof g->sent_to);
         }
     }
     for (int r = 0; r < PQntuples(res); r++) {
-        coord_item *it = coord_cat_item(&c->cat, PQgetvalue(res, r, 0), PQgetvalue(res, r, 1));
-        const char *region = PQgetvalue(res, r, 2);
-        if (it == NULL) {
+        coord_item *it = coord_cat_item(&c->cat, PQgetvalue(res, r, 1), PQgetvalue(res, r, 2));
+        const char *kind = PQgetvalue(res, r, 0), *region = PQgetvalue(res, r, 3);
+        int peer = coord_peers_find(gs->peers, region);
+        if (it == NULL || (peer < 0 && strcmp(region, gs->cfg->name) != 0)) {
             continue;
         }
         coord_gitem *g = coord_gitem_of(it);
-        uint64_t changes = (uint64_t)pg_result_i64_or(res, r, 3, 0);
-        int peer = coord_peers_find(gs->peers, region);
-        if (strcmp(region, gs->cfg->name) == 0) {
-            g->own_changes = changes;
-            g->own_delta = pg_result_i64_or(res, r, 4, 0);
+        int64_t n = pg_result_i64_or(res, r, 4, 0);
+        if (kind[0] == 'r') {
+            g->applied_from[peer] = n;
+        } else if (kind[0] == 's') {
+            g->sent_to[peer] = n;
         } else if (peer >= 0) {
-            g->known_changes[peer] = changes;
+            g->known_changes[peer] = (uint64_t)n;
+        } else {
+            g->own_changes = (uint64_t)n;
+            g->own_delta = pg_result_i64_or(res, r, 5, 0);
         }
     }
     gs->sums_loaded = true;
@@ -405,8 +415,14 @@ static void on_sums(coord *c, PGresult *res, const pgx_err *err, void *arg)
 
 void coord_gstock_round(coord *c, coord_gstock *gs)
 {
-    static const char sql[] =
-        TAG "SELECT tenant_id, item_id, region, changes, delta FROM global_changes";
+    /* every region's global changes as known here, and the running totals
+     * of quota applied from and sent to each peer (the reduce asks) */
+    static const char sql[] = TAG
+        "SELECT 'c', tenant_id, item_id, region, changes, delta FROM global_changes "
+        "UNION ALL SELECT 'r', tenant_id, item_id, from_region, sum(qty), 0 "
+        "FROM quota_receipts WHERE outcome = 'applied' GROUP BY tenant_id, item_id, from_region "
+        "UNION ALL SELECT 's', tenant_id, item_id, to_region, sum(qty), 0 "
+        "FROM quota_transfers WHERE state <> 'refused' GROUP BY tenant_id, item_id, to_region";
     if (gs->sums_loaded || gs->sums_busy || !c->loaded) {
         return;
     }
@@ -425,12 +441,12 @@ static void plan_sources(coord *c, coord_gstock *gs, coord_item *it, int64_t now
     int64_t take[COORD_QREGIONS_MAX];
     wire_quota_item own;
     coord_gitem_view(c, gs->cfg, gs->peers->n, it, &own);
-    r[0] = (coord_qregion){.usable = true,
-                           .unused = own.unused + it->reduce_pending,
-                           .demand_milli = own.demand_milli};
+    r[0] = (coord_qregion){
+        .usable = true, .unused = coord_gitem_remaining(c, it), .demand_milli = own.demand_milli};
     for (size_t i = 0; i < gs->peers->n; i++) {
         const wire_quota_item *v = fresh_view(gs, it, (int)i, now);
-        /* what it has on its way (here, as far as this region can tell) counts */
+        /* what it has on its way (here, as far as this region can tell) counts:
+         * it sends the running total less all it sent */
         r[i + 1] = (coord_qregion){.usable = v != NULL,
                                    .unused = v != NULL ? v->unused + v->in_flight : 0,
                                    .demand_milli = v != NULL ? v->demand_milli : 0};
@@ -438,7 +454,9 @@ static void plan_sources(coord *c, coord_gstock *gs, coord_item *it, int64_t now
     coord_policy_reduce_sources(r, gs->peers->n + 1, it->reduce_pending, take);
     g->reduce_local = take[0];
     for (size_t i = 0; i < gs->peers->n; i++) {
-        g->reduce_ask[i] = take[i + 1];
+        /* a running total: a late copy of an older status asks for no more */
+        g->reduce_ask[i] =
+            gs->sums_loaded && take[i + 1] > 0 ? g->applied_from[i] + take[i + 1] : 0;
     }
 }
 
@@ -452,9 +470,9 @@ bool coord_gstock_plan(coord *c, coord_gstock *gs, coord_item *it, int64_t now)
         it->pass_now = true;
         return true; /* a region that reduces sends nothing away */
     }
-    for (size_t i = 0; i < gs->peers->n; i++) {
+    for (size_t i = 0; gs->sums_loaded && i < gs->peers->n; i++) {
         const wire_quota_item *v = fresh_view(gs, it, (int)i, now);
-        int64_t want = v != NULL ? v->reduce_ask - g->in_flight_to[i] : 0;
+        int64_t want = v != NULL && v->reduce_ask > 0 ? v->reduce_ask - g->sent_to[i] : 0;
         if (want > 0) {
             g->intent_peer = (int)i;
             g->intent_left = want;

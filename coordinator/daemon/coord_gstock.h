@@ -10,11 +10,13 @@
  *     least covered, else by the regions' shares (coord_policy_restock_place);
  *     units placed in another region leave at once as a quota transfer
  *     (reason 'restock') and follow the three steps of coord_quota.h;
- *   - reduce: refused when fewer units are neither sold nor held nor already
- *     being reduced in any region (this one from its database, the others
- *     from their last status); otherwise items.reduce_pending takes what is
- *     unallocated now and the rest as it comes: from this region's segments,
- *     and from the other regions' unused quota, least demand first
+ *   - reduce: refused when fewer units are neither sold nor already being
+ *     reduced in any region (this one from its database, the others from
+ *     their last status): it could never complete. Otherwise
+ *     items.reduce_pending takes what is unallocated now and the rest as it
+ *     comes, never a held or sold unit: from this region's segments (held
+ *     units once they come back), and from the other regions' unused quota,
+ *     least demand first
  *     (coord_policy_reduce_sources): each peer is asked for its part in the
  *     status (reduce_ask) and sends it as quota transfers (reason 'reduce').
  * The other regions learn a region's changes from its status

@@ -102,6 +102,10 @@ static int applied(coord *c, apply_job *j, const char *outcome)
             it->unallocated += j->qty - red;
             it->reduce_pending -= red;
             it->pass_now = true;
+            int peer = coord_peers_find(j->q->peers, j->from);
+            if (peer >= 0) {
+                coord_gitem_of(it)->applied_from[peer] += j->qty; /* reduce asks' running total */
+            }
         } else {
             coord_db_reload(c);
         }
@@ -311,6 +315,7 @@ static void sent(coord *c, send_job *j, uint64_t id)
     it->total -= j->qty;
     it->unallocated -= j->qty;
     g->in_flight_to[j->peer] += j->qty;
+    g->sent_to[j->peer] += j->qty;
     if (g->intent_peer == j->peer) {
         g->intent_left = g->intent_left > j->qty ? g->intent_left - j->qty : 0;
         g->intent_sent += j->qty;

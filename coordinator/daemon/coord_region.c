@@ -63,6 +63,7 @@ static void on_peer_reply(coord *c, int peer, const wire_reply *rep, void *arg)
             ESC_LOG(ESC_LOG_WARN, "COORD-QUOTA", "transfer=%" PRIu64 " refused by %s: %s", id, name,
                     rep->message);
             coord_quota_done(c, &r->quota, id, true);
+            r->gstock.sums_loaded = false; /* the running totals of quota sent: read again */
         } else {
             ESC_LOG(ESC_LOG_INFO, "COORD-QUOTA", "transfer=%" PRIu64 " not applied by %s yet: %s",
                     id, name, rep->message);

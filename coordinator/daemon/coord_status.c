@@ -76,12 +76,15 @@ static void sweep_done(coord_status *st, int i, int64_t now)
     coord_status_peer *ps = &st->p[i];
     ps->sweep_us = now - ps->sweep_start_us;
     ps->sweep_start_us = 0;
-    ps->last_sweep_items = ps->sweep_items;
     ps->sweeps++;
-    int level = ps->sweep_us > interval_us(st) ? ESC_LOG_INFO : ESC_LOG_DEBUG;
-    ESC_LOG(level, "COORD-STATUS", "peer=%s sweep=%" PRIu64 " items=%zu ms=%" PRId64 "%s",
-            coord_peers_name(st->peers, i), ps->sweeps, ps->sweep_items, ps->sweep_us / 1000,
-            level == ESC_LOG_INFO ? " (longer than interval_ms: views refresh at this pace)" : "");
+    /* every COORD_STATUS_LOG_EVERY-th sweep, and one whose number of items
+     * changed: how long covering every global item takes (regions.md) */
+    bool changed = ps->sweep_items != ps->last_sweep_items;
+    ps->last_sweep_items = ps->sweep_items;
+    int level = changed || ps->sweeps % COORD_STATUS_LOG_EVERY == 1 ? ESC_LOG_INFO : ESC_LOG_DEBUG;
+    ESC_LOG(level, "COORD-STATUS", "peer=%s sweep=%" PRIu64 " items=%zu pages=%" PRIu64 " ms=%.1f",
+            coord_peers_name(st->peers, i), ps->sweeps, ps->sweep_items, ps->sweep_pages,
+            (double)ps->sweep_us / 1000.0);
 }
 
 /* Sends the next page of peer i's sweep (the first may be empty: it still
@@ -104,6 +107,7 @@ static void send_page(coord *c, coord_status *st, int i)
         return; /* the tail of the catalog held no global item */
     }
     ps->sweep_items += q->nitems;
+    ps->sweep_pages++;
     ps->seq++;
     ps->pend_seq[ps->pending] = ps->seq;
     ps->pend_us[ps->pending] = esc_mono_us();
@@ -147,6 +151,7 @@ void coord_status_round(coord *c, coord_status *st)
             ps->sweep_start_us = now;
             ps->cursor = 0;
             ps->sweep_items = 0;
+            ps->sweep_pages = 0;
             ps->sweeping = true;
             send_page(c, st, (int)i);
         }

@@ -33,10 +33,16 @@
 typedef struct coord coord;
 struct coord_gstock;
 
-/* Pages sent to one peer and not yet answered, at most. */
-#define COORD_STATUS_WINDOW 4
+/* Pages sent to one peer and not yet answered, at most: a page costs one
+ * turn of each coordinator's loop, which a catalog of thousands of items
+ * makes long (every item's policy pass runs on it), so many pages share
+ * one; 16 pages are at most ~650 KiB in flight (the sockets buffer 4 MiB). */
+#define COORD_STATUS_WINDOW 16
 /* A view is trusted for this many times max(interval, the peer's sweep). */
 #define COORD_STATUS_STALE_ROUNDS 3
+/* A sweep's duration is logged (INFO) every this many sweeps, and when the
+ * number of global items changed. */
+#define COORD_STATUS_LOG_EVERY 30
 
 /* The exchange with one peer. */
 typedef struct coord_status_peer {
@@ -49,6 +55,7 @@ typedef struct coord_status_peer {
     int64_t sweep_start_us;
     int64_t sweep_us; /* the last complete sweep, start to last answer; 0 = none yet */
     size_t sweep_items, last_sweep_items;
+    uint64_t sweep_pages;
     uint64_t sweeps; /* complete sweeps */
 } coord_status_peer;
 

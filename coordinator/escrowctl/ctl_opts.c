@@ -47,6 +47,7 @@ enum opt_id {
     OPT_FROM,
     OPT_TO,
     OPT_OP_ID,
+    OPT_VIA,
     OPT_COUNT_
 };
 
@@ -56,7 +57,8 @@ enum opt_id {
      OPT_BIT(OPT_TIMEOUT_MS) | OPT_BIT(OPT_CONFIG))
 
 /* item restock / reduce: of a global item with --global */
-#define OPTS_STOCK (OPT_BIT(OPT_GLOBAL) | OPT_BIT(OPT_REGION) | OPT_BIT(OPT_OP_ID))
+#define OPTS_STOCK                                                                                 \
+    (OPT_BIT(OPT_GLOBAL) | OPT_BIT(OPT_REGION) | OPT_BIT(OPT_OP_ID) | OPT_BIT(OPT_VIA))
 
 static const struct opt_def {
     const char *name; /* without the leading "--" */
@@ -89,6 +91,7 @@ static const struct opt_def {
     [OPT_FROM] = {"from", true},
     [OPT_TO] = {"to", true},
     [OPT_OP_ID] = {"op-id", true},
+    [OPT_VIA] = {"via", true},
 };
 
 /* What the positional words after the command words mean. */
@@ -598,20 +601,28 @@ static int check_region_shape(const struct cmd_def *c, const raw_args *raw, char
     return 0;
 }
 
-/* item restock|reduce --global [--region R] [--op-id ID]. */
-static int build_stock(const raw_args *raw, ctl_args *a, char why[CTL_WHY_MAX])
+/* item restock|reduce --global [--region R] [--via R] [--op-id ID]. */
+static int build_stock(const struct cmd_def *c, const raw_args *raw, ctl_args *a,
+                       char why[CTL_WHY_MAX])
 {
-    bool region = (raw->seen & OPT_BIT(OPT_REGION)) != 0;
-    bool op_id = (raw->seen & OPT_BIT(OPT_OP_ID)) != 0;
+    const unsigned opts = OPT_BIT(OPT_REGION) | OPT_BIT(OPT_OP_ID) | OPT_BIT(OPT_VIA);
     if (!a->global) {
-        return region || op_id ? fail(why, "--region and --op-id go with --global") : 0;
+        return (raw->seen & opts) != 0 ? fail(why, "--region, --via and --op-id go with --global")
+                                       : 0;
     }
-    int rc = region
-                 ? copy_id(a->op_region, raw->val[OPT_REGION], CTL_REGION_LEN_MAX, "--region", why)
-                 : 0;
-    return rc == 0 && op_id
-               ? copy_id(a->op_id, raw->val[OPT_OP_ID], ESC_KEY_LEN_MAX, "--op-id", why)
-               : rc;
+    int rc = 0;
+    if ((raw->seen & OPT_BIT(OPT_REGION)) != 0) {
+        rc = c->cmd == CTL_CMD_ITEM_REDUCE
+                 ? fail(why, "a reduce names no --region: it takes from every region")
+                 : copy_id(a->op_region, raw->val[OPT_REGION], CTL_REGION_LEN_MAX, "--region", why);
+    }
+    if (rc == 0 && (raw->seen & OPT_BIT(OPT_VIA)) != 0) {
+        rc = copy_id(a->via_region, raw->val[OPT_VIA], CTL_REGION_LEN_MAX, "--via", why);
+    }
+    if (rc == 0 && (raw->seen & OPT_BIT(OPT_OP_ID)) != 0) {
+        rc = copy_id(a->op_id, raw->val[OPT_OP_ID], ESC_KEY_LEN_MAX, "--op-id", why);
+    }
+    return rc;
 }
 
 /* --global, --quota (adding up to --total), quota move's --from and --to. */
@@ -634,7 +645,7 @@ static int build_region(const struct cmd_def *c, const raw_args *raw, ctl_args *
         }
     }
     if (c->cmd == CTL_CMD_ITEM_RESTOCK || c->cmd == CTL_CMD_ITEM_REDUCE) {
-        return build_stock(raw, a, why);
+        return build_stock(c, raw, a, why);
     }
     if (c->cmd != CTL_CMD_QUOTA_MOVE) {
         return 0;

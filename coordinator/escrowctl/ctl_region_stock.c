@@ -21,16 +21,21 @@
 static const char sql_home[] =
     TAG "SELECT regions[1] FROM global_items WHERE tenant_id = $1 AND item_id = $2";
 
-/* The region that carries the operation out: --region, else the item's
- * first region as the first database that answers says. Returns its index
- * or -1 after a sentence on stderr. */
+/* The region that carries the operation out: --via, else the item's first
+ * region as the first database that answers says. Returns its index or -1
+ * after a sentence on stderr. */
 static int carrier(ctl_region_set *set, const ctl_args *a)
 {
-    if (a->op_region[0] != '\0') {
-        int r = ctl_region_set_find(set, a->op_region);
+    if (a->op_region[0] != '\0' && ctl_region_set_find(set, a->op_region) < 0) {
+        fprintf(stderr, "escrowctl: --region %s: no --config describes that region\n",
+                a->op_region);
+        return -1;
+    }
+    if (a->via_region[0] != '\0') {
+        int r = ctl_region_set_find(set, a->via_region);
         if (r < 0) {
-            fprintf(stderr, "escrowctl: --region %s: no --config describes that region\n",
-                    a->op_region);
+            fprintf(stderr, "escrowctl: --via %s: no --config describes that region\n",
+                    a->via_region);
         }
         return r;
     }
@@ -114,9 +119,9 @@ int ctl_region_stock(ctl_region_set *set, const ctl_args *a, FILE *out, bool *re
         ctl_rpc_no_answer(who, c->coordinator, a->timeout_ms, sent, false);
         if (sent) {
             fprintf(stderr,
-                    "escrowctl: the outcome is unknown: run the same command with --op-id %s%s%s "
+                    "escrowctl: the outcome is unknown: run the same command with --op-id %s "
                     "to learn it (an operation is never carried out twice)\n",
-                    op_id, a->op_region[0] != '\0' ? " --region " : "", a->op_region);
+                    op_id);
         }
         return rc;
     }

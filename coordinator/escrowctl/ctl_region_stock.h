@@ -1,12 +1,13 @@
 /*
  * ctl_region_stock.h - `escrowctl item restock|reduce TENANT ITEM QTY
- * --global [--region R] [--op-id ID]`: one request to the coordinator of
- * the region that carries the operation out: R, else the item's first
- * region (global_items.regions, the same in every region's database), which
- * places a restock where demand or the [quota] shares say. The operation id
- * (made up and printed when not given) makes a retry safe: the region
- * answers a known id with the first outcome and changes nothing. A retry
- * must reach the same region: the same --region, or none.
+ * --global [--region R] [--via V] [--op-id ID]`: one request to the
+ * coordinator of the region that carries the operation out: the item's
+ * first region (global_items.regions, the same in every region's database),
+ * or V when that one is down. A restock goes to region R, else where demand
+ * or the [quota] shares say. The operation id (made up and printed when not
+ * given) makes a retry safe: the carrying region answers a known id with
+ * the first outcome and changes nothing (so a retry goes through the same
+ * region: the same --via, or none).
  */
 #ifndef CTL_REGION_STOCK_H
 #define CTL_REGION_STOCK_H

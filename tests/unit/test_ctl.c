@@ -1019,11 +1019,13 @@ static void test_global_restock_and_reduce(void **state)
     assert_string_equal(args.op_region, "us");
     assert_string_equal(args.op_id, "delivery-7");
     assert_true(ctl_region_cmd(&args));
-    assert_int_equal(parse(NULL, &args, why, "item", "reduce", "t", "i", "5", "--global",
-                           "--config", "eu.ini", NULL),
+    assert_string_equal(args.via_region, "");
+    assert_int_equal(parse(NULL, &args, why, "item", "reduce", "t", "i", "5", "--global", "--via",
+                           "us", "--config", "eu.ini", NULL),
                      0);
     assert_int_equal(args.cmd, CTL_CMD_ITEM_REDUCE);
     assert_string_equal(args.op_region, "");
+    assert_string_equal(args.via_region, "us");
     assert_string_equal(args.op_id, "");
     /* without --global: the coordinator's plain restock */
     assert_int_equal(parse(NULL, &args, why, "item", "restock", "t", "i", "40", "--coordinator",
@@ -1037,6 +1039,8 @@ static void test_global_restock_and_reduce(void **state)
     REFUSE("item", "restock", "t", "i", "40", "--global", "--dsn", "x", "--config", "a");
     REFUSE("item", "restock", "t", "i", "40", "--op-id", "x", "--coordinator", "tcp://h:1");
     REFUSE("item", "reduce", "t", "i", "4", "--region", "us", "--coordinator", "tcp://h:1");
+    REFUSE("item", "reduce", "t", "i", "4", "--via", "us", "--coordinator", "tcp://h:1");
+    REFUSE("item", "reduce", "t", "i", "4", "--global", "--region", "us", "--config", "a");
     REFUSE("item", "reduce", "t", "i", "4", "--global", "--op-id", "a b", "--config", "a");
     REFUSE("item", "reduce", "t", "i", "0", "--global", "--config", "a");
     REFUSE("item", "pause", "t", "i", "--global", "--config", "a"); /* not a --global command */

@@ -666,12 +666,13 @@ static void test_quota_requests_and_replies(void **state)
         int rc;
     } cases[] = {
         {1, 2, 3, 4, -5, 6, 7, 0},
-        {ESC_TOTAL_MAX, ESC_TOTAL_MAX, ESC_TOTAL_MAX, ESC_TOTAL_MAX, ESC_GLOBAL_CHANGE_SUM_MAX,
-         ESC_GLOBAL_CHANGES_MAX, ESC_QUOTA_SHARE_MAX, 0},
+        {ESC_TOTAL_MAX, ESC_TOTAL_MAX, ESC_TOTAL_MAX, ESC_GLOBAL_CHANGE_SUM_MAX,
+         ESC_GLOBAL_CHANGE_SUM_MAX, ESC_GLOBAL_CHANGES_MAX, ESC_QUOTA_SHARE_MAX, 0},
         {-1, 0, 0, 0, 0, 0, 0, ESC_EINVAL},
         {0, ESC_TOTAL_MAX + 1, 0, 0, 0, 0, 0, ESC_EINVAL},
         {0, 0, -1, 0, 0, 0, 0, ESC_EINVAL},
-        {0, 0, 0, ESC_TOTAL_MAX + 1, 0, 0, 0, ESC_EINVAL},
+        {0, 0, 0, ESC_GLOBAL_CHANGE_SUM_MAX + 1, 0, 0, 0, ESC_EINVAL},
+        {0, 0, 0, -1, 0, 0, 0, ESC_EINVAL},
         {0, 0, 0, 0, -ESC_GLOBAL_CHANGE_SUM_MAX - 1, 0, 0, ESC_EINVAL},
         {0, 0, 0, 0, 0, ESC_GLOBAL_CHANGES_MAX + 1, 0, ESC_EINVAL},
         {0, 0, 0, 0, 0, 0, ESC_QUOTA_SHARE_MAX + 1, ESC_EINVAL},
@@ -707,7 +708,8 @@ static void test_quota_requests_and_replies(void **state)
         memset(e->tenant_id, 't', ESC_TENANT_LEN_MAX);
         memset(e->item_id, 'i', ESC_ITEM_LEN_MAX);
         e->quota = e->unused = e->floor = e->in_flight = e->held = e->sold = ESC_TOTAL_MAX;
-        e->reduce_pending = e->reduce_ask = ESC_TOTAL_MAX;
+        e->reduce_pending = ESC_TOTAL_MAX;
+        e->reduce_ask = ESC_GLOBAL_CHANGE_SUM_MAX;
         e->demand_milli = INT64_MAX;
         e->changes = ESC_GLOBAL_CHANGES_MAX;
         e->change_sum = -ESC_GLOBAL_CHANGE_SUM_MAX;

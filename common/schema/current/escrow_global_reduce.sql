@@ -1,10 +1,12 @@
 -- escrow_global_reduce - a reduce of a global item, carried out by this
 -- region once per operation id: p_qty units off the global total, taken by
 -- items.reduce_pending here (unallocated now, the rest as units come back
--- from the segments or arrive as quota from the other regions). Refused
--- (outcome 'refused', free) when fewer than p_qty units are neither sold nor
--- held nor being reduced: here from the database, elsewhere p_elsewhere.
--- ES010, ES011 as escrow_global_restock.
+-- from the segments or arrive as quota from the other regions; held units
+-- only once they come back). Refused (outcome 'refused', free) when fewer
+-- than p_qty units are neither sold nor being reduced: here from the
+-- database, elsewhere p_elsewhere; it could never complete. p_elsewhere
+-- NULL: a known id is answered, a new one is not judged (outcome
+-- 'unjudged'). ES010, ES011 as escrow_global_restock.
 --
 -- As of migration 0010_global_stock (unchanged since).
 --
@@ -35,8 +37,13 @@ BEGIN
         r.outcome := 'before';
         RETURN r;
     END IF;
+    IF p_elsewhere IS NULL THEN
+        r := escrow_global_now(p_tenant, p_item, v_self);
+        r.outcome := 'unjudged';
+        RETURN r;
+    END IF;
     SELECT g.global_total - i.reduce_pending - p_elsewhere
-           - COALESCE((SELECT sum(s.held + s.sold) FROM segments s
+           - COALESCE((SELECT sum(s.sold) FROM segments s
                         WHERE s.tenant_id = p_tenant AND s.item_id = p_item), 0)
       INTO v_free
       FROM global_items g JOIN items i USING (tenant_id, item_id)

@@ -57,7 +57,8 @@ ALTER TABLE quota_transfers DROP CONSTRAINT quota_transfers_reason_valid,
 
 -- The item's figures after an operation (the coordinator's memory follows).
 CREATE TYPE escrow_global_figures AS (
-    outcome        text,   -- 'done', 'before' (the id was used: its first outcome), 'refused'
+    outcome        text,   -- 'done', 'before' (the id was used: its first outcome),
+                           -- 'refused', 'unjudged' (a reduce that cannot be judged yet)
     free           bigint, -- reduce: units that could be taken (when refused)
     placed_in      text,   -- restock
     transfer_id    bigint, -- restock placed in another region
@@ -150,10 +151,15 @@ BEGIN
 END $$;
 
 -- Reduce: p_qty units taken off the global total, never more than are
--- neither sold nor held nor already being reduced anywhere: here from this
--- database, elsewhere p_elsewhere (the other regions' held + sold + pending
--- reduces, from their last status). Refused (nothing recorded, outcome
--- 'refused' with free) when that is less than p_qty. ES010, ES011 as restock.
+-- neither sold nor already being reduced anywhere (sold units never come
+-- back; held ones may): here from this database, elsewhere p_elsewhere (the
+-- other regions' sold + pending reduces, from their last status). Refused
+-- (nothing recorded, outcome 'refused' with free) when that is less than
+-- p_qty: it could never complete. Units are only ever taken when they are
+-- neither held nor sold, so a total never drops below what is. p_elsewhere
+-- NULL (a region has not reported yet): a known operation id is answered,
+-- a new one is not judged (outcome 'unjudged', nothing recorded). ES010,
+-- ES011 as restock.
 CREATE FUNCTION escrow_global_reduce(p_tenant text, p_item text, p_op text, p_qty bigint,
                                      p_elsewhere bigint) RETURNS escrow_global_figures
 LANGUAGE plpgsql AS $$
@@ -177,8 +183,13 @@ BEGIN
         r.outcome := 'before';
         RETURN r;
     END IF;
+    IF p_elsewhere IS NULL THEN
+        r := escrow_global_now(p_tenant, p_item, v_self);
+        r.outcome := 'unjudged';
+        RETURN r;
+    END IF;
     SELECT g.global_total - i.reduce_pending - p_elsewhere
-           - COALESCE((SELECT sum(s.held + s.sold) FROM segments s
+           - COALESCE((SELECT sum(s.sold) FROM segments s
                         WHERE s.tenant_id = p_tenant AND s.item_id = p_item), 0)
       INTO v_free
       FROM global_items g JOIN items i USING (tenant_id, item_id)
