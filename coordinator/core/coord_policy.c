@@ -342,7 +342,12 @@ static long pick_tail(const coord_pitem *in)
 void coord_policy_plan(const coord_pitem *in, bool force_collapse, coord_plan *out)
 {
     ESC_ASSERT(in->nsegs <= ESC_SEGMENTS_PER_ITEM_MAX);
-    memset(out, 0, sizeof *out);
+    /* the head only: a pass runs for every item every --rebalance-ms, and
+     * clearing all COORD_PLAN_XFERS_MAX entries each time was most of a
+     * large catalog's loop (add() writes every field of an entry it uses) */
+    out->collapse = false;
+    out->tail = 0;
+    out->nxfers = 0;
     out->sold_out = coord_policy_sold_out(in);
     if (in->retired) {
         return;

@@ -82,7 +82,8 @@ typedef struct coord_plan {
 } coord_plan;
 
 /* Plans one pass for the item. force_collapse: WIRE_ADMIN_COLLAPSE (collapse
- * whatever is left if more than one segment is active). Writes *out. */
+ * whatever is left if more than one segment is active). Writes *out
+ * (xfers[nxfers..] keep whatever they held). */
 void coord_policy_plan(const coord_pitem *in, bool force_collapse, coord_plan *out);
 
 /* Sold out: every non-retired segment reported available 0 and held 0, none

@@ -604,6 +604,43 @@ static void test_export_want_reclaims_and_holds_unallocated(void **state)
     assert_false(coord_policy_sold_out(&in));
 }
 
+/* The plan is reused pass after pass: whatever an earlier pass (or garbage)
+ * left in it never leaks into the next one. */
+static void test_plan_reused_starts_clean(void **state)
+{
+    (void)state;
+    static coord_plan fresh, reused;
+    coord_pitem in = item(4, 100);
+    g_segs[0].demand = 90;
+    g_segs[0].available = 10;
+    in.total = 310;
+    memset(&fresh, 0, sizeof fresh);
+    coord_policy_plan(&in, false, &fresh);
+    assert_int_equal(fresh.nxfers, 1);
+    memset(&reused, 0xa5, sizeof reused);
+    coord_policy_plan(&in, false, &reused);
+    assert_false(reused.collapse);
+    assert_int_equal(reused.tail, 0);
+    assert_int_equal(reused.sold_out, fresh.sold_out);
+    assert_int_equal(reused.nxfers, fresh.nxfers);
+    for (size_t i = 0; i < fresh.nxfers; i++) {
+        assert_int_equal(reused.xfers[i].from, fresh.xfers[i].from);
+        assert_int_equal(reused.xfers[i].to, fresh.xfers[i].to);
+        assert_int_equal(reused.xfers[i].qty, fresh.xfers[i].qty);
+        assert_int_equal(reused.xfers[i].reason, fresh.xfers[i].reason);
+    }
+    /* a collapse pass, then a pass with nothing to do: no collapse left over */
+    coord_pitem low = item(4, 10);
+    low.total = 1000;
+    coord_policy_plan(&low, false, &reused);
+    assert_true(reused.collapse);
+    coord_pitem calm = item(4, 100);
+    coord_policy_plan(&calm, false, &reused);
+    assert_false(reused.collapse);
+    assert_int_equal(reused.tail, 0);
+    assert_int_equal(reused.nxfers, 0);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -633,6 +670,7 @@ int main(void)
         cmocka_unit_test(test_restock_without_demand_follows_shares),
         cmocka_unit_test(test_reduce_takes_least_demand_first),
         cmocka_unit_test(test_export_want_reclaims_and_holds_unallocated),
+        cmocka_unit_test(test_plan_reused_starts_clean),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
