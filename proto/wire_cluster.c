@@ -328,6 +328,17 @@ int wire_admin_from_pb(const Escrow__AdminReq *a, wire_request *out, char *why)
     return 0;
 }
 
+/* A request carrying the admin operation *a. */
+static int pack_admin(uint64_t corr_id, const char *tenant_id, Escrow__AdminReq *a, void *buf,
+                      size_t cap, size_t *len)
+{
+    Escrow__Request m = ESCROW__REQUEST__INIT;
+    wire_request_head(&m, corr_id, tenant_id != NULL ? tenant_id : "");
+    m.op_case = ESCROW__REQUEST__OP_ADMIN;
+    m.admin = a;
+    return wire_request_pack(&m, buf, cap, len);
+}
+
 int wire_encode_admin(uint64_t corr_id, const char *tenant_id, uint32_t admin_op,
                       const char *item_id, const char *node_id, int64_t qty, uint32_t nsegments,
                       void *buf, size_t cap, size_t *len)
@@ -335,17 +346,13 @@ int wire_encode_admin(uint64_t corr_id, const char *tenant_id, uint32_t admin_op
     if (admin_op <= WIRE_ADMIN_NONE || admin_op >= WIRE_ADMIN_LAST_) {
         return ESC_EINVAL;
     }
-    Escrow__Request m = ESCROW__REQUEST__INIT;
     Escrow__AdminReq a = ESCROW__ADMIN_REQ__INIT;
-    wire_request_head(&m, corr_id, tenant_id != NULL ? tenant_id : "");
-    m.op_case = ESCROW__REQUEST__OP_ADMIN;
-    m.admin = &a;
     a.op = admin_op;
     a.item_id = (char *)(item_id != NULL ? item_id : "");
     a.node_id = (char *)(node_id != NULL ? node_id : "");
     a.qty = qty;
     a.segments = nsegments;
-    return wire_request_pack(&m, buf, cap, len);
+    return pack_admin(corr_id, tenant_id, &a, buf, cap, len);
 }
 
 int wire_encode_admin_global(uint64_t corr_id, const char *tenant_id, uint32_t admin_op,
@@ -355,18 +362,14 @@ int wire_encode_admin_global(uint64_t corr_id, const char *tenant_id, uint32_t a
     if ((admin_op != WIRE_ADMIN_RESTOCK && admin_op != WIRE_ADMIN_REDUCE) || op_id == NULL) {
         return ESC_EINVAL;
     }
-    Escrow__Request m = ESCROW__REQUEST__INIT;
     Escrow__AdminReq a = ESCROW__ADMIN_REQ__INIT;
-    wire_request_head(&m, corr_id, tenant_id != NULL ? tenant_id : "");
-    m.op_case = ESCROW__REQUEST__OP_ADMIN;
-    m.admin = &a;
     a.op = admin_op;
     a.item_id = (char *)(item_id != NULL ? item_id : "");
     a.qty = qty;
     a.global = true;
     a.op_id = (char *)op_id;
     a.region = (char *)(region != NULL ? region : "");
-    return wire_request_pack(&m, buf, cap, len);
+    return pack_admin(corr_id, tenant_id, &a, buf, cap, len);
 }
 
 /* ---- quota --------------------------------------------------------------- */
