@@ -173,6 +173,20 @@ _region_cfgs() {
     done
 }
 
+# WANT_RC ARGS...: escrowctl ARGS must exit WANT_RC; its output in
+# $REGION_DIR/out and err.
+region_ctl() {
+    esc_ctl_expect "$REGION_DIR" "$@"
+}
+
+# FILE TEXT: $REGION_DIR/FILE (out or err) holds TEXT.
+region_has() {
+    grep -qF -- "$2" "$REGION_DIR/$1" || {
+        cat "$REGION_DIR/out" "$REGION_DIR/err" >&2
+        esc_fail "no '$2' in $1"
+    }
+}
+
 region_check() {
     local -a cfgs
     mapfile -t cfgs < <(_region_cfgs)

@@ -24,15 +24,6 @@ region_start --quota auto=off
 eu_cfg=$(region_get CONFIG eu)
 us_cfg=$(region_get CONFIG us)
 cfgs=(--config "$eu_cfg" --config "$us_cfg")
-ctl() { # WANT_RC ARGS...: output in $REGION_DIR/out, err
-    esc_ctl_expect "$REGION_DIR" "$@"
-}
-has() { # FILE TEXT
-    grep -qF -- "$2" "$REGION_DIR/$1" || {
-        cat "$REGION_DIR/out" "$REGION_DIR/err" >&2
-        esc_fail "no '$2' in $1"
-    }
-}
 q() { region_psql "$1" "SELECT $2 FROM items i JOIN global_items g USING (tenant_id, item_id) WHERE item_id = 'gig'"; }
 seg() { region_psql "$1" "SELECT COALESCE(sum($2), 0) FROM segments WHERE item_id = 'gig'"; }
 esc_ctl item create t1 gig --global --total 1000 --segments 2 "${cfgs[@]}"
@@ -40,26 +31,26 @@ region_wait_placed gig
 region_sampler_start
 
 esc_step "restock 200 into eu (operation s1); us learns the new global total"
-ctl 0 item restock t1 gig 200 --global --region eu --op-id s1 "${cfgs[@]}"
+region_ctl 0 item restock t1 gig 200 --global --region eu --op-id s1 "${cfgs[@]}"
 cat "$REGION_DIR/out"
-has out "restocked t1/gig by 200: global total 1200"
+region_has out "restocked t1/gig by 200: global total 1200"
 region_wait us "SELECT global_total FROM global_items WHERE item_id = 'gig'" 1200 60 ||
     esc_fail "us did not learn eu's restock"
 esc_assert_eq "$(q eu i.total)/$(q us i.total)" "700/500" "quotas"
 
 esc_step "operation s1 again: answered with its first outcome, nothing changes"
-ctl 0 item restock t1 gig 200 --global --region eu --op-id s1 "${cfgs[@]}"
-has out "operation s1 was carried out before"
-ctl 1 item restock t1 gig 201 --global --region eu --op-id s1 "${cfgs[@]}"
-has err "was used before for restock of 200 units"
+region_ctl 0 item restock t1 gig 200 --global --region eu --op-id s1 "${cfgs[@]}"
+region_has out "operation s1 was carried out before"
+region_ctl 1 item restock t1 gig 201 --global --region eu --op-id s1 "${cfgs[@]}"
+region_has err "was used before for restock of 200 units"
 esc_assert_eq "$(q eu "i.total || ' ' || g.global_total")" "700 1200" "eu unchanged"
 esc_assert_eq "$(region_psql eu "SELECT count(*) || ' ' || sum(qty) FROM global_ops")" "1 200" \
     "one operation recorded"
 
 esc_step "restock 100, no region: eu carries it out, the shares (1:1) place it in us"
-ctl 0 item restock t1 gig 100 --global --op-id s2 "${cfgs[@]}"
+region_ctl 0 item restock t1 gig 100 --global --op-id s2 "${cfgs[@]}"
 cat "$REGION_DIR/out"
-has out "region eu, operation s2: restocked t1/gig by 100: global total 1300; on its way to us"
+region_has out "region eu, operation s2: restocked t1/gig by 100: global total 1300; on its way to us"
 region_wait eu "SELECT state FROM quota_transfers WHERE reason = 'restock'" received 60 ||
     esc_fail "the restock's transfer to us did not complete"
 region_wait us "SELECT global_total FROM global_items WHERE item_id = 'gig'" 1300 60 ||
@@ -76,15 +67,15 @@ region_load us --item gig --buyers 200 --concurrency 20 --confirm 1 --release 0 
 esc_assert_eq "$(seg eu held)/$(seg us sold)" "300/200" "held in eu, sold in us"
 
 esc_step "reduce 1200: only 1100 units are unsold: refused, nothing changes"
-ctl 1 item reduce t1 gig 1200 --global --op-id r0 "${cfgs[@]}"
-has err "cannot reduce t1/gig by 1200: only 1100 units are neither sold nor being reduced"
+region_ctl 1 item reduce t1 gig 1200 --global --op-id r0 "${cfgs[@]}"
+region_has err "cannot reduce t1/gig by 1200: only 1100 units are neither sold nor being reduced"
 esc_assert_eq "$(q eu "g.global_total || ' ' || i.reduce_pending")" "1300 0" "nothing reduced"
 esc_assert_eq "$(region_psql eu "SELECT count(*) FROM global_ops WHERE op_id = 'r0'")" 0 "no record"
 
 esc_step "reduce 1000: the 800 unused units of both regions now, the last 200 when eu's holds come back"
-ctl 0 item reduce t1 gig 1000 --global --op-id r1 "${cfgs[@]}"
+region_ctl 0 item reduce t1 gig 1000 --global --op-id r1 "${cfgs[@]}"
 cat "$REGION_DIR/out"
-has out "reduced t1/gig by 1000: global total 300"
+region_has out "reduced t1/gig by 1000: global total 300"
 region_wait eu "SELECT total || ' ' || reduce_pending FROM items WHERE item_id = 'gig'" "300 200" 60 ||
     esc_fail "eu did not take the unused units"
 region_wait us "SELECT total FROM items WHERE item_id = 'gig'" 200 60 ||
@@ -119,13 +110,13 @@ esc_assert_eq "$(region_psql eu "SELECT string_agg(kind || ':' || qty, ' ' ORDER
 
 esc_step "views name their region"
 esc_ctl status t1 gig --config "$eu_cfg" >"$REGION_DIR/out"
-has out "region=eu"
+region_has out "region=eu"
 esc_ctl nodes --config "$us_cfg" >"$REGION_DIR/out"
 cat "$REGION_DIR/out"
 grep -qE '^us-n1 +us ' "$REGION_DIR/out" || esc_fail "nodes: us-n1 in region us"
 esc_ctl status --global t1 gig "${cfgs[@]}" >"$REGION_DIR/out"
 sed -n '/== global items/,$p' "$REGION_DIR/out"
-has out "t1/gig global_total=300 ok"
+region_has out "t1/gig global_total=300 ok"
 grep -qE '^  eu +100 +0 +0 +100 +0 +0$' "$REGION_DIR/out" || esc_fail "status --global: eu's line"
 grep -qE '^  \(global\) +300 +0 +0 +300 +0 +0$' "$REGION_DIR/out" || esc_fail "status --global: the global line"
 region_sampler_stop

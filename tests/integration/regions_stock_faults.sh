@@ -27,22 +27,13 @@ region_start --proxy --quota auto=off
 eu_cfg=$(region_get CONFIG eu)
 us_cfg=$(region_get CONFIG us)
 cfgs=(--config "$eu_cfg" --config "$us_cfg")
-ctl() { # WANT_RC ARGS...: output in $REGION_DIR/out, err
-    esc_ctl_expect "$REGION_DIR" "$@"
-}
-has() { # FILE TEXT
-    grep -qF -- "$2" "$REGION_DIR/$1" || {
-        cat "$REGION_DIR/out" "$REGION_DIR/err" >&2
-        esc_fail "no '$2' in $1"
-    }
-}
 fig() { region_psql "$1" "SELECT total || ' ' || reduce_pending || ' ' || global_total FROM items JOIN global_items USING (tenant_id, item_id) WHERE item_id = 'gig'"; }
 gt() { region_psql "$1" "SELECT global_total FROM global_items WHERE item_id = 'gig'"; }
 esc_ctl item create t1 gig --global --total 1000 --quota eu=600,us=400 --segments 2 "${cfgs[@]}"
 region_wait_placed gig
 
 esc_step "restock 100 placed in us: the regions hear each other"
-ctl 0 item restock t1 gig 100 --global --region us --op-id a0 "${cfgs[@]}"
+region_ctl 0 item restock t1 gig 100 --global --region us --op-id a0 "${cfgs[@]}"
 cat "$REGION_DIR/out"
 region_wait eu "SELECT state FROM quota_transfers" received 60 || esc_fail "a0 did not reach us"
 region_wait us "SELECT global_total FROM global_items" 1100 60 || esc_fail "us did not learn a0"
@@ -52,16 +43,16 @@ esc_step "cut the link (black hole)"
 region_link blackhole
 
 esc_step "during the cut: restock 50 placed in us waits in flight; its retry changes nothing"
-ctl 0 item restock t1 gig 50 --global --region us --op-id a1 "${cfgs[@]}"
-has out "restocked t1/gig by 50: global total 1150; on its way to us"
-ctl 0 item restock t1 gig 50 --global --region us --op-id a1 "${cfgs[@]}"
-has out "operation a1 was carried out before"
+region_ctl 0 item restock t1 gig 50 --global --region us --op-id a1 "${cfgs[@]}"
+region_has out "restocked t1/gig by 50: global total 1150; on its way to us"
+region_ctl 0 item restock t1 gig 50 --global --region us --op-id a1 "${cfgs[@]}"
+region_has out "operation a1 was carried out before"
 esc_assert_eq "$(region_psql eu "SELECT count(*) || ' ' || sum(qty) FROM quota_transfers WHERE state = 'sent'")" \
     "1 50" "one transfer in flight"
 esc_assert_eq "$(fig us)" "500 0 1100" "us has not heard of a1"
 
 esc_step "during the cut: reduce 900: eu's 600 at once, 300 wait for us"
-ctl 0 item reduce t1 gig 900 --global --op-id a2 "${cfgs[@]}"
+region_ctl 0 item reduce t1 gig 900 --global --op-id a2 "${cfgs[@]}"
 cat "$REGION_DIR/out"
 region_wait eu "SELECT total || ' ' || reduce_pending FROM items" "0 300" 60 ||
     esc_fail "eu did not take its own units"
@@ -102,8 +93,8 @@ region_coord_restart us ESC_FAILPOINT_QUOTA_EXIT_AFTER_APPLY=1
 us_log=$REGION_COORD_LOG
 region_coord_restart eu ESC_FAILPOINT_GLOBAL_EXIT_AFTER_COMMIT=1
 eu_log=$REGION_COORD_LOG
-ctl 3 --timeout-ms 3000 item restock t1 gig 60 --global --region us --op-id c1 "${cfgs[@]}"
-has err "the outcome is unknown: run the same command with --op-id c1"
+region_ctl 3 --timeout-ms 3000 item restock t1 gig 60 --global --region us --op-id c1 "${cfgs[@]}"
+region_has err "the outcome is unknown: run the same command with --op-id c1"
 esc_wait_for 60 grep -q 'ESC_FAILPOINT_GLOBAL_EXIT_AFTER_COMMIT' "$eu_log" || esc_fail "eu's failpoint"
 eu_pid=$(region_get COORD_PID eu)
 esc_wait_for 60 region_gone "$eu_pid" || esc_fail "eu did not exit"
@@ -120,8 +111,8 @@ region_check "us dead after applying"
 region_coord_restart us
 region_wait eu "SELECT count(*) FROM quota_transfers WHERE state = 'sent'" 0 60 ||
     esc_fail "eu never heard that us applied it"
-ctl 0 item restock t1 gig 60 --global --region us --op-id c1 "${cfgs[@]}"
-has out "operation c1 was carried out before"
+region_ctl 0 item restock t1 gig 60 --global --region us --op-id c1 "${cfgs[@]}"
+region_has out "operation c1 was carried out before"
 region_wait us "SELECT global_total FROM global_items" 310 60 || esc_fail "us did not learn c1"
 esc_assert_eq "$(region_psql us "SELECT count(*) || ' ' || sum(qty) FROM quota_receipts WHERE qty = 60")" \
     "1 60" "applied once"
@@ -130,7 +121,7 @@ esc_assert_eq "$(fig us)" "310 0 310" "us"
 esc_step "crash: eu dies after committing a reduce of 100; restarted, it completes it"
 region_coord_restart eu ESC_FAILPOINT_GLOBAL_EXIT_AFTER_COMMIT=1
 eu_log=$REGION_COORD_LOG
-ctl 3 --timeout-ms 3000 item reduce t1 gig 100 --global --op-id c2 "${cfgs[@]}"
+region_ctl 3 --timeout-ms 3000 item reduce t1 gig 100 --global --op-id c2 "${cfgs[@]}"
 eu_pid=$(region_get COORD_PID eu)
 esc_wait_for 60 region_gone "$eu_pid" || esc_fail "eu did not exit"
 grep -q 'ESC_FAILPOINT_GLOBAL_EXIT_AFTER_COMMIT' "$eu_log" || esc_fail "eu's failpoint"
@@ -139,8 +130,8 @@ region_check "eu dead, reduce pending"
 region_coord_restart eu
 region_wait eu "SELECT total || ' ' || reduce_pending FROM items" "0 0" 60 ||
     esc_fail "the restarted eu did not complete the reduce"
-ctl 0 item reduce t1 gig 100 --global --op-id c2 "${cfgs[@]}"
-has out "operation c2 was carried out before"
+region_ctl 0 item reduce t1 gig 100 --global --op-id c2 "${cfgs[@]}"
+region_has out "operation c2 was carried out before"
 region_wait us "SELECT global_total FROM global_items" 210 60 || esc_fail "us did not learn c2"
 esc_assert_eq "$(fig us)" "210 0 210" "us sent 100 for the reduce"
 esc_assert_eq "$(region_psql us "SELECT sum(qty) FROM quota_transfers WHERE reason = 'reduce'")" 400 \
