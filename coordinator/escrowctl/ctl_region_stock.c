@@ -66,6 +66,73 @@ static int carrier(ctl_region_set *set, const ctl_args *a)
     return -1;
 }
 
+static const char sql_op[] =
+    TAG "SELECT item_id, kind, qty FROM global_ops WHERE tenant_id = $1 AND op_id = $2";
+
+/* Whether region r carried out operation a->op_id already: 0 no, 1 yes (the
+ * same change: answered on out), or an ESC_E* code after a sentence (its
+ * database does not answer: the outcome cannot be known; ESC_ECONFLICT: the
+ * id was used there for another change). */
+static int carried_in(ctl_region *r, const ctl_args *a, FILE *out)
+{
+    const char *p[] = {a->tenant, a->op_id};
+    const char *kind = a->admin_op == WIRE_ADMIN_RESTOCK ? "restock" : "reduce";
+    PGresult *res = NULL;
+    int rc = ctl_region_set_open(r);
+    rc = rc != 0 ? rc : ctl_db_query(r->conn, sql_op, 2, p, &res);
+    if (rc != 0) {
+        fprintf(stderr,
+                "escrowctl: cannot tell whether region %s carried out operation %s before (its "
+                "database does not answer): nothing was sent; retry once it answers\n",
+                r->cfg.name, a->op_id);
+        return rc;
+    }
+    int64_t qty = 0; /* stays 0 (never a change's size) if unreadable: a conflict */
+    bool found = PQntuples(res) == 1;
+    if (found) {
+        (void)ctl_db_i64(res, 0, 2, &qty);
+    }
+    bool same = found && strcmp(PQgetvalue(res, 0, 0), a->item) == 0 &&
+                strcmp(PQgetvalue(res, 0, 1), kind) == 0 && qty == a->qty;
+    if (found && !same) {
+        fprintf(stderr,
+                "escrowctl: operation %s was used before in region %s for %s of %" PRId64
+                " units of %s/%s\n",
+                a->op_id, r->cfg.name, PQgetvalue(res, 0, 1), qty, a->tenant,
+                PQgetvalue(res, 0, 0));
+    } else if (same && a->json) {
+        ctl_json j;
+        ctl_json_init(&j, out);
+        ctl_json_begin_obj(&j, NULL);
+        ctl_json_str(&j, "outcome", "before");
+        ctl_json_str(&j, "region", r->cfg.name);
+        ctl_json_str(&j, "op_id", a->op_id);
+        ctl_json_end_obj(&j);
+        ctl_json_finish(&j);
+    } else if (same) {
+        fprintf(out,
+                "region %s, operation %s: carried out before by region %s (%s of %" PRId64
+                " units); nothing sent\n",
+                r->cfg.name, a->op_id, r->cfg.name, kind, qty);
+    }
+    PQclear(res);
+    return !found ? 0 : same ? 1 : ESC_ECONFLICT;
+}
+
+/* A given id may be a retry through another region than the first try's:
+ * every region but the carrier (which answers a known id itself) is asked
+ * first. Returns as carried_in, over all of them. */
+static int carried_elsewhere(ctl_region_set *set, int carrier_idx, const ctl_args *a, FILE *out)
+{
+    for (size_t r = 0; r < set->n && a->op_id[0] != '\0'; r++) {
+        int rc = (int)r == carrier_idx ? 0 : carried_in(&set->r[r], a, out);
+        if (rc != 0) {
+            return rc;
+        }
+    }
+    return 0;
+}
+
 static void print_answer(const ctl_args *a, const char *region, const char *op_id,
                          const wire_reply *rep, FILE *out)
 {
@@ -91,6 +158,11 @@ int ctl_region_stock(ctl_region_set *set, const ctl_args *a, FILE *out, bool *re
     int r = carrier(set, a);
     if (r < 0) {
         return ESC_EINVAL;
+    }
+    int before = carried_elsewhere(set, r, a, out);
+    if (before != 0) {
+        *refused = before == ESC_ECONFLICT;
+        return before == 1 ? 0 : before;
     }
     const region_cfg *c = &set->r[r].cfg;
     char op_id[ESC_KEY_LEN_MAX + 1];

@@ -6,8 +6,10 @@
  * or V when that one is down. A restock goes to region R, else where demand
  * or the [quota] shares say. The operation id (made up and printed when not
  * given) makes a retry safe: the carrying region answers a known id with
- * the first outcome and changes nothing (so a retry goes through the same
- * region: the same --via, or none).
+ * the first outcome and changes nothing. A given id is first looked up in
+ * every other region's database (global_ops), so a retry through another
+ * region (another --via) is answered from there and nothing is sent; when
+ * one of those databases does not answer, nothing is sent either.
  */
 #ifndef CTL_REGION_STOCK_H
 #define CTL_REGION_STOCK_H

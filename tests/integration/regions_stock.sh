@@ -4,7 +4,8 @@
 # figure is exact), with escrowctl check --global sampled in the background
 # the whole time (every sample must be ok):
 #   - a restock into a named region; the same operation id again is
-#     answered "carried out before" and changes nothing; the id with another
+#     answered "carried out before" and changes nothing, through another
+#     region (--via) too; the id with another
 #     qty is refused; the other region learns the new global total;
 #   - a restock without a region, carried out by the item's first region
 #     (eu) and placed by the regions' shares in us: a quota transfer
@@ -43,9 +44,15 @@ region_ctl 0 item restock t1 gig 200 --global --region eu --op-id s1 "${cfgs[@]}
 region_has out "operation s1 was carried out before"
 region_ctl 1 item restock t1 gig 201 --global --region eu --op-id s1 "${cfgs[@]}"
 region_has err "was used before for restock of 200 units"
+# the retry through another region: answered from eu's database, not sent
+region_ctl 0 item restock t1 gig 200 --global --region eu --via us --op-id s1 "${cfgs[@]}"
+region_has out "region eu, operation s1: carried out before by region eu (restock of 200 units)"
+region_ctl 1 item restock t1 gig 201 --global --region eu --via us --op-id s1 "${cfgs[@]}"
+region_has err "operation s1 was used before in region eu for restock of 200 units of t1/gig"
 esc_assert_eq "$(q eu "i.total || ' ' || g.global_total")" "700 1200" "eu unchanged"
 esc_assert_eq "$(region_psql eu "SELECT count(*) || ' ' || sum(qty) FROM global_ops")" "1 200" \
     "one operation recorded"
+esc_assert_eq "$(region_psql us "SELECT count(*) FROM global_ops")" 0 "none carried out by us"
 
 esc_step "restock 100, no region: eu carries it out, the shares (1:1) place it in us"
 region_ctl 0 item restock t1 gig 100 --global --op-id s2 "${cfgs[@]}"
