@@ -79,9 +79,17 @@
 #define ESC_HB_SEGMENTS_MAX 1024
 #define ESC_HB_TRANSFERS_MAX 256
 /* Regions: names as regions.region, and the global items one quota status
- * message carries (~240 bytes each: well under ESC_FRAME_BYTES_MAX). */
+ * message carries (~320 bytes each at most: 41 KiB, under
+ * ESC_FRAME_BYTES_MAX; a round sends as many messages as it takes). */
 #define ESC_REGION_LEN_MAX 64
 #define ESC_QUOTA_ITEMS_MAX 128
+/* A region's global restocks and reduces of one item, as its status
+ * reports them: how many, and their sum (restocks in one region and reduces
+ * in another make each sum grow without bound, never near these). */
+#define ESC_GLOBAL_CHANGES_MAX (1LL << 40)
+#define ESC_GLOBAL_CHANGE_SUM_MAX (1LL << 60)
+/* [quota] share (region_cfg.h). */
+#define ESC_QUOTA_SHARE_MAX 1000
 /* Segments of one item in a routing table. */
 #define ESC_ROUTE_SEGMENTS_MAX ESC_SEGMENTS_PER_ITEM_MAX
 

@@ -26,6 +26,7 @@ static failpoint table[FAILPOINT_COUNT] = {
     [FAILPOINT_QUOTA_EXIT_AFTER_SENT] = {.name = "ESC_FAILPOINT_QUOTA_EXIT_AFTER_SENT"},
     [FAILPOINT_QUOTA_EXIT_AFTER_APPLY] = {.name = "ESC_FAILPOINT_QUOTA_EXIT_AFTER_APPLY"},
     [FAILPOINT_FOLLOW_CRASH_BATCH] = {.name = "ESC_FAILPOINT_FOLLOW_CRASH_BATCH"},
+    [FAILPOINT_GLOBAL_EXIT_AFTER_COMMIT] = {.name = "ESC_FAILPOINT_GLOBAL_EXIT_AFTER_COMMIT"},
 };
 
 static const char *const where_names[] = {"", "before-commit", "after-commit", "after-give"};
@@ -145,6 +146,11 @@ bool failpoint_quota_exit_after_sent(void)
 bool failpoint_quota_exit_after_apply(void)
 {
     return get(FAILPOINT_QUOTA_EXIT_AFTER_APPLY)->value != 0;
+}
+
+bool failpoint_global_exit_after_commit(void)
+{
+    return get(FAILPOINT_GLOBAL_EXIT_AFTER_COMMIT)->value != 0;
 }
 
 int64_t failpoint_follow_crash_batch(void)

@@ -21,6 +21,8 @@
  *       quota offer to a peer region is recorded as sent
  *   ESC_FAILPOINT_QUOTA_EXIT_AFTER_APPLY=1  coordinator: exit right after a
  *       receiving region applied a quota, before it answers
+ *   ESC_FAILPOINT_GLOBAL_EXIT_AFTER_COMMIT=1  coordinator: exit right after a
+ *       global restock or reduce committed, before it answers or sends
  *   ESC_FAILPOINT_FOLLOW_CRASH_BATCH=N   escrowctl events --follow: die
  *       after printing the Nth batch, before committing its cursor (0 = off)
  */
@@ -38,6 +40,7 @@ typedef enum failpoint_id {
     FAILPOINT_QUOTA_EXIT_AFTER_SENT,
     FAILPOINT_QUOTA_EXIT_AFTER_APPLY,
     FAILPOINT_FOLLOW_CRASH_BATCH,
+    FAILPOINT_GLOBAL_EXIT_AFTER_COMMIT,
     FAILPOINT_COUNT
 } failpoint_id;
 
@@ -69,6 +72,7 @@ const char *failpoint_where_name(failpoint_where where);
 bool failpoint_coord_exit_after_sent(void);
 bool failpoint_quota_exit_after_sent(void);
 bool failpoint_quota_exit_after_apply(void);
+bool failpoint_global_exit_after_commit(void);
 /* ESC_FAILPOINT_FOLLOW_CRASH_BATCH: the batch to die after; 0 = off. */
 int64_t failpoint_follow_crash_batch(void);
 

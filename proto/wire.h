@@ -77,6 +77,12 @@ typedef struct wire_quota_item {
     int64_t floor;
     int64_t in_flight; /* sent, not yet confirmed by the receiver */
     bool known;
+    int64_t held, sold;
+    int64_t reduce_pending; /* a global reduce carried out there still takes this many */
+    int64_t reduce_ask;     /* running total the sender's reduce asks of the receiver (proto) */
+    uint64_t changes;       /* global restocks and reduces carried out there */
+    int64_t change_sum;     /* their sum */
+    uint32_t share;         /* [quota] share; 0 = not said */
 } wire_quota_item;
 
 typedef struct wire_quota {
@@ -109,6 +115,12 @@ typedef struct wire_request {
     uint32_t admin_op;
     char node_id[ESC_NODE_ID_LEN_MAX + 1];
     uint32_t nsegments;
+    /* admin restock/reduce of a global item: global set, op_id 1..128
+     * printable bytes, region "" or a region's name (restock: where to put
+     * the units); both empty otherwise */
+    bool global;
+    char op_id[ESC_KEY_LEN_MAX + 1];
+    char region[ESC_REGION_LEN_MAX + 1];
     /* heartbeat: decoded into storage owned by wire.c, one per thread, valid
      * until the next wire_decode_request on the same thread */
     const struct wire_heartbeat *hb;
@@ -320,6 +332,13 @@ int wire_encode_heartbeat(uint64_t corr_id, const wire_heartbeat *hb, void *buf,
 int wire_encode_admin(uint64_t corr_id, const char *tenant_id, uint32_t admin_op,
                       const char *item_id, const char *node_id, int64_t qty, uint32_t nsegments,
                       void *buf, size_t cap, size_t *len);
+
+/* A restock or reduce (admin_op) of a global item: op_id (1..128 printable
+ * bytes) names the operation, region (NULL or "" = the coordinator picks)
+ * where a restock's units go. Returns as wire_encode_admin. */
+int wire_encode_admin_global(uint64_t corr_id, const char *tenant_id, uint32_t admin_op,
+                             const char *item_id, int64_t qty, const char *op_id,
+                             const char *region, void *buf, size_t cap, size_t *len);
 
 /* A QuotaReq (tenant_id: the item's for offer and move, may be NULL for
  * status). Returns 0 and *len, ESC_EINVAL (bounds), ESC_ETOOBIG. */

@@ -262,6 +262,32 @@ int wire_hb_reply_from_pb(const Escrow__HeartbeatReply *pb, wire_hb_reply *out)
 
 /* ---- admin --------------------------------------------------------------- */
 
+/* A restock's or reduce's global part: op_id required with global, region
+ * optional (a restock's); neither without global. */
+static int admin_global_from_pb(const Escrow__AdminReq *a, wire_request *out, char *why)
+{
+    bool has_op = a->op_id != NULL && a->op_id[0] != '\0';
+    bool has_region = a->region != NULL && a->region[0] != '\0';
+    if (!a->global) {
+        return has_op || has_region
+                   ? wire_why(why, ESC_EINVAL, "op_id and region go with a global item")
+                   : 0;
+    }
+    out->global = true;
+    int rc = wire_copy_id(out->op_id, ESC_KEY_LEN_MAX, a->op_id, why, "op_id");
+    if (rc < 0) {
+        return rc;
+    }
+    if (has_region) {
+        if (a->op != WIRE_ADMIN_RESTOCK || !wire_region_valid(a->region)) {
+            return wire_why(why, ESC_EINVAL,
+                            "region: a restock's 1..64 printable bytes (a reduce names none)");
+        }
+        snprintf(out->region, sizeof out->region, "%s", a->region);
+    }
+    return 0;
+}
+
 int wire_admin_from_pb(const Escrow__AdminReq *a, wire_request *out, char *why)
 {
     int rc;
@@ -286,6 +312,12 @@ int wire_admin_from_pb(const Escrow__AdminReq *a, wire_request *out, char *why)
             return wire_why(why, ESC_EINVAL, "qty must be between 1 and 1000000000");
         }
         out->qty = a->qty;
+        if ((rc = admin_global_from_pb(a, out, why)) < 0) {
+            return rc;
+        }
+    } else if (a->global || (a->op_id != NULL && a->op_id[0] != '\0') ||
+               (a->region != NULL && a->region[0] != '\0')) {
+        return wire_why(why, ESC_EINVAL, "global, op_id and region go with restock and reduce");
     }
     if (a->op == WIRE_ADMIN_SPLIT) {
         if (a->segments < 1 || a->segments > ESC_SEGMENTS_PER_ITEM_MAX) {
@@ -296,6 +328,17 @@ int wire_admin_from_pb(const Escrow__AdminReq *a, wire_request *out, char *why)
     return 0;
 }
 
+/* A request carrying the admin operation *a. */
+static int pack_admin(uint64_t corr_id, const char *tenant_id, Escrow__AdminReq *a, void *buf,
+                      size_t cap, size_t *len)
+{
+    Escrow__Request m = ESCROW__REQUEST__INIT;
+    wire_request_head(&m, corr_id, tenant_id != NULL ? tenant_id : "");
+    m.op_case = ESCROW__REQUEST__OP_ADMIN;
+    m.admin = a;
+    return wire_request_pack(&m, buf, cap, len);
+}
+
 int wire_encode_admin(uint64_t corr_id, const char *tenant_id, uint32_t admin_op,
                       const char *item_id, const char *node_id, int64_t qty, uint32_t nsegments,
                       void *buf, size_t cap, size_t *len)
@@ -303,20 +346,39 @@ int wire_encode_admin(uint64_t corr_id, const char *tenant_id, uint32_t admin_op
     if (admin_op <= WIRE_ADMIN_NONE || admin_op >= WIRE_ADMIN_LAST_) {
         return ESC_EINVAL;
     }
-    Escrow__Request m = ESCROW__REQUEST__INIT;
     Escrow__AdminReq a = ESCROW__ADMIN_REQ__INIT;
-    wire_request_head(&m, corr_id, tenant_id != NULL ? tenant_id : "");
-    m.op_case = ESCROW__REQUEST__OP_ADMIN;
-    m.admin = &a;
     a.op = admin_op;
     a.item_id = (char *)(item_id != NULL ? item_id : "");
     a.node_id = (char *)(node_id != NULL ? node_id : "");
     a.qty = qty;
     a.segments = nsegments;
-    return wire_request_pack(&m, buf, cap, len);
+    return pack_admin(corr_id, tenant_id, &a, buf, cap, len);
+}
+
+int wire_encode_admin_global(uint64_t corr_id, const char *tenant_id, uint32_t admin_op,
+                             const char *item_id, int64_t qty, const char *op_id,
+                             const char *region, void *buf, size_t cap, size_t *len)
+{
+    if ((admin_op != WIRE_ADMIN_RESTOCK && admin_op != WIRE_ADMIN_REDUCE) || op_id == NULL) {
+        return ESC_EINVAL;
+    }
+    Escrow__AdminReq a = ESCROW__ADMIN_REQ__INIT;
+    a.op = admin_op;
+    a.item_id = (char *)(item_id != NULL ? item_id : "");
+    a.qty = qty;
+    a.global = true;
+    a.op_id = (char *)op_id;
+    a.region = (char *)(region != NULL ? region : "");
+    return pack_admin(corr_id, tenant_id, &a, buf, cap, len);
 }
 
 /* ---- quota --------------------------------------------------------------- */
+
+/* A count of units: 0..ESC_TOTAL_MAX. */
+static bool units_valid(int64_t v)
+{
+    return v >= 0 && v <= ESC_TOTAL_MAX;
+}
 
 int wire_quota_item_from_pb(const Escrow__QuotaItem *e, wire_quota_item *q, char *why)
 {
@@ -326,10 +388,16 @@ int wire_quota_item_from_pb(const Escrow__QuotaItem *e, wire_quota_item *q, char
         (rc = wire_copy_id(q->item_id, ESC_ITEM_LEN_MAX, e->item_id, why, "item_id")) < 0) {
         return rc;
     }
-    if (e->quota < 0 || e->quota > ESC_TOTAL_MAX || e->unused < 0 || e->unused > ESC_TOTAL_MAX ||
-        e->floor < 0 || e->floor > ESC_TOTAL_MAX || e->in_flight < 0 ||
-        e->in_flight > ESC_TOTAL_MAX || e->demand_milli < 0) {
+    if (!units_valid(e->quota) || !units_valid(e->unused) || !units_valid(e->floor) ||
+        !units_valid(e->in_flight) || e->demand_milli < 0) {
         return wire_why(why, ESC_EINVAL, "quota: item figures out of range");
+    }
+    if (!units_valid(e->held) || !units_valid(e->sold) || !units_valid(e->reduce_pending) ||
+        e->reduce_ask < 0 || e->reduce_ask > ESC_GLOBAL_CHANGE_SUM_MAX ||
+        e->changes > (uint64_t)ESC_GLOBAL_CHANGES_MAX ||
+        e->change_sum < -ESC_GLOBAL_CHANGE_SUM_MAX || e->change_sum > ESC_GLOBAL_CHANGE_SUM_MAX ||
+        e->share > ESC_QUOTA_SHARE_MAX) {
+        return wire_why(why, ESC_EINVAL, "quota: item stock figures out of range");
     }
     q->quota = e->quota;
     q->unused = e->unused;
@@ -337,6 +405,13 @@ int wire_quota_item_from_pb(const Escrow__QuotaItem *e, wire_quota_item *q, char
     q->floor = e->floor;
     q->in_flight = e->in_flight;
     q->known = e->known;
+    q->held = e->held;
+    q->sold = e->sold;
+    q->reduce_pending = e->reduce_pending;
+    q->reduce_ask = e->reduce_ask;
+    q->changes = e->changes;
+    q->change_sum = e->change_sum;
+    q->share = e->share;
     return 0;
 }
 
@@ -411,6 +486,13 @@ static void quota_item_to_pb(const wire_quota_item *w, Escrow__QuotaItem *pb)
     pb->floor = w->floor;
     pb->known = w->known;
     pb->in_flight = w->in_flight;
+    pb->held = w->held;
+    pb->sold = w->sold;
+    pb->reduce_pending = w->reduce_pending;
+    pb->reduce_ask = w->reduce_ask;
+    pb->changes = w->changes;
+    pb->change_sum = w->change_sum;
+    pb->share = w->share;
 }
 
 int wire_quota_items_to_pb(const wire_quota_item *items, size_t n, Escrow__QuotaItem **arr,

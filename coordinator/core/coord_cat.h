@@ -110,6 +110,7 @@ typedef struct coord_item {
     uint64_t route_version;
     uint64_t route_hash;
     bool global;           /* a global_items row exists: its total is this region's quota */
+    int64_t global_total;  /* that row's global_total, as this region knows it */
     struct coord_gitem *g; /* owned by coord_region.c (NULL until it first looks) */
 } coord_item;
 

@@ -342,7 +342,12 @@ static long pick_tail(const coord_pitem *in)
 void coord_policy_plan(const coord_pitem *in, bool force_collapse, coord_plan *out)
 {
     ESC_ASSERT(in->nsegs <= ESC_SEGMENTS_PER_ITEM_MAX);
-    memset(out, 0, sizeof *out);
+    /* the head only: a pass runs for every item every --rebalance-ms, and
+     * clearing all COORD_PLAN_XFERS_MAX entries each time was most of a
+     * large catalog's loop (add() writes every field of an entry it uses) */
+    out->collapse = false;
+    out->tail = 0;
+    out->nxfers = 0;
     out->sold_out = coord_policy_sold_out(in);
     if (in->retired) {
         return;
@@ -428,4 +433,80 @@ int coord_policy_quota(const coord_qin *in, int64_t *qty)
     }
     *qty = spare < best_need ? spare : best_need;
     return (int)best;
+}
+
+int coord_policy_restock_place(const coord_qregion *r, size_t n, uint32_t horizon_ms,
+                               int64_t total_after)
+{
+    long best = -1;
+    int64_t best_need = 0;
+    for (size_t i = 0; i < n; i++) {
+        int64_t need =
+            over_horizon(r[i].demand_milli, horizon_ms) - r[i].unused - r[i].in_flight_to;
+        if (r[i].usable && need > best_need) {
+            best_need = need;
+            best = (long)i;
+        }
+    }
+    if (best >= 0) {
+        return (int)best;
+    }
+    /* by share: the largest (share_i * total_after / sum) - quota_i, compared
+     * without division: share_i * total_after - quota_i * sum */
+    int64_t sum = 0;
+    for (size_t i = 0; i < n; i++) {
+        sum += r[i].usable ? (r[i].share > 0 ? r[i].share : 1) : 0;
+    }
+    double best_gap = 0;
+    for (size_t i = 0; i < n; i++) {
+        if (!r[i].usable) {
+            continue;
+        }
+        double share = r[i].share > 0 ? r[i].share : 1;
+        double gap = share * (double)total_after - (double)(r[i].quota + r[i].in_flight_to) * sum;
+        if (best < 0 || gap > best_gap) {
+            best_gap = gap;
+            best = (long)i;
+        }
+    }
+    return (int)best;
+}
+
+/* True if region a gives up its units before region b. */
+static bool gives_first(const coord_qregion *r, size_t a, size_t b)
+{
+    if (r[a].demand_milli != r[b].demand_milli) {
+        return r[a].demand_milli < r[b].demand_milli;
+    }
+    if (r[a].unused != r[b].unused) {
+        return r[a].unused > r[b].unused;
+    }
+    return a < b;
+}
+
+int64_t coord_policy_reduce_sources(const coord_qregion *r, size_t n, int64_t pending,
+                                    int64_t take[])
+{
+    size_t order[COORD_QREGIONS_MAX];
+    size_t k = 0;
+    for (size_t i = 0; i < n; i++) {
+        take[i] = 0;
+        if (!r[i].usable || k == COORD_QREGIONS_MAX) {
+            continue;
+        }
+        size_t j = k++;
+        for (; j > 0 && gives_first(r, i, order[j - 1]); j--) {
+            order[j] = order[j - 1];
+        }
+        order[j] = i;
+    }
+    int64_t left = pending > 0 ? pending : 0, sum = 0;
+    for (size_t j = 0; j < k && left > 0; j++) {
+        int64_t u = r[order[j]].unused > 0 ? r[order[j]].unused : 0;
+        int64_t t = u < left ? u : left;
+        take[order[j]] = t;
+        left -= t;
+        sum += t;
+    }
+    return sum;
 }

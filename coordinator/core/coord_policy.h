@@ -82,7 +82,8 @@ typedef struct coord_plan {
 } coord_plan;
 
 /* Plans one pass for the item. force_collapse: WIRE_ADMIN_COLLAPSE (collapse
- * whatever is left if more than one segment is active). Writes *out. */
+ * whatever is left if more than one segment is active). Writes *out
+ * (xfers[nxfers..] keep whatever they held). */
 void coord_policy_plan(const coord_pitem *in, bool force_collapse, coord_plan *out);
 
 /* Sold out: every non-retired segment reported available 0 and held 0, none
@@ -122,5 +123,36 @@ typedef struct coord_qin {
  * regions never send to each other in the same round: a region that needs
  * has no spare. */
 int coord_policy_quota(const coord_qin *in, int64_t *qty);
+
+/* ---- regions: where a global restock goes, where a global reduce takes from -- */
+
+/* Regions the two choices below look at: this one and its peers. */
+#define COORD_QREGIONS_MAX 32
+
+/* One region's figures (this region or a peer) as the two choices below see
+ * them. */
+typedef struct coord_qregion {
+    bool usable;          /* this region, or a peer heard recently that has the item */
+    int64_t quota;        /* its items.total */
+    int64_t unused;       /* neither held nor sold (nor taken by its own pending reduce) */
+    int64_t demand_milli; /* units per 1000 s wanted there */
+    int64_t in_flight_to; /* quota on its way to it */
+    uint32_t share;       /* [quota] share; 0 counts as 1 */
+} coord_qregion;
+
+/* The region a restock of a global item is placed in (an index into r), or
+ * -1 when none is usable: the region whose demand over horizon_ms exceeds
+ * what it has and what is on its way by the most; without such a need
+ * anywhere, the region furthest below its share of total_after (the global
+ * total with the restock). Ties go to the lower index. */
+int coord_policy_restock_place(const coord_qregion *r, size_t n, uint32_t horizon_ms,
+                               int64_t total_after);
+
+/* Where a pending reduce of `pending` units takes them from: the usable
+ * regions by demand, least first (ties: most unused, then the lower index),
+ * each up to its unused, until pending is covered. Writes take[0..n) and
+ * returns their sum (less than pending while units are held or sold). */
+int64_t coord_policy_reduce_sources(const coord_qregion *r, size_t n, int64_t pending,
+                                    int64_t take[]);
 
 #endif

@@ -27,6 +27,7 @@
 #include "coord_metrics.h"
 #include "coord_pass.h"
 #include "coord_place.h"
+#include "coord_region.h"
 #include "coord_reply.h"
 #include "escrow_errors.h"
 #include "log.h"
@@ -440,6 +441,15 @@ static void collapse_answered(coord *c, int status, const char *msg, void *arg)
     free(r);
 }
 
+/* A global restock's or reduce's answer (coord_gstock.c logged it). */
+static void region_answered(coord *c, int status, const char *msg, void *arg)
+{
+    coord_admin_req *r = arg;
+    coord_metrics_admin(c, r->req.admin_op, status);
+    coord_reply(c, &r->hdr, r->req.corr_id, status, msg);
+    free(r);
+}
+
 static void collapse(coord *c, coord_admin_req *r, coord_item *it)
 {
     size_t active = 0;
@@ -465,11 +475,9 @@ static void collapse(coord *c, coord_admin_req *r, coord_item *it)
 static void item_write(coord *c, coord_admin_req *r, coord_item *it)
 {
     const wire_request *q = &r->req;
-    if (it->global && (q->admin_op == WIRE_ADMIN_RESTOCK || q->admin_op == WIRE_ADMIN_REDUCE)) {
-        answer(c, r, ESC_ECONFLICT,
-               "%s/%s is a global item: its total here is this region's quota, which changes "
-               "only by quota moves between regions (escrowctl quota move)",
-               it->tenant_id, it->item_id);
+    if ((it->global || q->global) &&
+        (q->admin_op == WIRE_ADMIN_RESTOCK || q->admin_op == WIRE_ADMIN_REDUCE)) {
+        coord_region_admin(c, it, q, region_answered, r); /* coord_gstock.h */
         return;
     }
     admin_job *j = esc_xcalloc(1, sizeof *j);

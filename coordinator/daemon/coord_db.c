@@ -207,7 +207,7 @@ void coord_db_close(coord *c)
 
 static const char sql_items[] =
     TAG "SELECT tenant_id, item_id, total, unallocated, reduce_pending, state, segments_wanted, "
-        "COALESCE(tail_segment, 0), EXISTS (SELECT 1 FROM global_items g "
+        "COALESCE(tail_segment, 0), (SELECT g.global_total FROM global_items g "
         "WHERE g.tenant_id = items.tenant_id AND g.item_id = items.item_id) FROM items";
 static const char sql_nodes[] = TAG "SELECT node_id, endpoint, incarnation, state FROM nodes";
 static const char sql_segments[] =
@@ -279,7 +279,8 @@ static void merge_items(coord *c, PGresult *res, const pgx_err *err, void *arg)
         it->state = item_state(PQgetvalue(res, i, 5));
         it->segments_wanted = (uint32_t)i64(res, i, 6);
         it->tail_segment = (uint64_t)i64(res, i, 7);
-        it->global = pg_result_true(res, i, 8);
+        it->global = !PQgetisnull(res, i, 8);
+        it->global_total = i64(res, i, 8);
     }
 }
 

@@ -21,7 +21,8 @@ typedef struct coord coord;
 /* One peer's view of one global item. */
 typedef struct coord_gview {
     wire_quota_item v;
-    int64_t at_us; /* monotonic; 0 = never heard */
+    int64_t at_us;    /* monotonic; 0 = never heard */
+    uint64_t rep_seq; /* the status page whose answer set it (0: a status of the peer's) */
 } coord_gview;
 
 /* An operator's move waiting for its answer. */
@@ -41,6 +42,22 @@ typedef struct coord_gitem {
     int64_t intent_until_us;
     coord_gmove *intent_req; /* owned: an operator waits for the answer; NULL = none */
     int64_t answer_at_us;
+    const char *intent_why; /* quota_transfers.reason of what it sends: "auto", "reduce" */
+    /* global restocks and reduces (coord_gstock.h): this region's row of
+     * global_changes, and each peer's row as applied here */
+    uint64_t own_changes;
+    int64_t own_delta;
+    uint64_t known_changes[REGION_PEERS_MAX];
+    bool learn_busy; /* an escrow_global_learn is in flight */
+    /* a reduce pending here: what this region's segments give, and what
+     * each peer is asked for as a running total (wire_quota_item.reduce_ask)
+     */
+    int64_t reduce_local;
+    int64_t reduce_ask[REGION_PEERS_MAX];
+    /* running totals of quota: applied here from each peer, sent to each
+     * peer and not refused (read with global_changes, kept up on the way) */
+    int64_t applied_from[REGION_PEERS_MAX];
+    int64_t sent_to[REGION_PEERS_MAX];
 } coord_gitem;
 
 /* it's state, allocated (no intent) the first time. */
@@ -49,9 +66,14 @@ coord_gitem *coord_gitem_of(coord_item *it);
 void coord_gitem_free_all(coord_cat *cat);
 
 /* This region's view of the item, as sent to peers: quota, unused (what can
- * still be sold here), demand, floor (cfg, borrowed), quota in flight to the
- * npeers peers. */
+ * still be sold here, less what a pending reduce still takes), demand, floor
+ * and share (cfg, borrowed), quota in flight to the npeers peers, held,
+ * sold, the pending reduce, this region's global changes; reduce_ask is
+ * left 0 (it is per peer). */
 void coord_gitem_view(coord *c, const region_cfg *cfg, size_t npeers, coord_item *it,
                       wire_quota_item *out);
+/* The item's units here that are neither held nor sold: available, in
+ * flight between its segments, unallocated (a pending reduce takes them). */
+int64_t coord_gitem_remaining(coord *c, coord_item *it);
 
 #endif

@@ -262,6 +262,7 @@ static int pass(coord *c, coord_item *it, bool force_collapse, coord_pass_cb cb,
     coord_pitem in;
     coord_cat_snapshot(&c->cat, it, c->cfg.collapse_pct, c->cfg.low_water_pct, segs, &in);
     in.export_want = coord_region_export_want(c, it);
+    in.reduce_pending = coord_region_reduce_local(c, it);
     coord_policy_plan(&in, force_collapse, &plan);
     if (plan.sold_out && !coord_region_may_sell_out(c, it)) {
         plan.sold_out = false; /* another region may still sell or send it */

@@ -94,9 +94,18 @@ static int applied(coord *c, apply_job *j, const char *outcome)
     if (strcmp(outcome, "applied") == 0) {
         j->q->n_applied++;
         if (j->it != NULL) {
-            j->it->total += j->qty;
-            j->it->unallocated += j->qty;
-            j->it->pass_now = true;
+            /* as escrow_unallocated_add: a pending reduce takes them first */
+            coord_item *it = j->it;
+            int64_t red = it->reduce_pending < it->unallocated + j->qty ? it->reduce_pending
+                                                                        : it->unallocated + j->qty;
+            it->total += j->qty - red;
+            it->unallocated += j->qty - red;
+            it->reduce_pending -= red;
+            it->pass_now = true;
+            int peer = coord_peers_find(j->q->peers, j->from);
+            if (peer >= 0) {
+                coord_gitem_of(it)->applied_from[peer] += j->qty; /* reduce asks' running total */
+            }
         } else {
             coord_db_reload(c);
         }
@@ -306,6 +315,7 @@ static void sent(coord *c, send_job *j, uint64_t id)
     it->total -= j->qty;
     it->unallocated -= j->qty;
     g->in_flight_to[j->peer] += j->qty;
+    g->sent_to[j->peer] += j->qty;
     if (g->intent_peer == j->peer) {
         g->intent_left = g->intent_left > j->qty ? g->intent_left - j->qty : 0;
         g->intent_sent += j->qty;
@@ -362,7 +372,7 @@ void coord_quota_send_ready(coord *c, coord_quota *q, coord_item *it)
     char qty[24];
     snprintf(qty, sizeof qty, "%" PRId64, j->qty);
     const char *v[5] = {it->tenant_id, it->item_id, coord_peers_name(q->peers, j->peer), qty,
-                        g->intent_manual ? "manual" : "auto"};
+                        g->intent_manual ? "manual" : g->intent_why};
     if (coord_db_push(c, sql, 5, v, on_sent, j) != 0) {
         free(j);
         return;

@@ -1,9 +1,10 @@
 /*
  * coord_region.c - the region's life cycle and its round (coord_region.h):
- * claiming the database, the status exchange with the peers, re-offering
- * open quota transfers, the automatic quota policy, and the requests on
- * WIRE_OP_QUOTA. The sockets are coord_peer.c's, the quota transfers
- * coord_quota.c's, each global item's state coord_gitem.c's.
+ * claiming the database, re-offering open quota transfers, the quota policy
+ * per global item, and the requests on WIRE_OP_QUOTA. The sockets are
+ * coord_peer.c's, the status exchange coord_status.c's, the quota transfers
+ * coord_quota.c's, global restocks and reduces coord_gstock.c's, each
+ * global item's state coord_gitem.c's.
  */
 #include "coord_region.h"
 
@@ -16,10 +17,12 @@
 #include "coord_state.h"
 #include "coord_db.h"
 #include "coord_gitem.h"
+#include "coord_gstock.h"
 #include "coord_peer.h"
 #include "coord_policy.h"
 #include "coord_quota.h"
 #include "coord_reply.h"
+#include "coord_status.h"
 #include "escrow_errors.h"
 #include "log.h"
 #include "pg_result.h"
@@ -28,77 +31,23 @@
 #define TAG "/* escrow:coord-region */ "
 /* Open quota transfers offered again per round (the oldest first). */
 #define REGION_OFFERS_MAX 256
-/* A peer's view older than this many rounds is not trusted. */
-#define REGION_STALE_ROUNDS 3
-
-/* The status exchange with one peer. */
-typedef struct peer_status {
-    uint64_t seq, done; /* status sent, and the newest answered */
-    size_t cursor;      /* next item index for the status page */
-} peer_status;
 
 typedef struct coord_region {
     const region_cfg *cfg;
     coord_region_fail_cb fail_cb;
     coord_peers peers;
     coord_quota quota;
-    peer_status status[REGION_PEERS_MAX];
+    coord_status status;
+    coord_gstock gstock;
     int64_t last_round_us;
     bool offers_running;
     bool claimed;
-    wire_quota scratch;                         /* the status sent to a peer */
-    wire_quota_item items[ESC_QUOTA_ITEMS_MAX]; /* the answer to a peer's status */
 } coord_region;
-
-static int64_t stale_us(const coord_region *r)
-{
-    return (int64_t)r->cfg->interval_ms * 1000 * REGION_STALE_ROUNDS;
-}
 
 /* This region's view of the item. */
 static void own_view(coord *c, coord_item *it, wire_quota_item *out)
 {
     coord_gitem_view(c, c->region->cfg, c->region->peers.n, it, out);
-}
-
-/* ---- the status exchange --------------------------------------------------------- */
-
-static void send_status(coord *c, int peer)
-{
-    coord_region *r = c->region;
-    peer_status *ps = &r->status[peer];
-    wire_quota *q = &r->scratch;
-    memset(q, 0, sizeof *q);
-    q->kind = WIRE_QUOTA_STATUS;
-    snprintf(q->from_region, sizeof q->from_region, "%s", r->cfg->name);
-    size_t n = c->cat.nitems, scanned = 0;
-    if (ps->cursor >= n) {
-        ps->cursor = 0;
-    }
-    while (scanned < n && q->nitems < ESC_QUOTA_ITEMS_MAX) {
-        coord_item *it = c->cat.items[ps->cursor];
-        ps->cursor = (ps->cursor + 1) % n;
-        scanned++;
-        if (it->global) {
-            own_view(c, it, &q->items[q->nitems++]);
-        }
-    }
-    ps->seq++;
-    coord_peers_send(&r->peers, peer, ps->seq, NULL, q, NULL, 0);
-}
-
-static void merge_views(coord *c, int peer, const wire_quota_item *items, size_t n)
-{
-    int64_t now = esc_mono_us();
-    for (size_t i = 0; i < n; i++) {
-        coord_item *it = coord_cat_item(&c->cat, items[i].tenant_id, items[i].item_id);
-        if (it == NULL || !it->global) {
-            continue;
-        }
-        coord_gview *v = &coord_gitem_of(it)->peers[peer];
-        v->v = items[i];
-        v->at_us = now;
-    }
 }
 
 /* coord_peers' callback: the answer to an offer or to a status. */
@@ -114,71 +63,14 @@ static void on_peer_reply(coord *c, int peer, const wire_reply *rep, void *arg)
             ESC_LOG(ESC_LOG_WARN, "COORD-QUOTA", "transfer=%" PRIu64 " refused by %s: %s", id, name,
                     rep->message);
             coord_quota_done(c, &r->quota, id, true);
+            r->gstock.sums_loaded = false; /* the running totals of quota sent: read again */
         } else {
             ESC_LOG(ESC_LOG_INFO, "COORD-QUOTA", "transfer=%" PRIu64 " not applied by %s yet: %s",
                     id, name, rep->message);
         }
         return;
     }
-    if (rep->status != 0) {
-        ESC_LOG(ESC_LOG_WARN, "COORD-PEER", "peer=%s status refused: %s", name, rep->message);
-        return;
-    }
-    if (strcmp(rep->region, name) != 0) {
-        ESC_LOG(ESC_LOG_ERROR, "COORD-PEER",
-                "peer=%s answered as region '%s': check [peers] in %s; its answers are ignored",
-                name, rep->region, r->cfg->path);
-        return;
-    }
-    if (rep->corr_id <= r->status[peer].done) {
-        return; /* an older status overtaken by a newer one */
-    }
-    r->status[peer].done = rep->corr_id;
-    merge_views(c, peer, rep->quota, rep->nquota);
-}
-
-/* A peer's (or escrowctl's) WIRE_QUOTA_STATUS: our view of the items it
- * names, after taking its view of them. */
-static void handle_status(coord *c, const nnx_hdr *hdr, const wire_request *q)
-{
-    coord_region *r = c->region;
-    int peer = coord_peers_find(&r->peers, q->quota->from_region);
-    if (peer < 0 && q->quota->nitems == 0) {
-        wire_reply probe; /* escrowctl regions: who are you? */
-        memset(&probe, 0, sizeof probe);
-        probe.corr_id = q->corr_id;
-        snprintf(probe.region, sizeof probe.region, "%s", r->cfg->name);
-        coord_reply_send(c, hdr, &probe);
-        return;
-    }
-    if (peer < 0) {
-        char msg[1400];
-        snprintf(msg, sizeof msg, "region %s is not a peer of region %s (see [peers] in %s)",
-                 q->quota->from_region, r->cfg->name, r->cfg->path);
-        coord_reply(c, hdr, q->corr_id, ESC_ECONFIG, msg);
-        return;
-    }
-    merge_views(c, peer, q->quota->items, q->quota->nitems);
-    size_t n = 0;
-    for (size_t i = 0; i < q->quota->nitems; i++) {
-        const wire_quota_item *e = &q->quota->items[i];
-        coord_item *it = coord_cat_item(&c->cat, e->tenant_id, e->item_id);
-        wire_quota_item *o = &r->items[n++];
-        if (it != NULL && it->global) {
-            own_view(c, it, o);
-        } else {
-            memset(o, 0, sizeof *o);
-            snprintf(o->tenant_id, sizeof o->tenant_id, "%s", e->tenant_id);
-            snprintf(o->item_id, sizeof o->item_id, "%s", e->item_id);
-        }
-    }
-    wire_reply rep = {0};
-    memset(&rep, 0, sizeof rep);
-    rep.corr_id = q->corr_id;
-    rep.quota = r->items;
-    rep.nquota = n;
-    snprintf(rep.region, sizeof rep.region, "%s", r->cfg->name);
-    coord_reply_send(c, hdr, &rep);
+    coord_status_answered(c, &r->status, peer, rep);
 }
 
 void coord_region_handle(coord *c, const nnx_hdr *hdr, const wire_request *q)
@@ -195,7 +87,7 @@ void coord_region_handle(coord *c, const nnx_hdr *hdr, const wire_request *q)
     }
     switch (q->quota->kind) {
     case WIRE_QUOTA_STATUS:
-        handle_status(c, hdr, q);
+        coord_status_handle(c, &c->region->status, hdr, q);
         return;
     case WIRE_QUOTA_OFFER:
         coord_quota_apply(c, &c->region->quota, hdr, q);
@@ -272,6 +164,10 @@ static void plan_item(coord *c, coord_item *it, int64_t now)
     coord_gitem *g = coord_gitem_of(it);
     g->intent_peer = -1;
     g->intent_left = 0;
+    g->intent_why = "auto";
+    if (coord_gstock_plan(c, &r->gstock, it, now)) {
+        return; /* a reduce pending here, or a peer's reduce asks for units */
+    }
     if (!r->cfg->quota_auto || it->state != COORD_ITEM_ACTIVE) {
         return;
     }
@@ -281,7 +177,8 @@ static void plan_item(coord *c, coord_item *it, int64_t now)
     for (size_t i = 0; i < r->peers.n; i++) {
         const coord_gview *v = &g->peers[i];
         peers[i] = (coord_qpeer){
-            .fresh = v->at_us != 0 && now - v->at_us <= stale_us(r) && v->v.known,
+            .fresh = v->at_us != 0 && now - v->at_us <= coord_status_stale_us(&r->status, (int)i) &&
+                     v->v.known,
             .unused = v->v.unused,
             .demand_milli = v->v.demand_milli,
             .in_flight_to = g->in_flight_to[i],
@@ -316,10 +213,8 @@ static void round_start(coord *c, int64_t now)
     if (!r->offers_running && coord_db_push(c, sql, 0, NULL, on_open_transfers, NULL) == 0) {
         r->offers_running = true;
     }
-    for (size_t i = 0; i < r->peers.n; i++) {
-        coord_peers_check(&r->peers, (int)i);
-        send_status(c, (int)i);
-    }
+    coord_status_round(c, &r->status);
+    coord_gstock_round(c, &r->gstock);
     for (size_t i = 0; i < c->cat.nitems; i++) {
         if (c->cat.items[i]->global) {
             plan_item(c, c->cat.items[i], now);
@@ -350,6 +245,24 @@ void coord_region_tick(coord *c)
     }
 }
 
+int64_t coord_region_reduce_local(coord *c, coord_item *it)
+{
+    return c->region == NULL ? it->reduce_pending : coord_gstock_reduce_local(it);
+}
+
+void coord_region_admin(coord *c, coord_item *it, const wire_request *q, coord_gstock_cb cb,
+                        void *arg)
+{
+    if (c->region == NULL || !c->region->claimed) {
+        cb(c, c->region == NULL ? ESC_ECONFIG : ESC_EUNAVAILABLE,
+           c->region == NULL ? "this coordinator runs without a region configuration (--config)"
+                             : "the coordinator has not claimed its region's database yet",
+           arg);
+        return;
+    }
+    coord_gstock_admin(c, &c->region->gstock, it, q, cb, arg);
+}
+
 int64_t coord_region_export_want(coord *c, coord_item *it)
 {
     if (c->region == NULL || !it->global || it->g == NULL || it->g->intent_peer < 0) {
@@ -371,7 +284,7 @@ bool coord_region_may_sell_out(coord *c, coord_item *it)
         if (g->in_flight_to[i] != 0) {
             return false;
         }
-        if (v->at_us == 0 || now - v->at_us > stale_us(r)) {
+        if (v->at_us == 0 || now - v->at_us > coord_status_stale_us(&r->status, (int)i)) {
             return false; /* it may still have units: TRY_LATER, not SOLD_OUT */
         }
         if (v->v.known && (v->v.unused != 0 || v->v.in_flight != 0)) {
@@ -421,6 +334,8 @@ int coord_region_start(coord *c, coord_region_fail_cb fail_cb)
     r->cfg = cfg;
     r->fail_cb = fail_cb;
     coord_quota_init(&r->quota, cfg, &r->peers);
+    coord_status_init(&r->status, cfg, &r->peers, &r->gstock);
+    coord_gstock_init(&r->gstock, cfg, &r->peers, &r->status);
     int rc = coord_peers_open(c, &r->peers, cfg, on_peer_reply, r);
     if (rc != 0) {
         return rc;
@@ -442,8 +357,10 @@ void coord_region_close(coord *c)
     coord_quota_close(c, &r->quota);
     ESC_LOG(ESC_LOG_INFO, "COORD-REGION",
             "stopped region=%s quota_sent=%" PRIu64 " applied=%" PRIu64 " refused=%" PRIu64
-            " answered=%" PRIu64,
-            r->cfg->name, r->quota.n_sent, r->quota.n_applied, r->quota.n_refused, r->quota.n_done);
+            " answered=%" PRIu64 " global_restocks=%" PRIu64 " global_reduces=%" PRIu64
+            " learned=%" PRIu64,
+            r->cfg->name, r->quota.n_sent, r->quota.n_applied, r->quota.n_refused, r->quota.n_done,
+            r->gstock.n_restocks, r->gstock.n_reduces, r->gstock.n_learned);
 }
 
 void coord_region_free(coord *c)

@@ -9,11 +9,12 @@
  *     to its receiver again (WIRE_QUOTA_OFFER; the receiver applies it at
  *     most once per (from_region, transfer_id) and answers; the answer is
  *     recorded with escrow_quota_done);
- *   - sends every peer a status of its global items (quota, unused, demand,
- *     floor, in flight) and learns the peer's view of the same items from
- *     the answer;
- *   - runs the automatic policy (coord_policy_quota) for each global item and
- *     sets an export intent.
+ *   - sends every peer a status of all its global items (quota, unused,
+ *     demand, floor, in flight, held, sold, global changes; coord_status.h)
+ *     and learns the peer's view of the same items from the answers;
+ *   - for each global item: a pending reduce plans where its units come
+ *     from, a peer's reduce ask becomes an export intent (coord_gstock.h),
+ *     else the automatic policy (coord_policy_quota) sets one.
  * An export intent (automatic, or WIRE_QUOTA_MOVE from escrowctl) asks the
  * policy to reclaim units from the segments into unallocated
  * (coord_pitem.export_want); whenever unallocated units are there, they are
@@ -25,9 +26,11 @@
  * another region may still have units.
  *
  * The region is cut by job: coord_region.c (life cycle, the round, the
- * requests), coord_peer.h (the peers' sockets), coord_quota.h (quota
- * transfers and moves), coord_gitem.h (a global item's state). Failpoints
- * of the quota steps: coord_failpoint.h.
+ * requests), coord_peer.h (the peers' sockets), coord_status.h (the status
+ * exchange, in pages, every global item every round), coord_quota.h (quota
+ * transfers and moves), coord_gstock.h (restock and reduce of a global
+ * item), coord_gitem.h (a global item's state). Failpoints of the quota
+ * steps: coord_failpoint.h.
  */
 #ifndef ESC_COORD_REGION_H
 #define ESC_COORD_REGION_H
@@ -36,6 +39,7 @@
 #include <stdint.h>
 
 #include "coord_cat.h"
+#include "coord_gstock.h"
 #include "nnx.h"
 #include "wire.h"
 
@@ -59,6 +63,14 @@ void coord_region_tick(coord *c);
 
 /* WIRE_OP_QUOTA on the coordinator's REP socket. */
 void coord_region_handle(coord *c, const nnx_hdr *hdr, const wire_request *q);
+
+/* A restock or reduce (q borrowed) of a global item, or with q->global
+ * (coord_gstock.h); refused without a region. cb runs exactly once. */
+void coord_region_admin(coord *c, coord_item *it, const wire_request *q, coord_gstock_cb cb,
+                        void *arg);
+/* The part of the item's pending reduce its segments give now (all of it
+ * for a regional item). */
+int64_t coord_region_reduce_local(coord *c, coord_item *it);
 
 /* The policy's export_want for the item (0 for a regional item). */
 int64_t coord_region_export_want(coord *c, coord_item *it);

@@ -8,6 +8,7 @@
  */
 #include "ctl_db.h"
 
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -146,6 +147,27 @@ int ctl_db_i64(const PGresult *res, int row, int col, int64_t *out)
     } else if (rc != 0) {
         fprintf(stderr, "escrowctl: database error: column %s is not an integer\n",
                 PQfname(res, col));
+    }
+    return rc;
+}
+
+int ctl_db_region_self(PGconn *conn, char *out, size_t cap)
+{
+    static const char sql_has[] =
+        "/* escrow:ctl-db */ SELECT to_regclass('region_self') IS NOT NULL";
+    static const char sql_self[] = "/* escrow:ctl-db */ SELECT region FROM region_self";
+    PGresult *res = NULL;
+    out[0] = '\0';
+    int rc = ctl_db_query(conn, sql_has, 0, NULL, &res);
+    bool has = rc == 0 && PQntuples(res) == 1 && strcmp(PQgetvalue(res, 0, 0), "t") == 0;
+    PQclear(res);
+    res = NULL;
+    if (rc == 0 && has) {
+        rc = ctl_db_query(conn, sql_self, 0, NULL, &res);
+        if (rc == 0 && PQntuples(res) == 1) {
+            snprintf(out, cap, "%s", PQgetvalue(res, 0, 0));
+        }
+        PQclear(res);
     }
     return rc;
 }

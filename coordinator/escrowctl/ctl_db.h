@@ -45,4 +45,9 @@ void ctl_db_rollback(PGconn *conn);
  * The other cells are read with pg_result.h. */
 int ctl_db_i64(const PGresult *res, int row, int col, int64_t *out);
 
+/* The region this database belongs to (region_self, migration 0008) into
+ * out[cap]; "" when it has none (or the schema predates regions). Returns
+ * 0 or an ESC_E* code (reported). */
+int ctl_db_region_self(PGconn *conn, char *out, size_t cap);
+
 #endif

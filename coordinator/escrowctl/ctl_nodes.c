@@ -18,7 +18,7 @@
 
 static const char sql_nodes[] =
     "/* escrow:ctl-nodes */ "
-    "SELECT n.node_id, n.region, n.endpoint, n.state, n.incarnation, "
+    "SELECT n.node_id, COALESCE(NULLIF($2, ''), n.region), n.endpoint, n.state, n.incarnation, "
     "to_char(n.last_seen_at AT TIME ZONE 'UTC', 'YYYY-MM-DD\"T\"HH24:MI:SS.MS\"Z\"'), "
     "(extract(epoch FROM now() - n.last_seen_at) * 1000)::bigint, "
     "to_char(n.lease_until AT TIME ZONE 'UTC', 'YYYY-MM-DD\"T\"HH24:MI:SS.MS\"Z\"'), "
@@ -148,9 +148,11 @@ int ctl_nodes(PGconn *conn, const ctl_args *a, FILE *out)
 {
     char limit[16];
     snprintf(limit, sizeof limit, "%d", CTL_LIST_ROWS_MAX);
-    const char *params[] = {limit};
+    char region[CTL_REGION_LEN_MAX + 1] = ""; /* region_self: the nodes' real region */
+    const char *params[] = {limit, region};
     PGresult *res = NULL;
-    int rc = ctl_db_query(conn, sql_nodes, 1, params, &res);
+    int rc = ctl_db_region_self(conn, region, sizeof region);
+    rc = rc != 0 ? rc : ctl_db_query(conn, sql_nodes, 2, params, &res);
     if (rc != 0) {
         return rc;
     }

@@ -46,6 +46,8 @@ enum opt_id {
     OPT_QUOTA,
     OPT_FROM,
     OPT_TO,
+    OPT_OP_ID,
+    OPT_VIA,
     OPT_COUNT_
 };
 
@@ -53,6 +55,10 @@ enum opt_id {
 #define OPTS_GLOBAL                                                                                \
     (OPT_BIT(OPT_DSN) | OPT_BIT(OPT_JSON) | OPT_BIT(OPT_HELP) | OPT_BIT(OPT_COORDINATOR) |         \
      OPT_BIT(OPT_TIMEOUT_MS) | OPT_BIT(OPT_CONFIG))
+
+/* item restock / reduce: of a global item with --global */
+#define OPTS_STOCK                                                                                 \
+    (OPT_BIT(OPT_GLOBAL) | OPT_BIT(OPT_REGION) | OPT_BIT(OPT_OP_ID) | OPT_BIT(OPT_VIA))
 
 static const struct opt_def {
     const char *name; /* without the leading "--" */
@@ -84,6 +90,8 @@ static const struct opt_def {
     [OPT_QUOTA] = {"quota", true},
     [OPT_FROM] = {"from", true},
     [OPT_TO] = {"to", true},
+    [OPT_OP_ID] = {"op-id", true},
+    [OPT_VIA] = {"via", true},
 };
 
 /* What the positional words after the command words mean. */
@@ -114,8 +122,8 @@ static const struct cmd_def {
          OPT_BIT(OPT_MAX_PER_ORDER) | OPT_BIT(OPT_MAX_PER_BUYER) | OPT_BIT(OPT_HOLD_TTL_MS) |
          OPT_BIT(OPT_GLOBAL) | OPT_BIT(OPT_QUOTA),
      POS_ITEM_SPEC, 0},
-    {"item", "restock", CTL_CMD_ITEM_RESTOCK, 3, 3, 0, POS_ITEM_QTY, WIRE_ADMIN_RESTOCK},
-    {"item", "reduce", CTL_CMD_ITEM_REDUCE, 3, 3, 0, POS_ITEM_QTY, WIRE_ADMIN_REDUCE},
+    {"item", "restock", CTL_CMD_ITEM_RESTOCK, 3, 3, OPTS_STOCK, POS_ITEM_QTY, WIRE_ADMIN_RESTOCK},
+    {"item", "reduce", CTL_CMD_ITEM_REDUCE, 3, 3, OPTS_STOCK, POS_ITEM_QTY, WIRE_ADMIN_REDUCE},
     {"item", "pause", CTL_CMD_ITEM_PAUSE, 2, 2, 0, POS_ITEM, WIRE_ADMIN_PAUSE},
     {"item", "resume", CTL_CMD_ITEM_RESUME, 2, 2, 0, POS_ITEM, WIRE_ADMIN_RESUME},
     {"item", "retire", CTL_CMD_ITEM_RETIRE, 2, 2, 0, POS_ITEM, WIRE_ADMIN_RETIRE},
@@ -593,6 +601,30 @@ static int check_region_shape(const struct cmd_def *c, const raw_args *raw, char
     return 0;
 }
 
+/* item restock|reduce --global [--region R] [--via R] [--op-id ID]. */
+static int build_stock(const struct cmd_def *c, const raw_args *raw, ctl_args *a,
+                       char why[CTL_WHY_MAX])
+{
+    const unsigned opts = OPT_BIT(OPT_REGION) | OPT_BIT(OPT_OP_ID) | OPT_BIT(OPT_VIA);
+    if (!a->global) {
+        return (raw->seen & opts) != 0 ? fail(why, "--region, --via and --op-id go with --global")
+                                       : 0;
+    }
+    int rc = 0;
+    if ((raw->seen & OPT_BIT(OPT_REGION)) != 0) {
+        rc = c->cmd == CTL_CMD_ITEM_REDUCE
+                 ? fail(why, "a reduce names no --region: it takes from every region")
+                 : copy_id(a->op_region, raw->val[OPT_REGION], CTL_REGION_LEN_MAX, "--region", why);
+    }
+    if (rc == 0 && (raw->seen & OPT_BIT(OPT_VIA)) != 0) {
+        rc = copy_id(a->via_region, raw->val[OPT_VIA], CTL_REGION_LEN_MAX, "--via", why);
+    }
+    if (rc == 0 && (raw->seen & OPT_BIT(OPT_OP_ID)) != 0) {
+        rc = copy_id(a->op_id, raw->val[OPT_OP_ID], ESC_KEY_LEN_MAX, "--op-id", why);
+    }
+    return rc;
+}
+
 /* --global, --quota (adding up to --total), quota move's --from and --to. */
 static int build_region(const struct cmd_def *c, const raw_args *raw, ctl_args *a,
                         char why[CTL_WHY_MAX])
@@ -611,6 +643,9 @@ static int build_region(const struct cmd_def *c, const raw_args *raw, ctl_args *
             return fail(why, "--quota adds up to %" PRId64 ", not --total %" PRId64, sum,
                         a->spec.total);
         }
+    }
+    if (c->cmd == CTL_CMD_ITEM_RESTOCK || c->cmd == CTL_CMD_ITEM_REDUCE) {
+        return build_stock(c, raw, a, why);
     }
     if (c->cmd != CTL_CMD_QUOTA_MOVE) {
         return 0;

@@ -137,6 +137,13 @@ typedef struct ctl_args {
     ctl_quota_part quota[CTL_REGIONS_MAX];    /* adding up to spec.total */
     char from_region[CTL_REGION_LEN_MAX + 1]; /* quota move --from */
     char to_region[CTL_REGION_LEN_MAX + 1];   /* quota move --to */
+    /* item restock|reduce --global: where a restock's units go (--region;
+     * "" = where demand or the shares say), the region that carries it out
+     * (--via; "" = the item's first region), the operation id (--op-id; ""
+     * = make one up) */
+    char op_region[CTL_REGION_LEN_MAX + 1];
+    char via_region[CTL_REGION_LEN_MAX + 1];
+    char op_id[ESC_KEY_LEN_MAX + 1];
 } ctl_args;
 
 /* Where the defaults of --dsn and --coordinator come from (borrowed; NULL =

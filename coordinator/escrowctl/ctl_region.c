@@ -9,6 +9,7 @@
 #include "ctl_region_move.h"
 #include "ctl_region_set.h"
 #include "ctl_region_show.h"
+#include "ctl_region_stock.h"
 #include "escrow_errors.h"
 #include "log.h"
 
@@ -43,6 +44,10 @@ int ctl_region_run(const ctl_args *a, FILE *out, bool *violated, bool *refused)
         break;
     case CTL_CMD_CHECK:
         rc = ctl_region_check(&set, a, out, violated);
+        break;
+    case CTL_CMD_ITEM_RESTOCK:
+    case CTL_CMD_ITEM_REDUCE:
+        rc = ctl_region_stock(&set, a, out, refused);
         break;
     default:
         ESC_ASSERT(!"ctl_region_run called for another command");

@@ -20,6 +20,9 @@ static void json_fig(ctl_json *j, const char *region, const ctl_region_view_fig 
     ctl_json_i64(j, "unallocated", f->unallocated);
     ctl_json_i64(j, "in_flight_out", f->sent_out);
     ctl_json_i64(j, "floor", f->floor);
+    ctl_json_i64(j, "unused", ctl_region_view_unused(f));
+    ctl_json_i64(j, "reduce_pending", f->reduce_pending);
+    ctl_json_i64(j, "global_total", f->global_total);
     ctl_json_end_obj(j);
 }
 
@@ -31,6 +34,8 @@ void ctl_region_show_totals(ctl_json *j, const ctl_region_view_item *it)
     ctl_json_i64(j, "held", it->held);
     ctl_json_i64(j, "sold", it->sold);
     ctl_json_i64(j, "in_flight", it->in_flight - it->counted_twice);
+    ctl_json_i64(j, "unused", it->unused);
+    ctl_json_i64(j, "reduce_pending", it->pending);
 }
 
 static void print_show_json(const ctl_region_set *set, const ctl_region_view *v, FILE *out)
@@ -127,6 +132,43 @@ void ctl_region_show_table(const ctl_region_view *v, FILE *out)
     }
 }
 
+/* status --global: per global item, each region's line and the global
+ * line (the global total, the sums, the units in flight between regions). */
+static void print_status_global(const ctl_region_set *set, const ctl_region_view *v, FILE *out)
+{
+    for (size_t i = 0; i < v->nitems; i++) {
+        const ctl_region_view_item *it = &v->items[i];
+        fprintf(out, "%s/%s global_total=%" PRId64 " %s\n", it->tenant, it->item, it->global_total,
+                it->ok ? "ok" : (it->judged ? "VIOLATED" : "CANNOT-JUDGE"));
+        fprintf(out, "  %-12s %10s %10s %8s %10s %10s %10s\n", "region", "total", "unused", "held",
+                "sold", "in_flight", "reducing");
+        for (size_t r = 0; r < set->n; r++) {
+            const ctl_region_view_fig *f = &it->fig[r];
+            if (!f->present) {
+                fprintf(out, "  %-12s (no such global item)\n", set->r[r].cfg.name);
+                continue;
+            }
+            fprintf(out,
+                    "  %-12s %10" PRId64 " %10" PRId64 " %8" PRId64 " %10" PRId64 " %10" PRId64
+                    " %10" PRId64 "\n",
+                    set->r[r].cfg.name, f->quota, ctl_region_view_unused(f), f->held, f->sold,
+                    f->sent_out, f->reduce_pending);
+        }
+        fprintf(out,
+                "  %-12s %10" PRId64 " %10" PRId64 " %8" PRId64 " %10" PRId64 " %10" PRId64
+                " %10" PRId64 "\n",
+                "(global)", it->global_total, it->unused, it->held, it->sold,
+                it->in_flight - it->counted_twice, it->pending);
+    }
+    if (v->nitems == 0) {
+        fprintf(out, "no global items\n");
+    }
+    if (v->more) {
+        fprintf(out, "(only the first %d global items of each region are shown)\n",
+                CTL_STATUS_ITEMS_MAX);
+    }
+}
+
 int ctl_region_show_status(ctl_region_set *set, const ctl_args *a, FILE *out)
 {
     int rc = ctl_region_set_connect(set);
@@ -144,7 +186,7 @@ int ctl_region_show_status(ctl_region_set *set, const ctl_args *a, FILE *out)
         print_show_json(set, &v, out);
     } else {
         fprintf(out, "== global items\n");
-        ctl_region_show_table(&v, out);
+        print_status_global(set, &v, out);
     }
     ctl_region_view_free(&v);
     return 0;

@@ -45,7 +45,11 @@ static const char sql_items[] =
     TAG "SELECT g.tenant_id, g.item_id, g.global_total, array_to_string(g.regions, ' '), "
         "i.state, c.total, c.available, c.held, c.sold, c.unallocated, c.in_flight, "
         "COALESCE((SELECT sum(t.qty) FROM quota_transfers t WHERE t.tenant_id = g.tenant_id "
-        "AND t.item_id = g.item_id AND t.state = 'sent'), 0) "
+        "AND t.item_id = g.item_id AND t.state = 'sent'), 0), i.reduce_pending, "
+        "COALESCE((SELECT sum(d.delta) FROM global_changes d WHERE d.tenant_id = g.tenant_id "
+        "AND d.item_id = g.item_id AND d.region = (SELECT region FROM region_self)), 0), "
+        "COALESCE((SELECT sum(d.delta) FROM global_changes d WHERE d.tenant_id = g.tenant_id "
+        "AND d.item_id = g.item_id), 0) "
         "FROM global_items g JOIN items i USING (tenant_id, item_id) "
         "JOIN conservation c USING (tenant_id, item_id) "
         "WHERE ($1::text IS NULL OR g.tenant_id = $1) AND ($2::text IS NULL OR g.item_id = $2) "
@@ -63,7 +67,10 @@ enum {
     I_SOLD,
     I_UNALLOC,
     I_SEGFLIGHT,
-    I_SENT
+    I_SENT,
+    I_REDUCE,
+    I_OWN_DELTA,
+    I_KNOWN_DELTA
 };
 static const char sql_xfers[] =
     TAG "SELECT transfer_id, tenant_id, item_id, to_region, qty, state FROM quota_transfers "
@@ -195,6 +202,12 @@ static int build_items(ctl_region_set *set, ctl_region_view *v)
     return 0;
 }
 
+int64_t ctl_region_view_unused(const ctl_region_view_fig *f)
+{
+    int64_t u = f->available + f->seg_in_flight + f->unallocated - f->reduce_pending;
+    return u > 0 ? u : 0;
+}
+
 static void fill_figs(ctl_region_set *set, ctl_region_view *v)
 {
     for (size_t r = 0; r < set->n; r++) {
@@ -215,11 +228,17 @@ static void fill_figs(ctl_region_set *set, ctl_region_view *v)
             f->unallocated = pg_result_i64_or(res, i, I_UNALLOC, 0);
             f->seg_in_flight = pg_result_i64_or(res, i, I_SEGFLIGHT, 0);
             f->sent_out = pg_result_i64_or(res, i, I_SENT, 0);
+            f->reduce_pending = pg_result_i64_or(res, i, I_REDUCE, 0);
+            f->own_delta = pg_result_i64_or(res, i, I_OWN_DELTA, 0);
+            f->known_delta = pg_result_i64_or(res, i, I_KNOWN_DELTA, 0);
             f->floor = region_cfg_floor(&set->r[r].cfg, it->tenant, it->item);
             if (it->quotas == 0 && it->available == 0 && it->held == 0 && it->sold == 0) {
                 it->global_total = f->global_total; /* until verdict_item compares them */
             }
             it->quotas += f->quota;
+            it->pending += f->reduce_pending;
+            it->unused += ctl_region_view_unused(f);
+            it->changes += f->own_delta;
             it->available += f->available;
             it->held += f->held;
             it->sold += f->sold;
@@ -465,6 +484,13 @@ static bool check_listed(ctl_region_set *set, ctl_region_view *v, ctl_region_vie
     return judged;
 }
 
+/* The global total at creation, as region f's row says: its global_total
+ * less every change it knows of (migration 0010). */
+static int64_t fig_base(const ctl_region_view_fig *f)
+{
+    return f->global_total - f->known_delta;
+}
+
 static void verdict_item(ctl_region_set *set, ctl_region_view *v, ctl_region_view_item *it)
 {
     int64_t before = v->violations;
@@ -478,27 +504,25 @@ static void verdict_item(ctl_region_set *set, ctl_region_view *v, ctl_region_vie
         if (first == NULL) {
             first = f;
             r0 = r;
-        } else if (f->global_total != first->global_total ||
-                   strcmp(f->regions, first->regions) != 0) {
+        } else if (fig_base(f) != fig_base(first) || strcmp(f->regions, first->regions) != 0) {
             ctl_region_view_note(v, true,
-                                 "global item %s/%s: region %s says global_total=%" PRId64
-                                 " over '%s', region "
-                                 "%s says global_total=%" PRId64 " over '%s'",
-                                 it->tenant, it->item, set->r[r0].cfg.name, first->global_total,
-                                 first->regions, set->r[r].cfg.name, f->global_total, f->regions);
+                                 "global item %s/%s: region %s says created with %" PRId64
+                                 " over '%s', region %s says %" PRId64 " over '%s'",
+                                 it->tenant, it->item, set->r[r0].cfg.name, fig_base(first),
+                                 first->regions, set->r[r].cfg.name, fig_base(f), f->regions);
         }
     }
     ESC_ASSERT(first != NULL);
-    it->global_total = first->global_total;
+    it->global_total = fig_base(first) + it->changes;
     it->judged = check_listed(set, v, it, first->regions) && it->judged;
-    int64_t sum = it->quotas + it->in_flight - it->counted_twice;
+    int64_t sum = it->quotas - it->pending + it->in_flight - it->counted_twice;
     if (it->judged && sum != it->global_total) {
         ctl_region_view_note(v, true,
-                             "global item %s/%s: quotas %" PRId64 " + in flight %" PRId64
-                             " - counted twice %" PRId64 " = %" PRId64
-                             ", but global_total = %" PRId64,
-                             it->tenant, it->item, it->quotas, it->in_flight, it->counted_twice,
-                             sum, it->global_total);
+                             "global item %s/%s: quotas %" PRId64 " - pending reduces %" PRId64
+                             " + in flight %" PRId64 " - counted twice %" PRId64 " = %" PRId64
+                             ", but the global total is %" PRId64,
+                             it->tenant, it->item, it->quotas, it->pending, it->in_flight,
+                             it->counted_twice, sum, it->global_total);
     }
     it->ok = it->judged && v->violations == before;
 }

@@ -4,10 +4,14 @@
  * quota transfers matched against the receivers' receipts, and the global
  * invariant of migration 0008:
  *
- *   sum over regions of items.total + units in flight = global_total
+ *   sum over regions of (items.total - items.reduce_pending)
+ *     + units in flight = the global total
  *
  * where a unit is in flight when the donor's row is 'sent' or 'received'
- * and the receiver has no 'applied' receipt for (donor, transfer_id).
+ * and the receiver has no 'applied' receipt for (donor, transfer_id), and
+ * the global total is the total at creation plus every region's own global
+ * changes (migration 0010; each region's global_total less the changes it
+ * knows of must give the same total at creation everywhere).
  * Used by `check --global` (verdict), `status --global` (global table) and
  * `quota show` (per region figures). ctl_region_view.c explains why reading
  * the regions one after the other can never make a transfer completing
@@ -39,16 +43,22 @@ typedef struct ctl_region_view_fig {
     int64_t global_total; /* its global_items.global_total */
     int64_t quota;        /* items.total */
     int64_t available, held, sold, unallocated;
-    int64_t seg_in_flight; /* between this region's segments */
-    int64_t sent_out;      /* quota_transfers 'sent' (not yet answered) */
-    int64_t floor;         /* from the region's file */
+    int64_t seg_in_flight;  /* between this region's segments */
+    int64_t sent_out;       /* quota_transfers 'sent' (not yet answered) */
+    int64_t floor;          /* from the region's file */
+    int64_t reduce_pending; /* items.reduce_pending: a global reduce still to take here */
+    int64_t own_delta;      /* its own row of global_changes: what its operations changed */
+    int64_t known_delta;    /* every row it knows of (its global_total includes them) */
 } ctl_region_view_fig;
 
 typedef struct ctl_region_view_item {
     const char *tenant, *item; /* borrowed from the view's results */
     ctl_region_view_fig *fig;  /* one per region, in set order */
-    int64_t global_total;      /* the first region's row */
+    int64_t global_total;      /* at creation + every region's own changes */
     int64_t quotas, available, held, sold;
+    int64_t unused;        /* sum of ctl_region_view_unused */
+    int64_t pending;       /* sum of the regions' pending reduces */
+    int64_t changes;       /* sum of the regions' own changes */
     int64_t in_flight;     /* matched: no applied receipt at the receiver */
     int64_t counted_twice; /* sent after the donor's snapshot, applied before the receiver's */
     bool judged;           /* every region it lists was read */
@@ -80,6 +90,11 @@ enum {
     CTL_VIEW_MATCH = 1, /* transfers and receipts: in flight, the verdict */
     CTL_VIEW_CHECK = 2, /* each region's local check (ctl_check_tx) */
 };
+
+/* A region's units of the item that are neither held nor sold nor taken
+ * by its pending reduce: available, in flight between its segments,
+ * unallocated, less the pending reduce. */
+int64_t ctl_region_view_unused(const ctl_region_view_fig *f);
 
 /* Reads the view from every region of set (connected; a->tenant / a->item
  * filter). With CTL_VIEW_CHECK and out != NULL (human output), each

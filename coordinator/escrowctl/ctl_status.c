@@ -32,27 +32,30 @@ static const char sql_items[] =
         "FROM conservation c JOIN items i USING (tenant_id, item_id) "
         "WHERE ($1::text IS NULL OR c.tenant_id = $1) AND ($2::text IS NULL OR c.item_id = $2) "
         "ORDER BY c.tenant_id, c.item_id LIMIT $3::integer + 1";
-/* Per segment: its owner's liveness (state 'down' or a lease that ran out;
- * the lease is only written under a coordinator) and its open transfers:
- * units sent and not yet received, out of and into the segment. */
-static const char sql_segments[] =
-    TAG "WITH i AS (SELECT tenant_id, item_id, tail_segment FROM items "
-        "WHERE ($1::text IS NULL OR tenant_id = $1) AND ($2::text IS NULL OR item_id = $2) "
-        "ORDER BY tenant_id, item_id LIMIT $3::integer) "
-        "SELECT s.tenant_id, s.item_id, s.segment_id, s.seg_no, s.region, s.node_id, s.epoch, "
-        "s.state, s.available, s.held, s.sold, n.state, "
-        "(n.state = 'down' OR (n.lease_until IS NOT NULL AND n.lease_until < now())), "
-        "x.open, x.sending, x.receiving, i.tail_segment IS NOT DISTINCT FROM s.segment_id "
-        "FROM segments s JOIN i USING (tenant_id, item_id) "
-        "LEFT JOIN nodes n ON n.node_id = s.node_id "
-        "CROSS JOIN LATERAL (SELECT count(*) AS open, "
-        "COALESCE(sum(t.qty) FILTER (WHERE t.state = 'sent' AND t.from_segment = s.segment_id), "
-        "0) AS sending, "
-        "COALESCE(sum(t.qty) FILTER (WHERE t.state = 'sent' AND t.to_segment = s.segment_id), "
-        "0) AS receiving "
-        "FROM transfers t WHERE t.state IN ('planned', 'sent') "
-        "AND (t.from_segment = s.segment_id OR t.to_segment = s.segment_id)) x "
-        "ORDER BY s.tenant_id, s.item_id, s.region, s.seg_no";
+/* Per segment: its region (the database's region_self, $4, once a region's
+ * coordinator claimed it; else segments.region), its owner's liveness (state
+ * 'down' or a lease that ran out; the lease is only written under a
+ * coordinator) and its open transfers: units sent and not yet received, out
+ * of and into the segment. */
+static const char sql_segments[] = TAG
+    "WITH i AS (SELECT tenant_id, item_id, tail_segment FROM items "
+    "WHERE ($1::text IS NULL OR tenant_id = $1) AND ($2::text IS NULL OR item_id = $2) "
+    "ORDER BY tenant_id, item_id LIMIT $3::integer) "
+    "SELECT s.tenant_id, s.item_id, s.segment_id, s.seg_no, COALESCE(NULLIF($4, ''), s.region), "
+    "s.node_id, s.epoch, "
+    "s.state, s.available, s.held, s.sold, n.state, "
+    "(n.state = 'down' OR (n.lease_until IS NOT NULL AND n.lease_until < now())), "
+    "x.open, x.sending, x.receiving, i.tail_segment IS NOT DISTINCT FROM s.segment_id "
+    "FROM segments s JOIN i USING (tenant_id, item_id) "
+    "LEFT JOIN nodes n ON n.node_id = s.node_id "
+    "CROSS JOIN LATERAL (SELECT count(*) AS open, "
+    "COALESCE(sum(t.qty) FILTER (WHERE t.state = 'sent' AND t.from_segment = s.segment_id), "
+    "0) AS sending, "
+    "COALESCE(sum(t.qty) FILTER (WHERE t.state = 'sent' AND t.to_segment = s.segment_id), "
+    "0) AS receiving "
+    "FROM transfers t WHERE t.state IN ('planned', 'sent') "
+    "AND (t.from_segment = s.segment_id OR t.to_segment = s.segment_id)) x "
+    "ORDER BY s.tenant_id, s.item_id, s.region, s.seg_no";
 
 /* The coordinator's invariant monitor (coord_mon.h): its last result, if
  * the monitor table exists (migration 0005) and a check ever ran. */
@@ -306,14 +309,16 @@ int ctl_status(PGconn *conn, const ctl_args *a, FILE *out)
 {
     char limit[16];
     snprintf(limit, sizeof limit, "%d", CTL_STATUS_ITEMS_MAX);
+    char region[CTL_REGION_LEN_MAX + 1] = "";
     const char *params[] = {a->tenant[0] != '\0' ? a->tenant : NULL,
-                            a->item[0] != '\0' ? a->item : NULL, limit};
+                            a->item[0] != '\0' ? a->item : NULL, limit, region};
     PGresult *items = NULL;
     PGresult *segs = NULL;
     PGresult *mon = NULL;
     int rc = ctl_db_begin(conn, "ISOLATION LEVEL REPEATABLE READ READ ONLY");
+    rc = rc != 0 ? rc : ctl_db_region_self(conn, region, sizeof region);
     rc = rc != 0 ? rc : ctl_db_query(conn, sql_items, 3, params, &items);
-    rc = rc != 0 ? rc : ctl_db_query(conn, sql_segments, 3, params, &segs);
+    rc = rc != 0 ? rc : ctl_db_query(conn, sql_segments, 4, params, &segs);
     rc = rc != 0 ? rc : read_monitor(conn, &mon);
     rc = rc != 0 ? rc : ctl_db_commit(conn);
     if (rc != 0) {

@@ -1,8 +1,8 @@
 /*
  * fuzz_seeds.c - writes the seed corpora of the fuzz targets: one valid frame
- * per request operation (heartbeat and admin included) for fuzz_request,
- * replies with a hold, stats, a route and a heartbeat reply, and a routes
- * update, for fuzz_reply. Run by hand when the protocol changes:
+ * per request operation (heartbeat, admin, global restock and reduce, quota
+ * included) for fuzz_request, replies with a hold, stats, a route and a
+ * heartbeat reply, and a routes update, for fuzz_reply. Run by hand when the protocol changes:
  *   fuzz_seeds tests/fuzz/corpus
  * (the output is committed; run.sh copies it into a work corpus).
  */
@@ -113,6 +113,14 @@ int main(int argc, char **argv)
     check(wire_encode_admin(9, NULL, WIRE_ADMIN_DRAIN, NULL, "n1", 0, 0, buf, sizeof buf, &n),
           "admin drain");
     put(req_dir, "admin-drain", n);
+    check(wire_encode_admin_global(9, "shop-1", WIRE_ADMIN_RESTOCK, "tee", 100, "delivery-4711",
+                                   "eu", buf, sizeof buf, &n),
+          "admin global restock");
+    put(req_dir, "admin-global-restock", n);
+    check(wire_encode_admin_global(9, "shop-1", WIRE_ADMIN_REDUCE, "tee", 30, "short-4711", NULL,
+                                   buf, sizeof buf, &n),
+          "admin global reduce");
+    put(req_dir, "admin-global-reduce", n);
 
     static wire_quota quota;
     quota.kind = WIRE_QUOTA_STATUS;
@@ -120,8 +128,19 @@ int main(int argc, char **argv)
     quota.nitems = 1;
     strcpy(quota.items[0].tenant_id, "shop-1");
     strcpy(quota.items[0].item_id, "tee");
-    quota.items[0] = (wire_quota_item){.quota = 500, .unused = 120, .demand_milli = 80000,
-                                       .floor = 10, .in_flight = 5, .known = true};
+    quota.items[0] = (wire_quota_item){.quota = 500,
+                                       .unused = 120,
+                                       .demand_milli = 80000,
+                                       .floor = 10,
+                                       .in_flight = 5,
+                                       .known = true,
+                                       .held = 30,
+                                       .sold = 350,
+                                       .reduce_pending = 20,
+                                       .reduce_ask = 15,
+                                       .changes = 3,
+                                       .change_sum = -40,
+                                       .share = 2};
     strcpy(quota.items[0].tenant_id, "shop-1");
     strcpy(quota.items[0].item_id, "tee");
     check(wire_encode_quota(10, NULL, &quota, NULL, 0, buf, sizeof buf, &n), "quota status");

@@ -6,7 +6,10 @@
 # nothing, a database claimed by another region), quota show, check --global
 # through every step of a quota move done by hand with the SQL functions of
 # migration 0008 (sent, applied, duplicate apply, done, refused and
-# returned), then violations (tampered quota, a receipt with no donor row),
+# returned), global restock and reduce by hand with those of migration 0010
+# (restocked here, placed elsewhere, learned, reduced now and pending, quota
+# taken by the pending reduce, refused), then violations (tampered quota, a
+# tampered record of changes, a receipt with no donor row),
 # "cannot judge" (a region without --config), regions and quota move with
 # no coordinator.
 set -euo pipefail
@@ -140,12 +143,62 @@ expect_rc 0 --json check --global "${both[@]}"
 python3 -c 'import json,sys; d=json.load(sys.stdin); assert d["global"] == "ok" and len(d["regions"]) == 2, d' <"$work/out"
 expect_rc 0 status --global "${both[@]}"
 contains "$work/out" "== region us"
-grep -qE '^shop +tee +1001 .* 1001 ok$' "$work/out" || esc_fail "status --global table"
+contains "$work/out" "shop/tee global_total=1001 ok"
+grep -qE '^  eu +651 +651 +0 +0 +0 +0$' "$work/out" || esc_fail "status --global: eu's line"
+grep -qE '^  \(global\) +1001 +1001 +0 +0 +0 +0$' "$work/out" || esc_fail "status --global: the global line"
+
+esc_step "global restock and reduce by hand (migration 0010): learned or not, the check holds"
+total_g() { psql_in "escrow_$1" "SELECT global_total FROM global_items WHERE item_id = '$2'"; }
+psql_in escrow_us "SELECT * FROM escrow_global_restock('shop', 'tee', 'r1', 40, 'us')" >/dev/null
+esc_assert_eq "$(total_in us tee)/$(total_g us tee)/$(total_g eu tee)" "390/1041/1001" "restocked in us, eu not told"
+check_ok
+grep -qE '^shop +tee +1041 .* 1041 ok$' "$work/out" || esc_fail "the global total with the restock"
+esc_assert_eq "$(psql_in escrow_us "SELECT outcome || ' ' || global_total FROM escrow_global_restock('shop', 'tee', 'r1', 40, 'us')")" \
+    "before 1041" "the same operation id again changes nothing"
+expect_rc 0 check --global "${both[@]}" # status: placed in eu from us: in flight until eu applies it
+psql_in escrow_us "SELECT * FROM escrow_global_restock('shop', 'tee', 'r2', 10, 'eu')" >/dev/null
+id3=$(psql_in escrow_us "SELECT transfer_id FROM global_ops WHERE op_id = 'r2'")
+esc_assert_eq "$(total_in us tee)/$(total_g us tee)" "390/1051" "placed in eu: us's quota unchanged"
+check_ok
+esc_assert_eq "$(psql_in escrow_eu "SELECT escrow_quota_apply('us', $id3, 'shop', 'tee', 10)")" "applied" "eu applies the restock's transfer"
+check_ok
+esc_assert_eq "$(psql_in escrow_eu "SELECT global_total FROM escrow_global_learn('shop', 'tee', 'us', 2, 50)")" "1051" "eu learns us's two changes"
+esc_assert_eq "$(psql_in escrow_eu "SELECT changes || ' ' || global_total FROM escrow_global_learn('shop', 'tee', 'us', 1, 40)")" "2 1051" "an older row changes nothing"
+check_ok
+# a reduce in eu: 661 in eu, 210 of them unallocated now (taken at once), 90 more pending
+psql_in escrow_eu "UPDATE segments SET available = available - 200 WHERE item_id = 'tee' AND seg_no = 1; UPDATE items SET unallocated = unallocated + 200 WHERE item_id = 'tee'"
+esc_assert_eq "$(psql_in escrow_eu "SELECT outcome || ' ' || total || ' ' || reduce_pending FROM escrow_global_reduce('shop', 'tee', 'd1', 300, 0)")" \
+    "done 451 90" "reduce: 210 taken, 90 pending"
+check_ok
+grep -qE '^shop +tee +.* 751 ok$' "$work/out" || esc_fail "the global total after the reduce"
+expect_rc 0 status --global "${both[@]}"
+grep -qE '^  eu +451 +361 +0 +0 +0 +90$' "$work/out" || esc_fail "status --global: eu reducing 90"
+esc_assert_eq "$(psql_in escrow_eu "SELECT outcome || ' ' || free FROM escrow_global_reduce('shop', 'tee', 'd2', 800, 0)")" \
+    "refused 661" "never more than is neither sold, held nor being reduced"
+esc_assert_eq "$(psql_in escrow_eu "SELECT count(*) FROM global_ops WHERE op_id = 'd2'")" "0" "a refused reduce leaves no record"
+# quota from us arrives: the pending reduce takes it
+psql_in escrow_us "UPDATE segments SET available = available - 100 WHERE item_id = 'tee' AND seg_no = 0; UPDATE items SET unallocated = unallocated + 100 WHERE item_id = 'tee'"
+id4=$(psql_in escrow_us "SELECT escrow_quota_send('shop', 'tee', 'eu', 100, 'reduce')")
+check_ok
+esc_assert_eq "$(psql_in escrow_eu "SELECT escrow_quota_apply('us', $id4, 'shop', 'tee', 100)")" "applied" "apply"
+esc_assert_eq "$(total_in eu tee)/$(psql_in escrow_eu "SELECT reduce_pending FROM items WHERE item_id = 'tee'")" "461/0" "the reduce took the arriving quota"
+check_ok
+esc_assert_eq "$(psql_in escrow_us "SELECT escrow_quota_done($id4, 'received')")" "t" "done"
+psql_in escrow_us "SELECT * FROM escrow_global_learn('shop', 'tee', 'eu', 1, -300)" >/dev/null
+check_ok
+grep -qE '^shop +tee +.* 751 ok$' "$work/out" || esc_fail "the global total after the reduce"
+esc_assert_eq "$(total_g eu tee)/$(total_g us tee)" "751/751" "both regions agree on the global total"
+esc_step "tampering with a region's record of the changes is caught"
+psql_in escrow_us "UPDATE global_changes SET delta = delta + 1 WHERE region = 'eu'"
+expect_rc 1 check --global "${both[@]}"
+contains "$work/out" "region eu says created with 1001 over 'eu us', region us says 1000"
+psql_in escrow_us "UPDATE global_changes SET delta = delta - 1 WHERE region = 'eu'"
+check_ok
 
 esc_step "violations: a tampered quota, a receipt without a donor row"
 psql_in escrow_us "UPDATE items SET total = total + 5, unallocated = unallocated + 5 WHERE item_id = 'tee'"
 expect_rc 1 check --global "${both[@]}"
-contains "$work/out" "VIOLATION global item shop/tee: quotas 1006 + in flight 0 - counted twice 0 = 1006, but global_total = 1001"
+contains "$work/out" "VIOLATION global item shop/tee: quotas 756 - pending reduces 0 + in flight 0 - counted twice 0 = 756, but the global total is 751"
 contains "$work/out" "global=VIOLATED"
 psql_in escrow_us "UPDATE items SET total = total - 5, unallocated = unallocated - 5 WHERE item_id = 'tee'"
 check_ok

@@ -3,7 +3,9 @@
 # examples/regions on one machine (tests/support/cluster.sh --regions), and
 # per-region helpers. Region names are as in the INI files (eu, us).
 #
-#   region_start [--proxy]        start both regions; sets REGION_DIR
+#   region_start [--proxy] [--quota KEY=VALUE]...
+#                                 start both regions; sets REGION_DIR; --quota sets a
+#                                 [quota] key of every region (e.g. auto=off)
 #   region_get WHAT R             $ESC_REGION_<WHAT>_<R> (CONFIG, DSN, COORD, PUBLISH, NODES,
 #                                 COORD_PID)
 #   region_psql R SQL             one statement in region R's database, unaligned output
@@ -22,6 +24,11 @@
 #                                 logged the mode
 #   region_load_bg R OUT ARGS...  region_load in the background, output to OUT
 #   region_load_wait              waits for those, prints their output, fails if any did
+#   region_check                  escrowctl check --global over every region; fails with
+#                                 its output unless the verdict is ok
+#   region_sampler_start          region_check over and over in the background until
+#   region_sampler_stop           ... stops it: fails unless every sample was ok (and there
+#                                 was at least one); prints how many
 # shellcheck source=tests/support/lib.sh
 source "$(dirname "${BASH_SOURCE[0]}")/../support/lib.sh"
 
@@ -29,8 +36,24 @@ REGION_DIR=""
 REGION_STARTS=0
 
 region_start() {
+    local src=$ESC_SRC/examples/regions kv
+    local -a args=() sets=()
+    while (($#)); do
+        case $1 in
+        --quota) sets+=("$2"); shift 2 ;;
+        *) args+=("$1"); shift ;;
+        esac
+    done
     REGION_DIR=$(mktemp -d /tmp/escrow-regions-test.XXXXXX)
-    esc_cluster_start "$REGION_DIR" --regions "$ESC_SRC/examples/regions" "$@"
+    if ((${#sets[@]} > 0)); then # the files' commented defaults, set
+        mkdir "$REGION_DIR/conf"
+        cp "$src"/*.ini "$REGION_DIR/conf/"
+        for kv in "${sets[@]}"; do
+            sed -i "s/^;${kv%%=*} = .*/${kv%%=*} = ${kv#*=}/" "$REGION_DIR/conf"/*.ini
+        done
+        src=$REGION_DIR/conf
+    fi
+    esc_cluster_start "$REGION_DIR" --regions "$src" "${args[@]}"
     # after the cluster's own stop hook (hooks run in order): the logs stay
     # until everything stopped
     [[ ${ESC_KEEP:-0} == 1 ]] || esc_on_exit "rm -rf '$REGION_DIR'"
@@ -141,4 +164,67 @@ region_load_wait() {
     REGION_LOAD_PIDS=()
     REGION_LOAD_OUTS=()
     ((rc == 0)) || esc_fail "a load generator reported a violation or an error (exit $rc)"
+}
+
+_region_cfgs() {
+    local r
+    for r in $ESC_REGIONS; do
+        printf -- '--config\n%s\n' "$(region_get CONFIG "$r")"
+    done
+}
+
+# WANT_RC ARGS...: escrowctl ARGS must exit WANT_RC; its output in
+# $REGION_DIR/out and err.
+region_ctl() {
+    esc_ctl_expect "$REGION_DIR" "$@"
+}
+
+# FILE TEXT: $REGION_DIR/FILE (out or err) holds TEXT.
+region_has() {
+    grep -qF -- "$2" "$REGION_DIR/$1" || {
+        cat "$REGION_DIR/out" "$REGION_DIR/err" >&2
+        esc_fail "no '$2' in $1"
+    }
+}
+
+region_check() {
+    local -a cfgs
+    mapfile -t cfgs < <(_region_cfgs)
+    esc_ctl check --global "${cfgs[@]}" >"$REGION_DIR/check.out" 2>&1 || {
+        cat "$REGION_DIR/check.out" >&2
+        esc_fail "check --global: ${1:-}"
+    }
+}
+
+REGION_SAMPLER_PID=""
+region_sampler_start() {
+    local -a cfgs
+    mapfile -t cfgs < <(_region_cfgs)
+    rm -f "$REGION_DIR/sampler.stop" "$REGION_DIR/sampler.bad" "$REGION_DIR/sampler.count"
+    (
+        n=0
+        while [[ -d $REGION_DIR && ! -e $REGION_DIR/sampler.stop ]]; do
+            if ! esc_ctl check --global "${cfgs[@]}" >"$REGION_DIR/sampler.out" 2>&1; then
+                cat "$REGION_DIR/sampler.out" >>"$REGION_DIR/sampler.bad"
+            fi
+            n=$((n + 1))
+            echo "$n" >"$REGION_DIR/sampler.count"
+            sleep 0.2 # leave the machine to the daemons under test
+        done
+    ) 2>/dev/null &
+    REGION_SAMPLER_PID=$!
+    esc_on_exit "kill $REGION_SAMPLER_PID 2>/dev/null || true"
+}
+
+region_sampler_stop() {
+    touch "$REGION_DIR/sampler.stop"
+    wait "$REGION_SAMPLER_PID" || true
+    local n
+    n=$(cat "$REGION_DIR/sampler.count" 2>/dev/null || echo 0)
+    if [[ -s $REGION_DIR/sampler.bad ]]; then
+        head -n 40 "$REGION_DIR/sampler.bad" >&2
+        esc_fail "check --global failed in a sample (of $n)"
+    fi
+    ((n > 0)) || esc_fail "check --global was never sampled"
+    echo "check --global: $n samples, every one ok"
 }

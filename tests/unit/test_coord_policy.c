@@ -410,7 +410,6 @@ static void test_reason_names(void **state)
     assert_string_equal(coord_policy_reason_name(99), "rebalance");
 }
 
-
 /* ---- regions: coord_policy_quota ---- */
 
 static void test_quota_plan_sends_spare_to_needy_peer(void **state)
@@ -420,8 +419,12 @@ static void test_quota_plan_sends_spare_to_needy_peer(void **state)
      * 80 units/s wanted -> needs 400 - 10 = 390 */
     coord_qpeer peers[2] = {{.fresh = true, .unused = 10, .demand_milli = 80000},
                             {.fresh = true, .unused = 100, .demand_milli = 0}};
-    coord_qin in = {.unused = 500, .demand_milli = 1000, .floor = 0, .horizon_ms = 5000,
-                    .npeers = 2, .peers = peers};
+    coord_qin in = {.unused = 500,
+                    .demand_milli = 1000,
+                    .floor = 0,
+                    .horizon_ms = 5000,
+                    .npeers = 2,
+                    .peers = peers};
     int64_t qty = 0;
     assert_int_equal(coord_policy_quota(&in, &qty), 0);
     assert_int_equal(qty, 390);
@@ -440,8 +443,8 @@ static void test_quota_plan_keeps_own_demand_and_ignores_stale(void **state)
     (void)state;
     coord_qpeer peer = {.fresh = true, .unused = 0, .demand_milli = 50000};
     /* here: 100 unused, 20 units/s over 5 s = 100 kept: nothing spare */
-    coord_qin in = {.unused = 100, .demand_milli = 20000, .horizon_ms = 5000, .npeers = 1,
-                    .peers = &peer};
+    coord_qin in = {
+        .unused = 100, .demand_milli = 20000, .horizon_ms = 5000, .npeers = 1, .peers = &peer};
     int64_t qty = -7;
     assert_int_equal(coord_policy_quota(&in, &qty), -1);
     assert_int_equal(qty, -7);
@@ -458,6 +461,80 @@ static void test_quota_plan_keeps_own_demand_and_ignores_stale(void **state)
     assert_int_equal(coord_policy_quota(&in, &qty), -1);
 }
 
+/* ---- regions: coord_policy_restock_place, coord_policy_reduce_sources ---- */
+
+static void test_restock_goes_where_demand_is_not_covered(void **state)
+{
+    (void)state;
+    /* here (0): 100 unused, no demand; peer 1: 10 unused, 40 units/s over 5 s
+     * wants 200 -> needs 190; peer 2: 20 units/s, 50 unused -> needs 50 */
+    coord_qregion r[3] = {{.usable = true, .quota = 500, .unused = 100},
+                          {.usable = true, .quota = 300, .unused = 10, .demand_milli = 40000},
+                          {.usable = true, .quota = 200, .unused = 50, .demand_milli = 20000}};
+    assert_int_equal(coord_policy_restock_place(r, 3, 5000, 1100), 1);
+    /* what is on its way to it counts as had */
+    r[1].in_flight_to = 170;
+    assert_int_equal(coord_policy_restock_place(r, 3, 5000, 1100), 2);
+    /* a peer not heard from recently is never chosen */
+    r[1].in_flight_to = 0;
+    r[1].usable = false;
+    assert_int_equal(coord_policy_restock_place(r, 3, 5000, 1100), 2);
+    r[2].usable = false;
+    assert_int_equal(coord_policy_restock_place(r, 3, 5000, 1100), 0);
+    r[0].usable = false;
+    assert_int_equal(coord_policy_restock_place(r, 3, 5000, 1100), -1);
+}
+
+static void test_restock_without_demand_follows_shares(void **state)
+{
+    (void)state;
+    /* shares 2:1, quotas 600 and 400; with 300 more (1300) the shares say
+     * 867 and 433: region 0 is 267 short, region 1 33: region 0 */
+    coord_qregion r[2] = {{.usable = true, .quota = 600, .unused = 600, .share = 2},
+                          {.usable = true, .quota = 400, .unused = 400, .share = 1}};
+    assert_int_equal(coord_policy_restock_place(r, 2, 5000, 1300), 0);
+    /* equal shares: the one with less quota (and what is on its way) */
+    r[0].share = r[1].share = 0; /* not said: 1 each */
+    assert_int_equal(coord_policy_restock_place(r, 2, 5000, 1300), 1);
+    r[1].in_flight_to = 250;
+    assert_int_equal(coord_policy_restock_place(r, 2, 5000, 1300), 0);
+    /* a tie goes to the lower index */
+    r[1].in_flight_to = 200;
+    assert_int_equal(coord_policy_restock_place(r, 2, 5000, 1300), 0);
+}
+
+static void test_reduce_takes_least_demand_first(void **state)
+{
+    (void)state;
+    int64_t take[3];
+    /* here (0) sells 10/s, peer 1 sells nothing, peer 2 30/s */
+    coord_qregion r[3] = {{.usable = true, .unused = 100, .demand_milli = 10000},
+                          {.usable = true, .unused = 40, .demand_milli = 0},
+                          {.usable = true, .unused = 500, .demand_milli = 30000}};
+    assert_int_equal(coord_policy_reduce_sources(r, 3, 120, take), 120);
+    assert_int_equal(take[1], 40);
+    assert_int_equal(take[0], 80);
+    assert_int_equal(take[2], 0);
+    /* more than everything unused: all of it, the rest waits */
+    assert_int_equal(coord_policy_reduce_sources(r, 3, 1000, take), 640);
+    assert_int_equal(take[0] + take[1] + take[2], 640);
+    /* a peer out of reach gives nothing */
+    r[1].usable = false;
+    assert_int_equal(coord_policy_reduce_sources(r, 3, 120, take), 120);
+    assert_int_equal(take[1], 0);
+    assert_int_equal(take[0], 100);
+    assert_int_equal(take[2], 20);
+    /* same demand: the one with more unused first */
+    r[1].usable = true;
+    r[1].demand_milli = 10000;
+    assert_int_equal(coord_policy_reduce_sources(r, 3, 50, take), 50);
+    assert_int_equal(take[0], 50);
+    assert_int_equal(take[1], 0);
+    /* nothing pending: nothing taken */
+    assert_int_equal(coord_policy_reduce_sources(r, 3, 0, take), 0);
+    assert_int_equal(take[0] + take[1] + take[2], 0);
+}
+
 static void test_quota_plan_never_both_ways(void **state)
 {
     (void)state;
@@ -468,10 +545,16 @@ static void test_quota_plan_never_both_ways(void **state)
                 for (int64_t db = 0; db <= 40000; db += 7000) {
                     coord_qpeer pb = {.fresh = true, .unused = ub, .demand_milli = db};
                     coord_qpeer pa = {.fresh = true, .unused = ua, .demand_milli = da};
-                    coord_qin a = {.unused = ua, .demand_milli = da, .horizon_ms = 5000,
-                                   .npeers = 1, .peers = &pb};
-                    coord_qin b = {.unused = ub, .demand_milli = db, .horizon_ms = 5000,
-                                   .npeers = 1, .peers = &pa};
+                    coord_qin a = {.unused = ua,
+                                   .demand_milli = da,
+                                   .horizon_ms = 5000,
+                                   .npeers = 1,
+                                   .peers = &pb};
+                    coord_qin b = {.unused = ub,
+                                   .demand_milli = db,
+                                   .horizon_ms = 5000,
+                                   .npeers = 1,
+                                   .peers = &pa};
                     int64_t qa = 0, qb = 0;
                     int sa = coord_policy_quota(&a, &qa), sb = coord_policy_quota(&b, &qb);
                     assert_false(sa == 0 && sb == 0);
@@ -488,13 +571,23 @@ static void test_export_want_reclaims_and_holds_unallocated(void **state)
 {
     (void)state;
     coord_pseg segs[2] = {
-        {.segment_id = 1, .state = WIRE_SEG_ACTIVE, .available = 30, .reported = true,
+        {.segment_id = 1,
+         .state = WIRE_SEG_ACTIVE,
+         .available = 30,
+         .reported = true,
          .owner_live = true},
-        {.segment_id = 2, .state = WIRE_SEG_ACTIVE, .available = 50, .reported = true,
+        {.segment_id = 2,
+         .state = WIRE_SEG_ACTIVE,
+         .available = 50,
+         .reported = true,
          .owner_live = true},
     };
-    coord_pitem in = {.total = 90, .unallocated = 10, .export_want = 40, .nsegs = 2,
-                      .segs = segs, .low_water_pct = 0};
+    coord_pitem in = {.total = 90,
+                      .unallocated = 10,
+                      .export_want = 40,
+                      .nsegs = 2,
+                      .segs = segs,
+                      .low_water_pct = 0};
     static coord_plan plan;
     coord_policy_plan(&in, false, &plan);
     /* 40 wanted, 10 already unallocated: 30 reclaimed from the fullest
@@ -509,6 +602,43 @@ static void test_export_want_reclaims_and_holds_unallocated(void **state)
     }
     assert_int_equal(reclaimed, 30);
     assert_false(coord_policy_sold_out(&in));
+}
+
+/* The plan is reused pass after pass: whatever an earlier pass (or garbage)
+ * left in it never leaks into the next one. */
+static void test_plan_reused_starts_clean(void **state)
+{
+    (void)state;
+    static coord_plan fresh, reused;
+    coord_pitem in = item(4, 100);
+    g_segs[0].demand = 90;
+    g_segs[0].available = 10;
+    in.total = 310;
+    memset(&fresh, 0, sizeof fresh);
+    coord_policy_plan(&in, false, &fresh);
+    assert_int_equal(fresh.nxfers, 1);
+    memset(&reused, 0xa5, sizeof reused);
+    coord_policy_plan(&in, false, &reused);
+    assert_false(reused.collapse);
+    assert_int_equal(reused.tail, 0);
+    assert_int_equal(reused.sold_out, fresh.sold_out);
+    assert_int_equal(reused.nxfers, fresh.nxfers);
+    for (size_t i = 0; i < fresh.nxfers; i++) {
+        assert_int_equal(reused.xfers[i].from, fresh.xfers[i].from);
+        assert_int_equal(reused.xfers[i].to, fresh.xfers[i].to);
+        assert_int_equal(reused.xfers[i].qty, fresh.xfers[i].qty);
+        assert_int_equal(reused.xfers[i].reason, fresh.xfers[i].reason);
+    }
+    /* a collapse pass, then a pass with nothing to do: no collapse left over */
+    coord_pitem low = item(4, 10);
+    low.total = 1000;
+    coord_policy_plan(&low, false, &reused);
+    assert_true(reused.collapse);
+    coord_pitem calm = item(4, 100);
+    coord_policy_plan(&calm, false, &reused);
+    assert_false(reused.collapse);
+    assert_int_equal(reused.tail, 0);
+    assert_int_equal(reused.nxfers, 0);
 }
 
 int main(void)
@@ -536,7 +666,11 @@ int main(void)
         cmocka_unit_test(test_quota_plan_sends_spare_to_needy_peer),
         cmocka_unit_test(test_quota_plan_keeps_own_demand_and_ignores_stale),
         cmocka_unit_test(test_quota_plan_never_both_ways),
+        cmocka_unit_test(test_restock_goes_where_demand_is_not_covered),
+        cmocka_unit_test(test_restock_without_demand_follows_shares),
+        cmocka_unit_test(test_reduce_takes_least_demand_first),
         cmocka_unit_test(test_export_want_reclaims_and_holds_unallocated),
+        cmocka_unit_test(test_plan_reused_starts_clean),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

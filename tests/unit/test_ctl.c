@@ -26,6 +26,7 @@
 #include "ctl_num.h"
 #include "ctl_opts.h"
 #include "ctl_quota.h"
+#include "ctl_region.h"
 #include "ctl_rpc.h"
 #include "ctl_usage.h"
 #include "escrow_errors.h"
@@ -1004,6 +1005,52 @@ static void test_region_commands(void **state)
 #undef REFUSE
 }
 
+static void test_global_restock_and_reduce(void **state)
+{
+    (void)state;
+    assert_int_equal(parse(NULL, &args, why, "item", "restock", "t", "i", "40", "--global",
+                           "--region", "us", "--op-id", "delivery-7", "--config", "eu.ini",
+                           "--config", "us.ini", NULL),
+                     0);
+    assert_int_equal(args.cmd, CTL_CMD_ITEM_RESTOCK);
+    assert_int_equal(args.admin_op, WIRE_ADMIN_RESTOCK);
+    assert_true(args.global);
+    assert_int_equal(args.qty, 40);
+    assert_string_equal(args.op_region, "us");
+    assert_string_equal(args.op_id, "delivery-7");
+    assert_true(ctl_region_cmd(&args));
+    assert_string_equal(args.via_region, "");
+    assert_int_equal(parse(NULL, &args, why, "item", "reduce", "t", "i", "5", "--global", "--via",
+                           "us", "--config", "eu.ini", NULL),
+                     0);
+    assert_int_equal(args.cmd, CTL_CMD_ITEM_REDUCE);
+    assert_string_equal(args.op_region, "");
+    assert_string_equal(args.via_region, "us");
+    assert_string_equal(args.op_id, "");
+    /* without --global: the coordinator's plain restock */
+    assert_int_equal(parse(NULL, &args, why, "item", "restock", "t", "i", "40", "--coordinator",
+                           "tcp://127.0.0.1:7000", NULL),
+                     0);
+    assert_false(args.global);
+    assert_false(ctl_region_cmd(&args));
+    args.cmd = CTL_CMD_STATUS;
+#define REFUSE(...) expect_refused(#__VA_ARGS__, parse(NULL, &args, why, __VA_ARGS__, NULL))
+    REFUSE("item", "restock", "t", "i", "40", "--global"); /* no --config */
+    REFUSE("item", "restock", "t", "i", "40", "--global", "--dsn", "x", "--config", "a");
+    REFUSE("item", "restock", "t", "i", "40", "--op-id", "x", "--coordinator", "tcp://h:1");
+    REFUSE("item", "reduce", "t", "i", "4", "--region", "us", "--coordinator", "tcp://h:1");
+    REFUSE("item", "reduce", "t", "i", "4", "--via", "us", "--coordinator", "tcp://h:1");
+    REFUSE("item", "reduce", "t", "i", "4", "--global", "--region", "us", "--config", "a");
+    REFUSE("item", "reduce", "t", "i", "4", "--global", "--op-id", "a b", "--config", "a");
+    REFUSE("item", "reduce", "t", "i", "0", "--global", "--config", "a");
+    REFUSE("item", "pause", "t", "i", "--global", "--config", "a"); /* not a --global command */
+    char long_id[ESC_KEY_LEN_MAX + 2];
+    memset(long_id, 'k', sizeof long_id - 1);
+    long_id[sizeof long_id - 1] = '\0';
+    REFUSE("item", "reduce", "t", "i", "4", "--global", "--op-id", long_id, "--config", "a");
+#undef REFUSE
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -1027,6 +1074,7 @@ int main(void)
         cmocka_unit_test(test_usage_mentions_every_command),
         cmocka_unit_test(test_json_writer),
         cmocka_unit_test(test_admin_item_commands),
+        cmocka_unit_test(test_global_restock_and_reduce),
         cmocka_unit_test(test_admin_node_commands),
         cmocka_unit_test(test_coordinator_sources),
         cmocka_unit_test(test_admin_refusals),

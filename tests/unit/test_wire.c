@@ -447,6 +447,82 @@ static void test_admin_requests(void **state)
         ESC_EINVAL);
 }
 
+/* Restock and reduce of a global item: the operation id and the region are
+ * carried and bounded; they go with restock and reduce only. */
+static void test_admin_global(void **state)
+{
+    (void)state;
+    unsigned char buf[2048];
+    size_t n;
+    wire_request out;
+    char why[WIRE_WHY_MAX];
+    assert_int_equal(wire_encode_admin_global(1, "shop-1", WIRE_ADMIN_RESTOCK, "tee", 50,
+                                              "delivery-4711", "eu", buf, sizeof buf, &n),
+                     0);
+    assert_int_equal(wire_decode_request(buf, n, &out, why), 0);
+    assert_int_equal(out.admin_op, WIRE_ADMIN_RESTOCK);
+    assert_true(out.global);
+    assert_string_equal(out.op_id, "delivery-4711");
+    assert_string_equal(out.region, "eu");
+    assert_int_equal(out.qty, 50);
+    /* no region: the coordinator picks */
+    assert_int_equal(wire_encode_admin_global(1, "shop-1", WIRE_ADMIN_RESTOCK, "tee", 50, "op-1",
+                                              NULL, buf, sizeof buf, &n),
+                     0);
+    assert_int_equal(wire_decode_request(buf, n, &out, why), 0);
+    assert_string_equal(out.region, "");
+    /* a plain restock is not global */
+    assert_int_equal(
+        wire_encode_admin(1, "shop-1", WIRE_ADMIN_RESTOCK, "tee", NULL, 50, 0, buf, sizeof buf, &n),
+        0);
+    assert_int_equal(wire_decode_request(buf, n, &out, why), 0);
+    assert_false(out.global);
+    assert_string_equal(out.op_id, "");
+    /* a reduce names no region */
+    assert_int_equal(wire_encode_admin_global(1, "shop-1", WIRE_ADMIN_REDUCE, "tee", 5, "op-2",
+                                              "us", buf, sizeof buf, &n),
+                     0);
+    assert_int_equal(wire_decode_request(buf, n, &out, why), ESC_EINVAL);
+    assert_int_equal(wire_encode_admin_global(1, "shop-1", WIRE_ADMIN_REDUCE, "tee", 5, "op-2", "",
+                                              buf, sizeof buf, &n),
+                     0);
+    assert_int_equal(wire_decode_request(buf, n, &out, why), 0);
+    assert_int_equal(out.admin_op, WIRE_ADMIN_REDUCE);
+    /* an operation id is required, printable, at most 128 bytes */
+    assert_int_equal(wire_encode_admin_global(1, "shop-1", WIRE_ADMIN_REDUCE, "tee", 5, "", NULL,
+                                              buf, sizeof buf, &n),
+                     0);
+    assert_int_equal(wire_decode_request(buf, n, &out, why), ESC_EINVAL);
+    assert_int_equal(wire_encode_admin_global(1, "shop-1", WIRE_ADMIN_REDUCE, "tee", 5, "a b", NULL,
+                                              buf, sizeof buf, &n),
+                     0);
+    assert_int_equal(wire_decode_request(buf, n, &out, why), ESC_EINVAL);
+    char id[ESC_KEY_LEN_MAX + 2];
+    memset(id, 'k', sizeof id - 1);
+    id[sizeof id - 1] = '\0';
+    assert_int_equal(wire_encode_admin_global(1, "shop-1", WIRE_ADMIN_REDUCE, "tee", 5, id, NULL,
+                                              buf, sizeof buf, &n),
+                     0);
+    assert_int_equal(wire_decode_request(buf, n, &out, why), ESC_ETOOBIG);
+    id[ESC_KEY_LEN_MAX] = '\0';
+    assert_int_equal(wire_encode_admin_global(1, "shop-1", WIRE_ADMIN_REDUCE, "tee", 5, id, NULL,
+                                              buf, sizeof buf, &n),
+                     0);
+    assert_int_equal(wire_decode_request(buf, n, &out, why), 0);
+    /* a region name longer than 64 bytes */
+    char region[ESC_REGION_LEN_MAX + 2];
+    memset(region, 'r', sizeof region - 1);
+    region[sizeof region - 1] = '\0';
+    assert_int_equal(wire_encode_admin_global(1, "shop-1", WIRE_ADMIN_RESTOCK, "tee", 5, "op",
+                                              region, buf, sizeof buf, &n),
+                     0);
+    assert_int_equal(wire_decode_request(buf, n, &out, why), ESC_EINVAL);
+    /* only restock and reduce are global */
+    assert_int_equal(wire_encode_admin_global(1, "shop-1", WIRE_ADMIN_PAUSE, "tee", 0, "op", NULL,
+                                              buf, sizeof buf, &n),
+                     ESC_EINVAL);
+}
+
 static wire_route *sample_route(void)
 {
     wire_route *r = calloc(1, sizeof *r);
@@ -614,6 +690,69 @@ static void test_quota_requests_and_replies(void **state)
     q.items[0].unused = -1;
     assert_int_equal(wire_encode_quota(12, NULL, &q, NULL, 0, buf, sizeof buf, &len), 0);
     assert_int_equal(wire_decode_request(buf, len, &out, why), ESC_EINVAL);
+    /* the stock figures: each bounded */
+    q.items[0].unused = 0;
+    const struct {
+        int64_t held, sold, pending, ask, sum;
+        uint64_t changes;
+        uint32_t share;
+        int rc;
+    } cases[] = {
+        {1, 2, 3, 4, -5, 6, 7, 0},
+        {ESC_TOTAL_MAX, ESC_TOTAL_MAX, ESC_TOTAL_MAX, ESC_GLOBAL_CHANGE_SUM_MAX,
+         ESC_GLOBAL_CHANGE_SUM_MAX, ESC_GLOBAL_CHANGES_MAX, ESC_QUOTA_SHARE_MAX, 0},
+        {-1, 0, 0, 0, 0, 0, 0, ESC_EINVAL},
+        {0, ESC_TOTAL_MAX + 1, 0, 0, 0, 0, 0, ESC_EINVAL},
+        {0, 0, -1, 0, 0, 0, 0, ESC_EINVAL},
+        {0, 0, 0, ESC_GLOBAL_CHANGE_SUM_MAX + 1, 0, 0, 0, ESC_EINVAL},
+        {0, 0, 0, -1, 0, 0, 0, ESC_EINVAL},
+        {0, 0, 0, 0, -ESC_GLOBAL_CHANGE_SUM_MAX - 1, 0, 0, ESC_EINVAL},
+        {0, 0, 0, 0, 0, ESC_GLOBAL_CHANGES_MAX + 1, 0, ESC_EINVAL},
+        {0, 0, 0, 0, 0, 0, ESC_QUOTA_SHARE_MAX + 1, ESC_EINVAL},
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        q.items[0].held = cases[i].held;
+        q.items[0].sold = cases[i].sold;
+        q.items[0].reduce_pending = cases[i].pending;
+        q.items[0].reduce_ask = cases[i].ask;
+        q.items[0].change_sum = cases[i].sum;
+        q.items[0].changes = cases[i].changes;
+        q.items[0].share = cases[i].share;
+        assert_int_equal(wire_encode_quota(12, NULL, &q, NULL, 0, buf, sizeof buf, &len), 0);
+        assert_int_equal(wire_decode_request(buf, len, &out, why), cases[i].rc);
+        if (cases[i].rc == 0) {
+            const wire_quota_item *e = &out.quota->items[0];
+            assert_int_equal(e->held, cases[i].held);
+            assert_int_equal(e->sold, cases[i].sold);
+            assert_int_equal(e->reduce_pending, cases[i].pending);
+            assert_int_equal(e->reduce_ask, cases[i].ask);
+            assert_int_equal(e->change_sum, cases[i].sum);
+            assert_int_equal(e->changes, cases[i].changes);
+            assert_int_equal(e->share, cases[i].share);
+        }
+    }
+    /* a full page of the largest items fits in a frame */
+    memset(&q, 0, sizeof q);
+    q.kind = WIRE_QUOTA_STATUS;
+    memset(q.from_region, 'r', ESC_REGION_LEN_MAX);
+    q.nitems = ESC_QUOTA_ITEMS_MAX;
+    for (size_t i = 0; i < q.nitems; i++) {
+        wire_quota_item *e = &q.items[i];
+        memset(e->tenant_id, 't', ESC_TENANT_LEN_MAX);
+        memset(e->item_id, 'i', ESC_ITEM_LEN_MAX);
+        e->quota = e->unused = e->floor = e->in_flight = e->held = e->sold = ESC_TOTAL_MAX;
+        e->reduce_pending = ESC_TOTAL_MAX;
+        e->reduce_ask = ESC_GLOBAL_CHANGE_SUM_MAX;
+        e->demand_milli = INT64_MAX;
+        e->changes = ESC_GLOBAL_CHANGES_MAX;
+        e->change_sum = -ESC_GLOBAL_CHANGE_SUM_MAX;
+        e->share = ESC_QUOTA_SHARE_MAX;
+        e->known = true;
+    }
+    assert_int_equal(wire_encode_quota(13, NULL, &q, NULL, 0, buf, sizeof buf, &len), 0);
+    assert_true(len <= ESC_FRAME_BYTES_MAX);
+    assert_int_equal(wire_decode_request(buf, len, &out, why), 0);
+    assert_int_equal(out.quota->nitems, ESC_QUOTA_ITEMS_MAX);
     /* a reply with the region and its view of the items */
     static wire_quota_item items[2], back[2];
     memset(items, 0, sizeof items);
@@ -654,6 +793,7 @@ int main(void)
         cmocka_unit_test(test_release_by_operator),
         cmocka_unit_test(test_heartbeat_roundtrip_and_bounds),
         cmocka_unit_test(test_admin_requests),
+        cmocka_unit_test(test_admin_global),
         cmocka_unit_test(test_route_pub_and_reply),
         cmocka_unit_test(test_quota_requests_and_replies),
     };

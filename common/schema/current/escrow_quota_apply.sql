@@ -2,9 +2,10 @@
 -- once per (p_from, p_transfer). Returns 'applied' (now), 'applied-before',
 -- 'refused' (now: no such active global item here) or 'refused-before'.
 -- ES010: offered by this region to itself; ES011: the same key with another
--- item or qty (nothing is changed).
+-- item or qty (nothing is changed). Applied units go through
+-- escrow_unallocated_add (a pending reduce takes them first).
 --
--- As of migration 0008_regions (unchanged since).
+-- As of migration 0010_global_stock (0008_regions before).
 --
 -- Checked against the migrations by tests/integration/schema_current.sh: the
 -- migrations are the record (they never change once released); a new
@@ -34,8 +35,7 @@ BEGIN
             -- another session applied it between our look and our insert
             SELECT * INTO r FROM quota_receipts WHERE from_region = p_from AND transfer_id = p_transfer;
         ELSIF v_ok THEN
-            UPDATE items SET total = total + p_qty, unallocated = unallocated + p_qty
-             WHERE tenant_id = p_tenant AND item_id = p_item;
+            PERFORM escrow_unallocated_add(p_tenant, p_item, p_qty);
             INSERT INTO outbox (tenant_id, item_id, kind, qty, actor)
             VALUES (p_tenant, p_item, 'quota_received', p_qty, 'coordinator');
             RETURN 'applied';

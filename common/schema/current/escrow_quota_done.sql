@@ -1,10 +1,10 @@
 -- escrow_quota_done - step 3 of a quota transfer, at the donor: the
 -- receiver's answer. 'refused' gives the units back to the donor's
--- unallocated quota. Returns false when the row was no longer 'sent'
--- (answered before: nothing changes). ES010: an outcome other than
--- 'received' or 'refused'.
+-- unallocated quota (escrow_unallocated_add: a pending reduce takes them
+-- first). Returns false when the row was no longer 'sent' (answered before:
+-- nothing changes). ES010: an outcome other than 'received' or 'refused'.
 --
--- As of migration 0008_regions (unchanged since).
+-- As of migration 0010_global_stock (0008_regions before).
 --
 -- Checked against the migrations by tests/integration/schema_current.sh: the
 -- migrations are the record (they never change once released); a new
@@ -24,8 +24,7 @@ BEGIN
         RETURN false;
     END IF;
     IF p_outcome = 'refused' THEN
-        UPDATE items SET total = total + t.qty, unallocated = unallocated + t.qty
-         WHERE tenant_id = t.tenant_id AND item_id = t.item_id;
+        PERFORM escrow_unallocated_add(t.tenant_id, t.item_id, t.qty);
         INSERT INTO outbox (tenant_id, item_id, kind, qty, actor)
         VALUES (t.tenant_id, t.item_id, 'quota_returned', t.qty, 'coordinator');
     END IF;
