@@ -10,6 +10,8 @@
 #include "ctl_auth.h"
 #include "ctl_exit.h"
 #include "ctl_opts.h"
+#include "ctl_top.h"
+#include "ctl_top_opts.h"
 #include "ctl_usage.h"
 #include "region_cfg.h"
 
@@ -26,6 +28,9 @@ int main(int argc, char **argv)
     if (ctl_auth_is_cmd(argc, argv)) {
         return ctl_auth_run(argc, argv, stdout);
     }
+    if (ctl_top_is_cmd(argc, argv)) {
+        return ctl_top_main(argc, argv, &env, stdout);
+    }
     argc++;
     argv--;
     if (ctl_args_parse(argc - 1, argv + 1, &env, &args, why) != 0) {
@@ -35,6 +40,8 @@ int main(int argc, char **argv)
     if (args.help) {
         ctl_usage(stdout);
         ctl_auth_usage(stdout);
+        fputc('\n', stdout);
+        ctl_top_usage(stdout);
         return CTL_EXIT_OK;
     }
     if (args.nconfig > 0) {
