@@ -259,7 +259,7 @@ int ctl_top_main(int argc, char *const argv[], const ctl_env *env, FILE *out)
     ctl_top_mode m = ctl_top_mode_of(&a, isatty(fileno(out)) == 1);
     int rc = resolve_dsn(&a);
     rc = rc != 0 ? rc : ctl_top_signals_install(m.live);
-    rc = rc != 0 ? rc : ctl_db_open(a.dsn, &r.conn);
+    rc = rc != 0 ? rc : ctl_top_db_open(a.dsn, &r.conn);
     if (rc == 0) {
         rc = m.live ? run_live(&r, &m, out) : run_plain(&r, &m, out);
         ctl_db_close(r.conn);

@@ -4,8 +4,9 @@
  * Four statements in one read-only REPEATABLE READ transaction: the count of
  * matches (with the database's clock), the page of items (with their open
  * transfers), the page's segments (the same page, so the same items), the
- * nodes. Items and segments come ordered by tenant and item and are merged
- * in one pass; an item's available, held and sold are its segments' sums.
+ * nodes. The first three carry the filter's condition (ctl_top_filter.h). Items and segments come
+ * ordered by tenant and item and are merged in one pass; an item's available, held and sold are its
+ * segments' sums.
  */
 #include "ctl_top_db.h"
 
@@ -18,37 +19,28 @@
 #include "pg_result.h"
 
 #define TAG "/* escrow:ctl-top */ "
+/* A statement's text: the page CTE (the filter's condition at most
+ * CTL_TOP_WHERE_MAX bytes) and the longest body. */
+#define SQL_MAX 4096
 
-/* The filter over items i: $1 tenant, $2 LIKE pattern, $3 state (NULL =
- * any), $4 sold out, $5 collapsed. Sold out is the route's flag: nothing
- * available, held, in flight or unallocated. */
-#define FILTER                                                                                     \
-    "($1::text IS NULL OR i.tenant_id = $1) "                                                      \
-    "AND ($2::text IS NULL OR i.item_id LIKE $2 ESCAPE '\\') "                                     \
-    "AND ($3::text IS NULL OR i.state = $3) "                                                      \
-    "AND (NOT $5::boolean OR i.tail_segment IS NOT NULL) "                                         \
-    "AND (NOT $4::boolean OR (i.unallocated = 0 "                                                  \
-    "AND NOT EXISTS (SELECT 1 FROM segments s WHERE s.tenant_id = i.tenant_id "                    \
-    "AND s.item_id = i.item_id AND (s.available > 0 OR s.held > 0)) "                              \
-    "AND NOT EXISTS (SELECT 1 FROM transfers t WHERE t.state = 'sent' "                            \
-    "AND t.tenant_id = i.tenant_id AND t.item_id = i.item_id))) "
-/* The page: $6 offset, $7 limit. */
-#define PAGE                                                                                       \
+/* The page of the matching items (ctl_top_filter_where's condition, then
+ * the offset and limit as the next two parameters). */
+#define PAGE_HEAD                                                                                  \
     "WITH p AS (SELECT i.tenant_id, i.item_id, i.state, i.total, i.unallocated, i.tail_segment, "  \
-    "i.segments_wanted FROM items i WHERE " FILTER                                                 \
-    "ORDER BY i.tenant_id, i.item_id OFFSET $6::bigint LIMIT $7::integer) "
+    "i.segments_wanted FROM items i WHERE "
+#define PAGE_TAIL "ORDER BY i.tenant_id, i.item_id OFFSET $%d::bigint LIMIT $%d::integer) "
 
-static const char sql_count[] =
-    TAG "SELECT count(*), (extract(epoch FROM now()) * 1000)::bigint FROM items i WHERE " FILTER;
+static const char sql_count_head[] =
+    TAG "SELECT count(*), (extract(epoch FROM now()) * 1000)::bigint FROM items i WHERE ";
 
 static const char sql_items[] =
-    TAG PAGE "SELECT p.tenant_id, p.item_id, p.state, p.total, p.unallocated, "
-             "COALESCE(p.tail_segment, 0), p.segments_wanted, x.open, x.in_flight FROM p "
-             "CROSS JOIN LATERAL (SELECT count(*) AS open, "
-             "COALESCE(sum(t.qty) FILTER (WHERE t.state = 'sent'), 0) AS in_flight "
-             "FROM transfers t WHERE t.state IN ('planned', 'sent') "
-             "AND t.tenant_id = p.tenant_id AND t.item_id = p.item_id) x "
-             "ORDER BY p.tenant_id, p.item_id";
+    "SELECT p.tenant_id, p.item_id, p.state, p.total, p.unallocated, "
+    "COALESCE(p.tail_segment, 0), p.segments_wanted, x.open, x.in_flight FROM p "
+    "CROSS JOIN LATERAL (SELECT count(*) AS open, "
+    "COALESCE(sum(t.qty) FILTER (WHERE t.state = 'sent'), 0) AS in_flight "
+    "FROM transfers t WHERE t.state IN ('planned', 'sent') "
+    "AND t.tenant_id = p.tenant_id AND t.item_id = p.item_id) x "
+    "ORDER BY p.tenant_id, p.item_id";
 enum {
     I_TENANT,
     I_ITEM,
@@ -66,22 +58,22 @@ enum {
  * coordinator claimed it), else the segment row's. The owner is down when
  * marked so or when its lease ran out (leases exist under a coordinator). */
 static const char sql_segments[] =
-    TAG PAGE "SELECT s.tenant_id, s.item_id, s.segment_id, s.seg_no, "
-             "COALESCE((SELECT r.region FROM region_self r), s.region), "
-             "COALESCE(s.node_id, ''), s.epoch, s.state, s.available, s.held, s.sold, "
-             "COALESCE(n.state = 'down' OR (n.lease_until IS NOT NULL AND n.lease_until < now()), "
-             "false), x.open, x.sending, x.receiving, p.tail_segment IS NOT DISTINCT FROM "
-             "s.segment_id "
-             "FROM segments s JOIN p USING (tenant_id, item_id) "
-             "LEFT JOIN nodes n ON n.node_id = s.node_id "
-             "CROSS JOIN LATERAL (SELECT count(*) AS open, "
-             "COALESCE(sum(t.qty) FILTER (WHERE t.state = 'sent' "
-             "AND t.from_segment = s.segment_id), 0) AS sending, "
-             "COALESCE(sum(t.qty) FILTER (WHERE t.state = 'sent' "
-             "AND t.to_segment = s.segment_id), 0) AS receiving "
-             "FROM transfers t WHERE t.state IN ('planned', 'sent') "
-             "AND (t.from_segment = s.segment_id OR t.to_segment = s.segment_id)) x "
-             "ORDER BY s.tenant_id, s.item_id, s.region, s.seg_no";
+    "SELECT s.tenant_id, s.item_id, s.segment_id, s.seg_no, "
+    "COALESCE((SELECT r.region FROM region_self r), s.region), "
+    "COALESCE(s.node_id, ''), s.epoch, s.state, s.available, s.held, s.sold, "
+    "COALESCE(n.state = 'down' OR (n.lease_until IS NOT NULL AND n.lease_until < now()), "
+    "false), x.open, x.sending, x.receiving, p.tail_segment IS NOT DISTINCT FROM "
+    "s.segment_id "
+    "FROM segments s JOIN p USING (tenant_id, item_id) "
+    "LEFT JOIN nodes n ON n.node_id = s.node_id "
+    "CROSS JOIN LATERAL (SELECT count(*) AS open, "
+    "COALESCE(sum(t.qty) FILTER (WHERE t.state = 'sent' "
+    "AND t.from_segment = s.segment_id), 0) AS sending, "
+    "COALESCE(sum(t.qty) FILTER (WHERE t.state = 'sent' "
+    "AND t.to_segment = s.segment_id), 0) AS receiving "
+    "FROM transfers t WHERE t.state IN ('planned', 'sent') "
+    "AND (t.from_segment = s.segment_id OR t.to_segment = s.segment_id)) x "
+    "ORDER BY s.tenant_id, s.item_id, s.region, s.seg_no";
 enum {
     S_TENANT,
     S_ITEM,
@@ -214,15 +206,31 @@ static int read_nodes(const PGresult *res, ctl_top_snap *out)
     return 0;
 }
 
-static int query_all(PGconn *conn, const char *const params[7], PGresult *res[4])
+/* A statement: the count, or the page CTE followed by body. Returns 0 or
+ * ESC_EINTERNAL when it does not fit (a programming error: the parts are
+ * bounded). */
+static int statement(char *buf, size_t cap, const ctl_top_where *w, const char *body)
 {
+    int n = body == NULL ? snprintf(buf, cap, "%s%s", sql_count_head, w->sql)
+                         : snprintf(buf, cap, TAG PAGE_HEAD "%s " PAGE_TAIL "%s", w->sql,
+                                    w->nparams + 1, w->nparams + 2, body);
+    return n > 0 && (size_t)n < cap ? 0 : ESC_EINTERNAL;
+}
+
+static int query_all(PGconn *conn, const ctl_top_where *w, const char *const *params,
+                     PGresult *res[4])
+{
+    static char sql[3][SQL_MAX]; /* not on the stack */
     char nodes_max[16];
     snprintf(nodes_max, sizeof nodes_max, "%d", CTL_TOP_NODES_MAX);
     const char *nodes_params[] = {nodes_max};
-    int rc = ctl_db_begin(conn, "ISOLATION LEVEL REPEATABLE READ READ ONLY");
-    rc = rc != 0 ? rc : ctl_db_query(conn, sql_count, 5, params, &res[0]);
-    rc = rc != 0 ? rc : ctl_db_query(conn, sql_items, 7, params, &res[1]);
-    rc = rc != 0 ? rc : ctl_db_query(conn, sql_segments, 7, params, &res[2]);
+    int rc = statement(sql[0], SQL_MAX, w, NULL);
+    rc = rc != 0 ? rc : statement(sql[1], SQL_MAX, w, sql_items);
+    rc = rc != 0 ? rc : statement(sql[2], SQL_MAX, w, sql_segments);
+    rc = rc != 0 ? rc : ctl_db_begin(conn, "ISOLATION LEVEL REPEATABLE READ READ ONLY");
+    rc = rc != 0 ? rc : ctl_db_query(conn, sql[0], w->nparams, params, &res[0]);
+    rc = rc != 0 ? rc : ctl_db_query(conn, sql[1], w->nparams + 2, params, &res[1]);
+    rc = rc != 0 ? rc : ctl_db_query(conn, sql[2], w->nparams + 2, params, &res[2]);
     rc = rc != 0 ? rc : ctl_db_query(conn, sql_nodes, 1, nodes_params, &res[3]);
     rc = rc != 0 ? rc : ctl_db_commit(conn);
     if (rc != 0) {
@@ -237,24 +245,36 @@ static int query_all(PGconn *conn, const char *const params[7], PGresult *res[4]
     return 0;
 }
 
+int ctl_top_db_open(const char *dsn, PGconn **out)
+{
+    PGconn *conn = NULL;
+    int rc = ctl_db_open(dsn, &conn);
+    rc = rc != 0 ? rc : ctl_db_exec(conn, TAG "SET jit = off", 0, NULL);
+    if (rc != 0) {
+        ctl_db_close(conn);
+        return rc;
+    }
+    *out = conn;
+    return 0;
+}
+
 int ctl_top_db_sample(PGconn *conn, const ctl_top_filter *f, int64_t offset, int limit,
                       ctl_top_snap *out)
 {
-    static const char *const states[] = {NULL, "active", "paused", "retired"};
+    static ctl_top_where w; /* not on the stack */
     memset(out, 0, sizeof *out);
-    char like[CTL_TOP_LIKE_MAX], off[24], lim[16];
-    ctl_top_filter_like(f->prefix, like);
+    ctl_top_filter_where(f, &w);
+    char off[24], lim[16];
     snprintf(off, sizeof off, "%lld", (long long)offset);
     snprintf(lim, sizeof lim, "%d", limit);
-    const char *params[7] = {f->tenant[0] != '\0' ? f->tenant : NULL,
-                             f->prefix[0] != '\0' ? like : NULL,
-                             states[f->state],
-                             f->sold_out ? "true" : "false",
-                             f->collapsed ? "true" : "false",
-                             off,
-                             lim};
+    const char *params[CTL_TOP_WHERE_PARAMS_MAX + 2];
+    for (int i = 0; i < w.nparams; i++) {
+        params[i] = w.params[i];
+    }
+    params[w.nparams] = off;
+    params[w.nparams + 1] = lim;
     PGresult *res[4] = {NULL, NULL, NULL, NULL};
-    int rc = query_all(conn, params, res);
+    int rc = query_all(conn, &w, params, res);
     rc = rc != 0 ? rc : ctl_db_i64(res[0], 0, 0, &out->matched);
     rc = rc != 0 ? rc : ctl_db_i64(res[0], 0, 1, &out->at_ms);
     rc = rc != 0 ? rc : read_page(res[1], res[2], out);

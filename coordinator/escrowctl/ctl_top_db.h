@@ -15,8 +15,14 @@
 
 #include <libpq-fe.h>
 
-#include "ctl_top_opts.h"
+#include "ctl_top_filter.h"
 #include "ctl_top_snap.h"
+
+/* Opens top's connection to dsn (borrowed): ctl_db_open, then JIT off for
+ * the session (compiling a plan costs a second or more; top's statements
+ * run in milliseconds but over 100,000 items their estimates would call
+ * for it). Returns 0 and *out, or ESC_EUNAVAILABLE / ESC_EDB (reported). */
+int ctl_top_db_open(const char *dsn, PGconn **out);
 
 /* Reads the items matching f (borrowed) from position offset (0-based),
  * at most limit (1..CTL_TOP_LIMIT_MAX) of them, their segments and the

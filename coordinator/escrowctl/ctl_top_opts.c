@@ -329,55 +329,6 @@ ctl_top_mode ctl_top_mode_of(const ctl_top_args *a, bool stdout_is_tty)
     return m;
 }
 
-/* Appends " text" (or "text" at the start) to buf[cap], truncating. */
-static void append(char *buf, size_t cap, const char *fmt, const char *v)
-{
-    size_t n = strlen(buf);
-    if (n + 1 < cap) {
-        snprintf(buf + n, cap - n, fmt, n > 0 ? " " : "", v);
-    }
-}
-
-void ctl_top_filter_describe(const ctl_top_filter *f, char *buf, size_t cap)
-{
-    static const char *const states[] = {"", "active", "paused", "retired"};
-    if (cap == 0) {
-        return;
-    }
-    buf[0] = '\0';
-    if (f->tenant[0] != '\0') {
-        append(buf, cap, "%stenant=%s", f->tenant);
-    }
-    if (f->prefix[0] != '\0') {
-        append(buf, cap, "%sprefix=%s", f->prefix);
-    }
-    if (f->state != CTL_TOP_STATE_ANY) {
-        append(buf, cap, "%sstate=%s", states[f->state]);
-    }
-    if (f->sold_out) {
-        append(buf, cap, "%s%s", "sold-out");
-    }
-    if (f->collapsed) {
-        append(buf, cap, "%s%s", "collapsed");
-    }
-    if (buf[0] == '\0') {
-        snprintf(buf, cap, "all items");
-    }
-}
-
-void ctl_top_filter_like(const char *prefix, char out[CTL_TOP_LIKE_MAX])
-{
-    size_t n = 0;
-    for (const char *p = prefix; *p != '\0' && n + 3 < CTL_TOP_LIKE_MAX; p++) {
-        if (*p == '%' || *p == '_' || *p == '\\') {
-            out[n++] = '\\';
-        }
-        out[n++] = *p;
-    }
-    out[n++] = '%';
-    out[n] = '\0';
-}
-
 void ctl_top_usage(FILE *f)
 {
     fputs("a live view, like top(1) (--dsn; the counters from the segments' owners):\n"

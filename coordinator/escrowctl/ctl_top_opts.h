@@ -20,7 +20,7 @@
 #include <stdio.h>
 
 #include "ctl_opts.h"
-#include "esc_limits.h"
+#include "ctl_top_filter.h"
 
 /* Items on one page: --limit bounds. Each item brings up to
  * ESC_SEGMENTS_PER_ITEM_MAX segment rows; 500 items of 4 segments are a
@@ -39,23 +39,6 @@
 /* How long a node gets to answer the counters request (--timeout-ms
  * overrides): short, because a silent node delays every refresh. */
 #define CTL_TOP_STATS_TIMEOUT_MS_DEFAULT 500
-
-/* The item states a filter can name (items.state). */
-typedef enum ctl_top_state {
-    CTL_TOP_STATE_ANY = 0,
-    CTL_TOP_STATE_ACTIVE,
-    CTL_TOP_STATE_PAUSED,
-    CTL_TOP_STATE_RETIRED,
-} ctl_top_state;
-
-/* Which items are shown; all conditions hold at once. */
-typedef struct ctl_top_filter {
-    char tenant[ESC_TENANT_LEN_MAX + 1]; /* "" = every tenant */
-    char prefix[ESC_ITEM_LEN_MAX + 1];   /* item ids starting with it; "" = all */
-    ctl_top_state state;
-    bool sold_out;  /* nothing available, held, in flight or unallocated */
-    bool collapsed; /* collapsed into a tail segment */
-} ctl_top_filter;
 
 typedef struct ctl_top_args {
     bool help;
@@ -95,15 +78,6 @@ int ctl_top_args_parse(int argc, char *const argv[], const ctl_env *env, ctl_top
 /* The mode for a (parsed) a: live only on a terminal without --once,
  * --batch or --json. */
 ctl_top_mode ctl_top_mode_of(const ctl_top_args *a, bool stdout_is_tty);
-
-/* The filter in words for the title line ("tenant=shop-1 prefix=tee
- * state=paused sold-out", or "all items"), into buf[cap]. */
-void ctl_top_filter_describe(const ctl_top_filter *f, char *buf, size_t cap);
-
-/* The LIKE pattern of a prefix filter: prefix with '%', '_' and '\'
- * escaped by '\', then '%'. out must hold 2 * ESC_ITEM_LEN_MAX + 2 bytes. */
-#define CTL_TOP_LIKE_MAX (2 * ESC_ITEM_LEN_MAX + 2)
-void ctl_top_filter_like(const char *prefix, char out[CTL_TOP_LIKE_MAX]);
 
 /* top's lines in `escrowctl --help` and `escrowctl top --help`. */
 void ctl_top_usage(FILE *f);

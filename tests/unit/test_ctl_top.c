@@ -17,6 +17,7 @@
 
 #include <cmocka.h>
 
+#include "ctl_top_filter.h"
 #include "ctl_top_layout.h"
 #include "ctl_top_opts.h"
 #include "ctl_top_pager.h"
@@ -269,6 +270,47 @@ static void test_filter_like_and_words(void **state)
     assert_string_equal(words, "tenant=shop-1 prefix=tee state=paused sold-out collapsed");
     ctl_top_filter_describe(&f, words, 10);
     assert_int_equal(strlen(words), 9); /* cut, terminated */
+}
+
+static void test_filter_where(void **state)
+{
+    (void)state;
+    ctl_top_filter f;
+    ctl_top_where w;
+    memset(&f, 0, sizeof f);
+    ctl_top_filter_where(&f, &w);
+    assert_string_equal(w.sql, "TRUE"); /* no condition at all */
+    assert_int_equal(w.nparams, 0);
+    snprintf(f.tenant, sizeof f.tenant, "shop-1");
+    snprintf(f.prefix, sizeof f.prefix, "a_b");
+    f.state = CTL_TOP_STATE_RETIRED;
+    ctl_top_filter_where(&f, &w);
+    assert_string_equal(w.sql, "TRUE AND i.tenant_id = $1 AND i.item_id LIKE $2 ESCAPE '\\' "
+                               "AND i.state = $3");
+    assert_int_equal(w.nparams, 3);
+    assert_string_equal(w.params[0], "shop-1");
+    assert_string_equal(w.params[1], "a\\_b%");
+    assert_string_equal(w.params[2], "retired");
+    /* the values never enter the text */
+    assert_null(strstr(w.sql, "shop-1"));
+    memset(&f, 0, sizeof f);
+    f.state = CTL_TOP_STATE_PAUSED;
+    f.collapsed = true;
+    f.sold_out = true;
+    ctl_top_filter_where(&f, &w);
+    assert_int_equal(w.nparams, 1);
+    assert_string_equal(w.params[0], "paused");
+    assert_non_null(strstr(w.sql, "TRUE AND i.state = $1 AND i.tail_segment IS NOT NULL AND "
+                                  "i.unallocated = 0 AND NOT EXISTS (SELECT 1 FROM segments s "));
+    assert_non_null(strstr(w.sql, "(s.available > 0 OR s.held > 0))"));
+    assert_non_null(strstr(w.sql, "NOT EXISTS (SELECT 1 FROM transfers t WHERE t.state = 'sent'"));
+    /* the longest filter fits */
+    memset(f.tenant, 't', ESC_TENANT_LEN_MAX);
+    memset(f.prefix, '%', ESC_ITEM_LEN_MAX);
+    ctl_top_filter_where(&f, &w);
+    assert_int_equal(w.nparams, 3);
+    assert_true(strlen(w.sql) < CTL_TOP_WHERE_MAX - 1);
+    assert_non_null(strstr(w.sql, "t.item_id = i.item_id)"));
 }
 
 /* ---- snapshots: a fixture -------------------------------------------------- */
@@ -776,6 +818,7 @@ int main(void)
         cmocka_unit_test(test_help),
         cmocka_unit_test(test_mode),
         cmocka_unit_test(test_filter_like_and_words),
+        cmocka_unit_test(test_filter_where),
         cmocka_unit_test(test_rates),
         cmocka_unit_test(test_rates_match_by_segment_not_position),
         cmocka_unit_test(test_sold_out),
