@@ -135,12 +135,11 @@ int ctl_top_wait(int keys_fd, int64_t deadline_us, char *keys, size_t cap, size_
             g_resize = 0;
             return CTL_TOP_EV_RESIZE;
         }
+        /* keys are looked at even when the deadline has passed: a sample
+         * slower than the interval must not starve them */
         int64_t left_us = deadline_us - esc_mono_us();
-        if (left_us <= 0) {
-            return CTL_TOP_EV_TIMEOUT;
-        }
         struct pollfd pfd = {.fd = keys_fd, .events = POLLIN};
-        int r = poll(&pfd, keys_fd >= 0 ? 1 : 0, (int)((left_us + 999) / 1000));
+        int r = poll(&pfd, keys_fd >= 0 ? 1 : 0, left_us > 0 ? (int)((left_us + 999) / 1000) : 0);
         if (r < 0 && errno != EINTR) {
             return CTL_TOP_EV_STOP; /* cannot wait: stop rather than spin */
         }
@@ -153,6 +152,9 @@ int ctl_top_wait(int keys_fd, int64_t deadline_us, char *keys, size_t cap, size_
             if (n == 0 || (errno != EINTR && errno != EAGAIN)) {
                 return CTL_TOP_EV_STOP; /* the terminal hung up */
             }
+        }
+        if (left_us <= 0 || (r == 0 && esc_mono_us() >= deadline_us)) {
+            return CTL_TOP_EV_TIMEOUT;
         }
     }
 }

@@ -1,7 +1,8 @@
 /*
  * escrowctl.c - escrowctl, the escrow admin CLI. Thin: parses argv (ctl_opts),
  * loads the region file of --config (its dsn and coordinator), then ctl_run
- * does the work. See `escrowctl --help`.
+ * does the work. The credential commands (ctl_auth.h) and top (ctl_top.h)
+ * parse their own options. See `escrowctl --help`.
  */
 #include <stdio.h>
 #include <stdlib.h>

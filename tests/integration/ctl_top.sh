@@ -241,10 +241,10 @@ esc_ctl_expect "$work" 2 top --once --dsn "host=127.0.0.1 port=1 dbname=none con
 grep -q 'cannot connect to PostgreSQL' "$work/err" || esc_fail "$(cat "$work/err")"
 
 esc_step "the live view on a pseudo-terminal: draws, pages, resizes, quits, restores the terminal"
-python3 - "$ESC_BIN/escrowctl" "$work" <<'EOF'
+python3 - "$ESC_BIN/escrowctl" "$work" "$(esc_cluster_node_pid n1)" <<'EOF'
 import fcntl, os, pty, select, signal, struct, sys, termios, time
 
-ctl, work = sys.argv[1], sys.argv[2]
+ctl, work, n1_pid = sys.argv[1], sys.argv[2], int(sys.argv[3])
 
 def run(args, steps):
     """Runs escrowctl top on a pty (24 x 100) inside sh, which records the
@@ -318,7 +318,21 @@ text, rc, same = run(args, [(frames(2), term_top)])
 assert rc == "rc=0", rc
 assert same, "the terminal's modes differ after SIGTERM"
 assert text.rstrip().endswith("\x1b[?1049l"), text[-300:]
-print("live view: pages, resize, q and SIGTERM ok")
+# samples slower than the interval (a stopped owner takes --timeout-ms to
+# give up, every sample): the keys are still read between samples
+os.kill(n1_pid, signal.SIGSTOP)
+try:
+    text, rc, same = run(["top", "--interval-ms", "100", "--timeout-ms", "400", "--prefix", "cap-"],
+                         [(seen("node n1 did not answer"), key(b"n")),
+                          (seen("items 10-12 of 12 |"), key(b"q"))])
+finally:
+    os.kill(n1_pid, signal.SIGCONT)
+assert rc == "rc=0" and same, (rc, same)
+print("live view: pages, resize, q and SIGTERM ok; keys read while samples are slow")
 EOF
+
+esc_step "escrowctl check"
+esc_ctl_expect "$work" 0 check
+esc_assert_eq "$(tail -n 1 "$work/out")" "conservation=ok" "books balance"
 passed=1
 echo "ctl_top: all checks passed"
