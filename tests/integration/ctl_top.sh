@@ -10,8 +10,8 @@
 # stopped owner is named in the note and its segments have no rates; --batch
 # prints N snapshots; the live view (on a pseudo-terminal) draws, pages,
 # follows a resize, quits on q and on SIGTERM and leaves the terminal as it
-# found it. The coordinator runs policy passes only every 60 s, so no
-# transfer moves stock while the figures are compared.
+# found it. The coordinator runs policy passes only every 60 s; a transfer
+# one of them makes during the sale is counted into the expected figures.
 set -euo pipefail
 source "$(dirname "$0")/../support/lib.sh"
 
@@ -102,8 +102,11 @@ grep -q '^SEGMENT_EMPTY' "$work/reserve.out" || esc_fail "refused reserve: $(cat
 # cap-05 sold out (3 of 3 sold), cap-06 all held (not sold out: holds may come back)
 confirm shop-1 cap-05 0 "$(reserve shop-1 cap-05 0 c5 3)"
 reserve shop-1 cap-06 0 c6 3 >/dev/null
+# paused: no more rebalancing; a transfer the policy started (its passes are
+# rare, but a slow machine can meet one) is finished before figures are read
 esc_ctl item pause shop-1 tee >/dev/null
-esc_assert_eq "$(q "SELECT count(*) FROM transfers")" "0" "no transfer moved stock"
+esc_wait_sql 60 "SELECT count(*) FROM transfers WHERE state IN ('planned', 'sent')" 0 ||
+    esc_fail "a transfer stayed open"
 
 esc_step "top --once shop-1 --prefix tee: the exact figures"
 top_rc 0 --once shop-1 --prefix tee
@@ -112,11 +115,17 @@ esc_assert_eq "$(sed -n 2p "$work/out" | cut -d'|' -f1-2)" \
     "items 1-1 of 1 | available 89 held 2 sold 9 " "summary line"
 grep -Eq '^shop-1/tee +4/4 segs +paused +89 +2 +9 +0\.0 +0\.0 +0 +0 total 100$' "$work/out" ||
     esc_fail "tee's row"
+# available: 25 less what the sale held and sold there, plus what transfers
+# brought, less what they took (none, unless a policy pass met the sale)
 for no in 0 1 2 3; do
     id=$(seg_id tee "$no")
     node=$(q "SELECT node_id || ' e' || epoch FROM segments WHERE segment_id = $id")
-    want=("19 2 4" "20 0 5" "25 0 0" "25 0 0")
-    read -r av he so <<<"${want[$no]}"
+    want=("2 4" "0 5" "0 0" "0 0")
+    read -r he so <<<"${want[$no]}"
+    moved=$(q "SELECT COALESCE(sum(qty) FILTER (WHERE to_segment = $id AND state = 'received'), 0)
+                    - COALESCE(sum(qty) FILTER (WHERE from_segment = $id), 0)
+               FROM transfers WHERE state IN ('sent', 'received')")
+    av=$((25 - he - so + moved))
     grep -Eq "^  seg $id #$no +$node +active +$av +$he +$so +0\.0 +0\.0 +0 +0\$" "$work/out" ||
         esc_fail "segment $id (#$no) row: want $node $av $he $so"
 done
