@@ -8,7 +8,8 @@
 # prefix with LIKE's special characters, state, paused, sold out,
 # collapsed) and the pages (--limit, --page) give exact row counts; a
 # stopped owner is named in the note and its segments have no rates; --batch
-# prints N snapshots; the live view (on a pseudo-terminal) draws, pages,
+# prints N snapshots; during a sale the rates are positive exactly where the
+# owner's counters moved; the live view (on a pseudo-terminal) draws, pages,
 # follows a resize, quits on q and on SIGTERM and leaves the terminal as it
 # found it. The coordinator runs policy passes only every 60 s; a transfer
 # one of them makes during the sale is counted into the expected figures.
@@ -211,6 +212,57 @@ esc_assert_eq "$(grep -c '^escrowctl top ' "$work/out")" "3" "snapshots"
 rows_are 3 6 "--batch --iterations 3"
 top_rc 0 --batch --iterations 2 --json shop-2
 esc_assert_eq "$(wc -l <"$work/out")" "2" "JSON lines"
+
+esc_step "--batch --json during a sale: the owner's counters move and the rates show it"
+# cap-07 (3 units, untouched so far): a hold of 2, then a reserve of 5 that
+# its one segment refuses, while top samples every 200 ms. The snapshot
+# whose two samples span the hold has holds/s > 0, the one spanning the
+# refusal rejections/s > 0, every other 0 (on any machine: a rate is the
+# difference of the owner's counters over the time between its answers).
+"$ESC_BIN/escrowctl" top --batch --json --interval-ms 200 --timeout-ms 5000 shop-1 --prefix cap-07 \
+    >"$work/rates.jsonl" 2>"$work/rates.err" &
+rates_pid=$!
+ESC_PIDS+=("$rates_pid")
+# The last complete JSON line's counters of cap-07's segment: "reserved empties".
+cap07_counters() {
+    tail -n 1 "$work/rates.jsonl" | python3 -c '
+import json, sys
+line = sys.stdin.read()
+s = json.loads(line)["items"][0]["segments"][0] if line.endswith("\n") else {}
+print(s.get("reserved"), s.get("empties"))'
+}
+counters_are() { [[ $(cap07_counters) == "$1" ]]; }
+esc_wait_for 60 counters_are "0 0" || esc_fail "top did not sample cap-07: $(cat "$work/rates.err")"
+reserve shop-1 cap-07 0 c7 2 >/dev/null
+esc_wait_for 60 counters_are "2 0" || esc_fail "the hold did not show: $(cap07_counters)"
+"$ESC_PROBE" hint-reserve --endpoint "$(seg_ep cap-07 0)" --tenant shop-1 --item cap-07 --key c7b \
+    --qty 5 --segment "$(seg_id cap-07 0)" >"$work/reserve.out" 2>&1 || true
+grep -q '^SEGMENT_EMPTY' "$work/reserve.out" || esc_fail "refused reserve: $(cat "$work/reserve.out")"
+esc_wait_for 60 counters_are "2 1" || esc_fail "the refusal did not show: $(cap07_counters)"
+kill -TERM "$rates_pid"
+rc=0
+wait "$rates_pid" || rc=$?
+_esc_forget_pid "$rates_pid"
+esc_assert_eq "$rc" "0" "top --batch after SIGTERM"
+python3 - "$work/rates.jsonl" <<'EOF'
+import json, sys
+snaps = [json.loads(line) for line in open(sys.argv[1])]
+segs = [d["items"][0]["segments"][0] for d in snaps]
+unmeasured = [s for s in segs if None in (s["reserved"], s["holds_per_s"], s["rejections_per_s"])]
+assert not unmeasured, ("the owner did not answer within 5 s", unmeasured[:2])
+counters = [(s["reserved"], s["empties"]) for s in segs]
+# the counters were these three, in this order
+assert sorted(set(counters)) == [(0, 0), (2, 0), (2, 1)] and counters == sorted(counters), counters
+# a rate is positive exactly where its counter moved (the first snapshot's
+# earlier sample is not printed); the item's rates are its one segment's
+for prev, cur, s, d in zip(counters, counters[1:], segs[1:], snaps[1:]):
+    assert (s["holds_per_s"] > 0) == (cur[0] > prev[0]), (prev, cur, s)
+    assert (s["rejections_per_s"] > 0) == (cur[1] > prev[1]), (prev, cur, s)
+    it = d["items"][0]
+    assert (it["holds_per_s"], it["rejections_per_s"]) == (s["holds_per_s"], s["rejections_per_s"]), d
+print("rates: %d snapshots; holds/s %.1f and rejections/s %.1f where the counters moved" % (
+    len(snaps), max(s["holds_per_s"] for s in segs), max(s["rejections_per_s"] for s in segs)))
+EOF
 
 esc_step "--collapsed: mug collapsed into its tail"
 esc_ctl item collapse shop-2 mug >/dev/null
