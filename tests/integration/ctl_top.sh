@@ -232,13 +232,16 @@ s = json.loads(line)["items"][0]["segments"][0] if line.endswith("\n") else {}
 print(s.get("reserved"), s.get("empties"))'
 }
 counters_are() { [[ $(cap07_counters) == "$1" ]]; }
-esc_wait_for 60 counters_are "0 0" || esc_fail "top did not sample cap-07: $(cat "$work/rates.err")"
+esc_wait_for 60 counters_are "0 0" ||
+    esc_fail "top did not sample cap-07: $(cat "$work/rates.err")"
 reserve shop-1 cap-07 0 c7 2 >/dev/null
-esc_wait_for 60 counters_are "2 0" || esc_fail "the hold did not show: $(cap07_counters)"
+esc_wait_for 60 counters_are "2 0" ||
+    esc_fail "the hold did not show: $(cap07_counters)"
 "$ESC_PROBE" hint-reserve --endpoint "$(seg_ep cap-07 0)" --tenant shop-1 --item cap-07 --key c7b \
     --qty 5 --segment "$(seg_id cap-07 0)" >"$work/reserve.out" 2>&1 || true
 grep -q '^SEGMENT_EMPTY' "$work/reserve.out" || esc_fail "refused reserve: $(cat "$work/reserve.out")"
-esc_wait_for 60 counters_are "2 1" || esc_fail "the refusal did not show: $(cap07_counters)"
+esc_wait_for 60 counters_are "2 1" ||
+    esc_fail "the refusal did not show: $(cap07_counters)"
 kill -TERM "$rates_pid"
 rc=0
 wait "$rates_pid" || rc=$?
