@@ -153,19 +153,29 @@ static void item_flags(const ctl_top_item *it, char *buf)
     }
 }
 
+/* The cells an item and a segment share: state, available, held, sold
+ * (n[0..2]), the two rates and the open transfers (n[3]). */
+static void counter_cells(cells *c, const char *state, const int64_t n[4], double hold_rate,
+                          double reject_rate)
+{
+    snprintf(c->c[C_STATE], CELL_MAX + 1, "%s", state);
+    snprintf(c->c[C_AVAIL], CELL_MAX + 1, "%" PRId64, n[0]);
+    snprintf(c->c[C_HELD], CELL_MAX + 1, "%" PRId64, n[1]);
+    snprintf(c->c[C_SOLD], CELL_MAX + 1, "%" PRId64, n[2]);
+    ctl_top_format_rate(hold_rate, c->c[C_HRATE], CELL_MAX + 1);
+    ctl_top_format_rate(reject_rate, c->c[C_RRATE], CELL_MAX + 1);
+    snprintf(c->c[C_XFERS], CELL_MAX + 1, "%" PRId64, n[3]);
+}
+
 static void item_cells(const ctl_top_item *it, cells *c)
 {
     snprintf(c->c[C_NAME], CELL_MAX + 1, "%s/%s", it->tenant, it->item);
     c->c[C_REGION][0] = '\0';
     snprintf(c->c[C_OWNER], CELL_MAX + 1, "%" PRId64 "/%" PRId64 " segs", it->segments_active,
              it->segments_wanted);
-    snprintf(c->c[C_STATE], CELL_MAX + 1, "%s", it->state);
-    snprintf(c->c[C_AVAIL], CELL_MAX + 1, "%" PRId64, it->available);
-    snprintf(c->c[C_HELD], CELL_MAX + 1, "%" PRId64, it->held);
-    snprintf(c->c[C_SOLD], CELL_MAX + 1, "%" PRId64, it->sold);
-    ctl_top_format_rate(it->hold_rate, c->c[C_HRATE], CELL_MAX + 1);
-    ctl_top_format_rate(it->reject_rate, c->c[C_RRATE], CELL_MAX + 1);
-    snprintf(c->c[C_XFERS], CELL_MAX + 1, "%" PRId64, it->xfers_open);
+    counter_cells(c, it->state,
+                  (const int64_t[]){it->available, it->held, it->sold, it->xfers_open},
+                  it->hold_rate, it->reject_rate);
     snprintf(c->c[C_MOVING], CELL_MAX + 1, "%" PRId64, it->in_flight);
     item_flags(it, c->c[C_FLAGS]);
 }
@@ -175,13 +185,8 @@ static void seg_cells(const ctl_top_seg *g, cells *c)
     snprintf(c->c[C_NAME], CELL_MAX + 1, "  seg %" PRId64 " #%" PRId64, g->segment_id, g->seg_no);
     snprintf(c->c[C_REGION], CELL_MAX + 1, "%s", g->region);
     owner_cell(g, c->c[C_OWNER]);
-    snprintf(c->c[C_STATE], CELL_MAX + 1, "%s", g->state);
-    snprintf(c->c[C_AVAIL], CELL_MAX + 1, "%" PRId64, g->available);
-    snprintf(c->c[C_HELD], CELL_MAX + 1, "%" PRId64, g->held);
-    snprintf(c->c[C_SOLD], CELL_MAX + 1, "%" PRId64, g->sold);
-    ctl_top_format_rate(g->hold_rate, c->c[C_HRATE], CELL_MAX + 1);
-    ctl_top_format_rate(g->reject_rate, c->c[C_RRATE], CELL_MAX + 1);
-    snprintf(c->c[C_XFERS], CELL_MAX + 1, "%" PRId64, g->xfers_open);
+    counter_cells(c, g->state, (const int64_t[]){g->available, g->held, g->sold, g->xfers_open},
+                  g->hold_rate, g->reject_rate);
     moving_cell(g, c->c[C_MOVING]);
     snprintf(c->c[C_FLAGS], CELL_MAX + 1, "%s", g->tail ? "TAIL" : "");
 }
