@@ -4,6 +4,7 @@
 #include "ctl_json.h"
 
 #include <inttypes.h>
+#include <math.h>
 #include <string.h>
 
 #include "log.h"
@@ -121,6 +122,16 @@ void ctl_json_i64(ctl_json *j, const char *key, int64_t v)
 {
     value_prefix(j, key);
     fprintf(j->f, "%" PRId64, v);
+}
+
+void ctl_json_f64(ctl_json *j, const char *key, double v, int decimals)
+{
+    value_prefix(j, key);
+    if (isfinite(v)) {
+        fprintf(j->f, "%.*f", decimals, v);
+    } else {
+        fputs("null", j->f);
+    }
 }
 
 void ctl_json_bool(ctl_json *j, const char *key, bool v)

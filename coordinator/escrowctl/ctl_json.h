@@ -33,6 +33,8 @@ void ctl_json_str(ctl_json *j, const char *key, const char *val);
  * null; text that is not an integer is written as a string. */
 void ctl_json_num(ctl_json *j, const char *key, const char *text);
 void ctl_json_i64(ctl_json *j, const char *key, int64_t v);
+/* A number with the given decimals (0..17); NaN and infinities write null. */
+void ctl_json_f64(ctl_json *j, const char *key, double v, int decimals);
 void ctl_json_bool(ctl_json *j, const char *key, bool v);
 /* Ends the document with a newline; the depth must be back to 0. */
 void ctl_json_finish(ctl_json *j);

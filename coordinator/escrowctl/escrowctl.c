@@ -1,7 +1,8 @@
 /*
  * escrowctl.c - escrowctl, the escrow admin CLI. Thin: parses argv (ctl_opts),
  * loads the region file of --config (its dsn and coordinator), then ctl_run
- * does the work. See `escrowctl --help`.
+ * does the work. The credential commands (ctl_auth.h) and top (ctl_top.h)
+ * parse their own options. See `escrowctl --help`.
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -10,6 +11,8 @@
 #include "ctl_auth.h"
 #include "ctl_exit.h"
 #include "ctl_opts.h"
+#include "ctl_top.h"
+#include "ctl_top_opts.h"
 #include "ctl_usage.h"
 #include "region_cfg.h"
 
@@ -26,6 +29,9 @@ int main(int argc, char **argv)
     if (ctl_auth_is_cmd(argc, argv)) {
         return ctl_auth_run(argc, argv, stdout);
     }
+    if (ctl_top_is_cmd(argc, argv)) {
+        return ctl_top_main(argc, argv, &env, stdout);
+    }
     argc++;
     argv--;
     if (ctl_opts_parse(argc - 1, argv + 1, &env, &args, why) != 0) {
@@ -35,6 +41,8 @@ int main(int argc, char **argv)
     if (args.help) {
         ctl_usage(stdout);
         ctl_auth_usage(stdout);
+        fputc('\n', stdout);
+        ctl_top_usage(stdout);
         return CTL_EXIT_OK;
     }
     if (args.nconfig > 0) {

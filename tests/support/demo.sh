@@ -12,7 +12,15 @@
 #            stock has to move toward the busy segments and collapse into a
 #            tail near the end; the RESULT line carries stranded= (units left
 #            anywhere while a buyer heard "sold out"), which must be 0.
-#            `escrowctl status` is sampled during the sale (status-live.txt).
+#            `escrowctl status` is sampled during the sale (status-live.txt);
+#            `escrowctl top --batch --json` every ESC_DEMO_TIMELINE_MS
+#            (timeline.jsonl) until the abandoned holds expired, and
+#            tests/support/timeline_svg.py draws timeline.svg from it and the
+#            item's transfers and collapse (transfers.csv, events.csv): every
+#            segment's available/held/sold over the sale. The picture is
+#            checked (well-formed, one series per segment, a point per
+#            sample, a marker per transfer and per collapse, counted from
+#            the database).
 #   single   one segment node in static mode (escrowctl item create --node n1),
 #            the smallest demo.
 #   gateway  the sale over HTTPS through escrow-gateway: demo_gateway.sh.
@@ -23,7 +31,7 @@
 # ESC_BIN has escrow-coordinator, else single;
 # ESC_DEMO_TOTAL=10000 ESC_DEMO_SEGMENTS=4 (cluster: 8) ESC_DEMO_NODES=2
 # ESC_DEMO_SKEW=80:20 ESC_DEMO_BUYERS=100000 ESC_DEMO_CONCURRENCY=1000
-# ESC_DEMO_LOAD_TTL_MS=2000 ESC_DEMO_LOAD_TIMEOUT_S=900
+# ESC_DEMO_LOAD_TTL_MS=2000 ESC_DEMO_LOAD_TIMEOUT_S=900 ESC_DEMO_TIMELINE_MS=250
 # ESC_DEMO_DIR (logs; default a fresh directory under /tmp, kept afterwards).
 set -euo pipefail
 source "$(dirname "$0")/lib.sh"
@@ -62,6 +70,7 @@ concurrency=${ESC_DEMO_CONCURRENCY:-1000}
 # long before 2 s, so the short TTL costs them nothing.
 load_ttl_ms=${ESC_DEMO_LOAD_TTL_MS:-2000}
 load_timeout_s=${ESC_DEMO_LOAD_TIMEOUT_S:-900}
+timeline_ms=${ESC_DEMO_TIMELINE_MS:-250}
 tenant=shop-1
 item=flash-tee
 
@@ -140,6 +149,57 @@ sampler_stop() {
     _esc_forget_pid "$sampler_pid"
 }
 
+# escrowctl top's JSON lines, one snapshot of the item every $timeline_ms,
+# into timeline.jsonl: the series of the timeline picture.
+timeline_start() {
+    "$ESC_BIN/escrowctl" top --batch --json --interval-ms "$timeline_ms" "$tenant" \
+        --prefix "$item" >"$dir/timeline.jsonl" 2>"$dir/timeline.err" &
+    timeline_pid=$!
+    ESC_PIDS+=("$timeline_pid")
+}
+
+# The first snapshot is out: the picture starts before the first buyer.
+timeline_sampled() {
+    [[ -s $dir/timeline.jsonl ]]
+}
+
+# SIGTERM: top stops after a complete snapshot (exit 0).
+timeline_stop() {
+    local rc=0
+    kill -TERM "$timeline_pid" 2>/dev/null || true
+    wait "$timeline_pid" || rc=$?
+    _esc_forget_pid "$timeline_pid"
+    ((rc == 0)) || esc_fail "escrowctl top (the timeline's sampler) exited $rc: $(cat "$dir/timeline.err")"
+}
+
+# The item's transfers and its collapse/split events as CSV (times in unix
+# ms, the database's clock, as top's at_ms), then timeline.svg, then the
+# check of the picture against counts taken from the database.
+timeline_draw() {
+    local where="tenant_id = '$tenant' AND item_id = '$item'" tl
+    tl=$(dirname "$0")/timeline_svg.py
+    esc_psql "COPY (SELECT transfer_id, from_segment, to_segment, qty, reason, state,
+                      (extract(epoch FROM created_at) * 1000)::bigint AS created_ms,
+                      (extract(epoch FROM sent_at) * 1000)::bigint AS sent_ms,
+                      (extract(epoch FROM received_at) * 1000)::bigint AS received_ms
+                    FROM transfers WHERE $where ORDER BY transfer_id)
+              TO STDOUT WITH (FORMAT csv, HEADER)" >"$dir/transfers.csv"
+    esc_psql "COPY (SELECT kind, segment_id, (extract(epoch FROM at) * 1000)::bigint AS at_ms
+                    FROM outbox WHERE $where AND kind IN ('collapsed', 'split') ORDER BY event_id)
+              TO STDOUT WITH (FORMAT csv, HEADER)" >"$dir/events.csv"
+    python3 "$tl" render --samples "$dir/timeline.jsonl" --transfers "$dir/transfers.csv" \
+        --events "$dir/events.csv" --tenant "$tenant" --item "$item" --out "$dir/timeline.svg"
+    local segs samples xfers collapses
+    segs=$(esc_psql "SELECT count(*) FROM segments WHERE $where")
+    samples=$(grep -c . "$dir/timeline.jsonl" || true)
+    xfers=$(esc_psql "SELECT count(*) FROM transfers WHERE $where AND sent_at IS NOT NULL")
+    collapses=$(esc_psql "SELECT count(*) FROM outbox WHERE $where AND kind = 'collapsed'")
+    python3 "$tl" check "$dir/timeline.svg" --segments "$segs" --samples "$samples" \
+        --transfers "$xfers" --collapses "$collapses" ||
+        esc_fail "timeline.svg does not show what the database holds"
+    echo "timeline: $dir/timeline.svg ($segs segments, $samples samples, $xfers transfers, $collapses collapse)"
+}
+
 demo_cluster() {
     esc_step "1/8 a local cluster: PostgreSQL (fsync on), escrow-coordinator, $nodes segment nodes"
     esc_cluster_start "$dir/cluster" --nodes "$nodes"
@@ -162,6 +222,8 @@ demo_cluster() {
 
     esc_step "4/8 the sale through the coordinator: demand skewed $skew onto the $segments segments, 70% confirm / 20% release / 10% abandon, holds of ${load_ttl_ms} ms"
     sampler_start
+    timeline_start
+    esc_wait_for 60 timeline_sampled || esc_fail "escrowctl top printed no snapshot within 60 s"
     run_load --coordinator "$ESCROW_COORDINATOR" --routes "$ESC_CLUSTER_PUBLISH" \
         --skew "$skew" --segments "$segments"
     sampler_stop
@@ -171,8 +233,10 @@ demo_cluster() {
     esc_step "5/8 escrowctl status during the sale (sample $(((samples + 1) / 2)) of $samples; all in $dir/status-live.txt)"
     awk -v want=$(((samples + 1) / 2)) '/^--- /{n++} n==want' "$dir/status-live.txt"
 
-    esc_step "6/8 waiting up to $((load_ttl_ms / 1000 + 60)) s for abandoned holds to expire"
+    esc_step "6/8 waiting up to $((load_ttl_ms / 1000 + 60)) s for abandoned holds to expire; the timeline picture"
     wait_holds_expired
+    timeline_stop
+    timeline_draw
 
     esc_step "7/8 escrowctl status $tenant, the transfers that moved stock, escrowctl check"
     esc_ctl status "$tenant"
