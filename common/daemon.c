@@ -3,6 +3,8 @@
  */
 #include "daemon.h"
 
+#include <inttypes.h>
+
 #include <signal.h>
 #include <stdio.h>
 
@@ -35,7 +37,10 @@ static void on_signal(uv_signal_t *s, int signum)
 {
     const daemon_ops *o = st.ops;
     if (signum == SIGHUP) {
-        ESC_LOG(ESC_LOG_INFO, "DAEMON-RELOAD", "signal=%d: %s", signum,
+        /* numbered: two reloads within the log's repeat window are two lines */
+        static uint64_t reloads;
+        ESC_LOG(ESC_LOG_INFO, "DAEMON-RELOAD", "signal=%d reload=%" PRIu64 ": %s", signum,
+                ++reloads,
                 o->reload != NULL ? "reloading the configuration" : "nothing to reload; ignored");
         if (o->reload != NULL && st.started && !o->stopping(st.d)) {
             o->reload(st.d);

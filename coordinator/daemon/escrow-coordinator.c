@@ -48,7 +48,9 @@ static void run_reload(void *d)
     esc_log_set_format(fresh.log_format);
     coord_settings_take_reloadable(&running, &fresh);
     coord_settings_free(&fresh);
-    ESC_LOG(ESC_LOG_INFO, "COORD-RELOAD", "reloaded changed=%d credentials=re-read", changed);
+    static int reloads; /* numbered: not held back as a repeat of the previous reload */
+    ESC_LOG(ESC_LOG_INFO, "COORD-RELOAD", "reloaded reload=%d changed=%d credentials=re-read",
+            ++reloads, changed);
 }
 
 /* The coordinator as daemon_run sees it. */

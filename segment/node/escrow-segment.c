@@ -69,7 +69,9 @@ static void run_reload(void *d)
     esc_log_set_format(fresh.log_format);
     node_settings_take_reloadable(&running, &fresh);
     node_settings_free(&fresh);
-    ESC_LOG(ESC_LOG_INFO, "SEG-RELOAD", "reloaded changed=%d credentials=re-read", changed);
+    static int reloads; /* numbered: not held back as a repeat of the previous reload */
+    ESC_LOG(ESC_LOG_INFO, "SEG-RELOAD", "reloaded reload=%d changed=%d credentials=re-read",
+            ++reloads, changed);
 }
 
 /* The node as daemon_run sees it. */
