@@ -133,10 +133,12 @@ EOF
 write_n1 info 50
 esc_spawn "$D/coord.log" "$ESC_BIN/escrow-coordinator" --config "$D/coordinator.ini"
 CPID=$ESC_SPAWN_PID
-esc_wait_for 60 ready_or_gone "$C_METRICS" "$CPID" || esc_fail "ops: the coordinator not ready: $(http "$C_METRICS" /readyz)"
+esc_wait_for 60 ready_or_gone "$C_METRICS" "$CPID" ||
+    esc_fail "ops: the coordinator not ready: $(http "$C_METRICS" /readyz)"
 esc_spawn "$D/n1.log" "$ESC_BIN/escrow-segment" --config "$D/n1.ini" --log-format text
 N1PID=$ESC_SPAWN_PID
-esc_wait_for 60 ready_or_gone "$N1_METRICS" "$N1PID" || esc_fail "ops: n1 not ready: $(http "$N1_METRICS" /readyz)"
+esc_wait_for 60 ready_or_gone "$N1_METRICS" "$N1PID" ||
+    esc_fail "ops: n1 not ready: $(http "$N1_METRICS" /readyz)"
 
 esc_step "health, readiness and build and process metrics"
 for p in "$C_METRICS" "$N1_METRICS"; do
@@ -159,7 +161,8 @@ N2PID=$ESC_SPAWN_PID
 n2_says_not_reached() {
     [[ $(http "$N2_METRICS" /readyz) == "503 not ready: coordinator "*" not reached yet"* ]]
 }
-esc_wait_for 60 n2_says_not_reached || esc_fail "ops: n2 /readyz: $(http "$N2_METRICS" /readyz)"
+esc_wait_for 60 n2_says_not_reached ||
+    esc_fail "ops: n2 /readyz: $(http "$N2_METRICS" /readyz)"
 [[ $(http "$N2_METRICS" /healthz) == "200 "* ]] || esc_fail "ops: n2 not live"
 esc_node_stop "$N2PID" || esc_fail "ops: n2 did not stop cleanly on SIGTERM"
 
@@ -226,7 +229,8 @@ sell() {
         --deadline-ms 30000 --quiet >"$D/load.out" 2>&1 || true
     [[ $(itest_q "SELECT sold FROM conservation WHERE item_id = 'sale'") == 40 ]]
 }
-esc_wait_for 120 sell || esc_fail "ops: the sale did not sell 40: $(cat "$D/load.out")"
+esc_wait_for 120 sell ||
+    esc_fail "ops: the sale did not sell 40: $(cat "$D/load.out")"
 itest_eq "$(itest_q "SELECT sold || ' ' || held || ' ' || available FROM conservation WHERE item_id = 'sale'")" \
     "40 0 0" "t1/sale sold/held/available"
 itest_invariants
