@@ -330,3 +330,38 @@ int config_note_change(const char *log_id, const char *key, const char *old, con
     }
     return 1;
 }
+
+int config_argv(const config_spec *s, int argc, char **argv, config_set_fn set, void *arg,
+                const config_argv_out *out, char *err, size_t errlen)
+{
+    int c, idx;
+    *out->show_usage = false;
+    while ((c = getopt_long(argc, argv, "", s->opts, &idx)) != -1) {
+        char why[256];
+        if (c == CONFIG_OPT_CHECK) {
+            *out->check_only = true;
+            continue;
+        }
+        if (c == CONFIG_OPT_HELP || c == CONFIG_OPT_VERSION) {
+            return c == CONFIG_OPT_HELP ? CONFIG_ARGV_HELP : CONFIG_ARGV_VERSION;
+        }
+        if (c == '?' || c == ':' || c < 0 || c >= CONFIG_OPTS_MAX) {
+            *out->show_usage = true;
+            snprintf(err, errlen, "unknown option or missing value");
+            return -1;
+        }
+        out->given[c] = true;
+        if (c == CONFIG_OPT_FILE) {
+            *out->file = optarg;
+        } else if (set(arg, c, optarg, why, sizeof why) != 0) {
+            snprintf(err, errlen, "--%s: %s", s->opts[idx].name, why);
+            return -1;
+        }
+    }
+    if (optind != argc) {
+        *out->show_usage = true;
+        snprintf(err, errlen, "unexpected argument '%s'", argv[optind]);
+        return -1;
+    }
+    return 0;
+}

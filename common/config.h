@@ -72,6 +72,29 @@ typedef int (*config_set_fn)(void *arg, int opt, const char *value, char *why, s
 int config_load(const config_spec *s, const char *path, const bool *given, config_set_fn set,
                 void *arg, char *err, size_t errlen);
 
+/* The command line of a daemon: the same setter as its file. Options
+ * with these getopt values are the ones every daemon has and config_argv
+ * handles itself: --config FILE, --check-config, --help, --version. */
+#define CONFIG_OPT_FILE 'F'
+#define CONFIG_OPT_CHECK 'X'
+#define CONFIG_OPT_HELP 'h'
+#define CONFIG_OPT_VERSION 'V'
+
+typedef struct config_argv_out {
+    bool *given;       /* [CONFIG_OPTS_MAX]: set for each option given */
+    const char **file; /* --config FILE (borrowed from argv) */
+    bool *check_only;  /* --check-config */
+    bool *show_usage;  /* on -1: the usage should follow the error */
+} config_argv_out;
+
+enum { CONFIG_ARGV_HELP = 1, CONFIG_ARGV_VERSION = 2 };
+
+/* Parses argv with s's getopt table, calling set for each other option.
+ * Returns 0, CONFIG_ARGV_HELP or CONFIG_ARGV_VERSION (the caller prints
+ * and exits 0), or -1 with "--FLAG: why" or a usage error in err. */
+int config_argv(const config_spec *s, int argc, char **argv, config_set_fn set, void *arg,
+                const config_argv_out *out, char *err, size_t errlen);
+
 /* Copies of the strings a file gave (a setter's value lives only for its
  * call): one owner per parse, freed with the settings built from it. */
 typedef struct config_strs {

@@ -227,41 +227,14 @@ static int set_opt(void *arg, int opt, const char *v, char *why, size_t why_len)
 int coord_settings_args(coord_settings *s, int argc, char **argv, bool *show_usage, char *err,
                         size_t errlen)
 {
-    int c, idx;
-    *show_usage = false;
-    while ((c = getopt_long(argc, argv, "", opts, &idx)) != -1) {
-        char why[256];
-        if (c == 'X') {
-            s->check_only = true;
-            continue;
-        }
-        if (c == 'h' || c == 'V') {
-            if (c == 'h') {
-                coord_settings_usage(stdout);
-            } else {
-                build_info_print(stdout, "escrow-coordinator");
-            }
-            return 1;
-        }
-        if (c == '?' || c == ':') {
-            *show_usage = true;
-            snprintf(err, errlen, "unknown option or missing value");
-            return -1;
-        }
-        s->given[c] = true;
-        if (c == 'F') {
-            s->config = optarg;
-        } else if (set_opt(s, c, optarg, why, sizeof why) != 0) {
-            snprintf(err, errlen, "--%s: %s", opts[idx].name, why);
-            return -1;
-        }
+    config_argv_out out = {s->given, &s->config, &s->check_only, show_usage};
+    int rc = config_argv(&spec, argc, argv, set_opt, s, &out, err, errlen);
+    if (rc == CONFIG_ARGV_HELP) {
+        coord_settings_usage(stdout);
+    } else if (rc == CONFIG_ARGV_VERSION) {
+        build_info_print(stdout, "escrow-coordinator");
     }
-    if (optind != argc) {
-        *show_usage = true;
-        snprintf(err, errlen, "unexpected argument '%s'", argv[optind]);
-        return -1;
-    }
-    return 0;
+    return rc > 0 ? 1 : rc;
 }
 
 void coord_settings_fork(coord_settings *dst, const coord_settings *argv_only)

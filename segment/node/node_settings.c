@@ -194,41 +194,14 @@ static int set_opt(void *arg, int opt, const char *v, char *why, size_t why_len)
 int node_settings_args(node_settings *s, int argc, char **argv, bool *show_usage, char *err,
                        size_t errlen)
 {
-    int c, idx;
-    *show_usage = false;
-    while ((c = getopt_long(argc, argv, "", opts, &idx)) != -1) {
-        char why[256];
-        if (c == 'X') {
-            s->check_only = true;
-            continue;
-        }
-        if (c == 'h' || c == 'V') {
-            if (c == 'h') {
-                node_settings_usage(stdout);
-            } else {
-                build_info_print(stdout, "escrow-segment");
-            }
-            return 1;
-        }
-        if (c == '?' || c == ':') {
-            *show_usage = true;
-            snprintf(err, errlen, "unknown option or missing value");
-            return -1;
-        }
-        s->given[c] = true;
-        if (c == 'F') {
-            s->config = optarg;
-        } else if (set_opt(s, c, optarg, why, sizeof why) != 0) {
-            snprintf(err, errlen, "--%s: %s", opts[idx].name, why);
-            return -1;
-        }
+    config_argv_out out = {s->given, &s->config, &s->check_only, show_usage};
+    int rc = config_argv(&spec, argc, argv, set_opt, s, &out, err, errlen);
+    if (rc == CONFIG_ARGV_HELP) {
+        node_settings_usage(stdout);
+    } else if (rc == CONFIG_ARGV_VERSION) {
+        build_info_print(stdout, "escrow-segment");
     }
-    if (optind != argc) {
-        *show_usage = true;
-        snprintf(err, errlen, "unexpected argument '%s'", argv[optind]);
-        return -1;
-    }
-    return 0;
+    return rc > 0 ? 1 : rc;
 }
 
 void node_settings_fork(node_settings *dst, const node_settings *argv_only)
