@@ -12,7 +12,8 @@
 #     accepts old and new, the node moves to the new one, the coordinator
 #     drops the old one: the node keeps its heartbeats answered, a node still
 #     on the old key is refused), the log level applied, a restart-only
-#     change named, a broken file changing nothing; the daemons never stop;
+#     change named, a broken file changing nothing; the daemons never stop
+#     (nor on SIGPIPE);
 #     a sale of exactly 40 units on the node after the rotation;
 #   - JSON logs: every line of the coordinator's log is one JSON object with
 #     ts, level, id and msg;
@@ -148,8 +149,9 @@ for p in "$C_METRICS" "$N1_METRICS"; do
         v=$(metric "$p" "$m")
         [[ $v != absent && $v != 0 ]] || esc_fail "ops: $m on $p is $v"
     done
-    curl -sfS --max-time 30 "http://127.0.0.1:$p/metrics" |
-        grep -qE "^escrow_build_info\{.*version=\"$want_version\".*\} 1$" ||
+    # the whole page first: grep -q would close the pipe on curl (pipefail)
+    page=$(curl -sfS --max-time 30 "http://127.0.0.1:$p/metrics")
+    grep -qE "^escrow_build_info\{.*version=\"$want_version\".*\} 1$" <<<"$page" ||
         esc_fail "ops: no escrow_build_info on $p"
 done
 # n2 points at a coordinator nobody runs: live, not ready, and says why
@@ -182,6 +184,12 @@ esc_wait_for 60 log_has "$D/n1.log" "not reloaded, running on as before: $D/n1.i
     esc_fail "ops: a broken file on SIGHUP was not refused with its line and key"
 write_n1 info 50
 alive "$N1PID" n1
+# SIGPIPE is ignored: a peer closing a socket mid-write never kills a daemon
+kill -PIPE "$N1PID"
+kill -PIPE "$CPID"
+is_ready "$N1_METRICS" || esc_fail "ops: n1 not ready after SIGPIPE"
+alive "$N1PID" n1
+alive "$CPID" coordinator
 
 esc_step "cluster key rotation with SIGHUP, no restart"
 # 1. the coordinator takes K2 and still accepts K1
