@@ -126,16 +126,11 @@ int auth_guard_start(auth_guard *g, uv_loop_t *loop, const auth_guard_config *cf
     if (auth_init() != 0) {
         return ESC_EINTERNAL;
     }
-    if (cfg->cluster_key != NULL && cfg->cluster_key[0] != '\0') {
-        if (auth_key_parse(cfg->cluster_key, strlen(cfg->cluster_key), g->cluster.key_id,
-                           g->cluster.hash) != 0) {
-            ESC_LOG(ESC_LOG_ERROR, "AUTH-START", "the cluster key is not a well-formed key");
-            return ESC_ECONFIG;
-        }
-        g->cluster.kind = AUTH_KIND_CLUSTER;
-        g->has_cluster = true;
-    }
     g->on = true;
+    if (auth_guard_set_cluster(g, cfg->cluster_key, cfg->cluster_key_prev) != 0) {
+        ESC_LOG(ESC_LOG_ERROR, "AUTH-START", "the cluster key is not a well-formed key");
+        return ESC_ECONFIG;
+    }
     int rc = pgx_open(loop, &g->conn, cfg->dsn, "auth", NULL, NULL, 0, on_state, g);
     if (rc != 0) {
         return rc;
@@ -152,6 +147,46 @@ int auth_guard_start(auth_guard *g, uv_loop_t *loop, const auth_guard_config *cf
     ESC_LOG(ESC_LOG_INFO, "AUTH-START", "%s: auth on, cluster key %s, reload every %u ms", g->name,
             g->has_cluster ? g->cluster.key_id : "none", g->reload_ms);
     return 0;
+}
+
+/* A cluster key's text into k (NULL or "" = none). Returns 0 or ESC_ECONFIG. */
+static int parse_cluster(const char *text, auth_key *k, bool *has)
+{
+    memset(k, 0, sizeof *k);
+    *has = false;
+    if (text == NULL || text[0] == '\0') {
+        return 0;
+    }
+    if (auth_key_parse(text, strlen(text), k->key_id, k->hash) != 0) {
+        return ESC_ECONFIG;
+    }
+    k->kind = AUTH_KIND_CLUSTER;
+    *has = true;
+    return 0;
+}
+
+int auth_guard_set_cluster(auth_guard *g, const char *key, const char *prev)
+{
+    auth_key k, p;
+    bool has_k, has_p;
+    if (parse_cluster(key, &k, &has_k) != 0 || parse_cluster(prev, &p, &has_p) != 0) {
+        return ESC_ECONFIG;
+    }
+    if (!g->on) {
+        return 0;
+    }
+    g->cluster = k;
+    g->has_cluster = has_k;
+    g->cluster_prev = p;
+    g->has_cluster_prev = has_p;
+    return 0;
+}
+
+void auth_guard_reload_now(auth_guard *g)
+{
+    if (g->on && g->conn_open && !g->loading) {
+        start_load(g);
+    }
 }
 
 /* ---- checking ----------------------------------------------------------- */
@@ -184,6 +219,11 @@ int auth_guard_check(auth_guard *g, int access, const char *tenant_id, const voi
     bool unknown = false;
     int rc = auth_verify(&g->keys, g->has_cluster ? &g->cluster : NULL, access, tenant_id, cred,
                          len, &unknown, why, why_len);
+    if (rc != 0 && g->has_cluster_prev && access == AUTH_ACCESS_INTERNAL) {
+        /* a rotation is under way: a peer may still send the previous key */
+        rc = auth_verify(&g->keys, &g->cluster_prev, access, tenant_id, cred, len, &unknown, why,
+                         why_len);
+    }
     if (rc == 0) {
         g->accepted++;
         return 0;
@@ -295,9 +335,56 @@ int auth_parse_onoff(const char *s, bool *on)
 int auth_cluster_key_load(const char *path, char out[ESC_CREDENTIAL_LEN_MAX + 1], bool *have,
                           char *why, size_t why_len)
 {
+    char prev[ESC_CREDENTIAL_LEN_MAX + 1];
+    return auth_cluster_keys_load(path, out, prev, have, why, why_len);
+}
+
+/* The key on the file's second non-blank line, if any, into prev. */
+static int read_prev_key(const char *path, char prev[ESC_CREDENTIAL_LEN_MAX + 1], char *why,
+                         size_t why_len)
+{
+    prev[0] = '\0';
+    FILE *f = fopen(path, "r");
+    if (f == NULL) {
+        snprintf(why, why_len, "cannot read %s: %s", path, strerror(errno));
+        return ESC_EIO;
+    }
+    char line[ESC_CREDENTIAL_LEN_MAX + 8];
+    int keys = 0, rc = 0;
+    while (rc == 0 && fgets(line, sizeof line, f) != NULL) {
+        size_t n = strlen(line);
+        while (n > 0 && (line[n - 1] == '\n' || line[n - 1] == '\r' || line[n - 1] == ' ' ||
+                         line[n - 1] == '\t')) {
+            line[--n] = '\0';
+        }
+        if (n == 0 || ++keys == 1) {
+            continue; /* blank, or the first key (read by auth_read_key_file) */
+        }
+        char id[AUTH_KEY_ID_LEN + 1];
+        uint8_t hash[AUTH_HASH_BYTES];
+        if (keys > 2 || n > ESC_CREDENTIAL_LEN_MAX || auth_key_parse(line, n, id, hash) != 0) {
+            snprintf(why, why_len,
+                     "%s: line %d: a cluster key file holds the key and at most one previous key "
+                     "(esk_<key id>_<secret>), one per line",
+                     path, keys);
+            rc = ESC_EAUTH;
+        } else {
+            memcpy(prev, line, n + 1);
+        }
+    }
+    fclose(f);
+    return rc;
+}
+
+int auth_cluster_keys_load(const char *path, char out[ESC_CREDENTIAL_LEN_MAX + 1],
+                           char prev[ESC_CREDENTIAL_LEN_MAX + 1], bool *have, char *why,
+                           size_t why_len)
+{
     *have = false;
+    prev[0] = '\0';
     if (path != NULL) {
         int rc = auth_read_key_file(path, out, ESC_CREDENTIAL_LEN_MAX + 1, why, why_len);
+        rc = rc != 0 ? rc : read_prev_key(path, prev, why, why_len);
         *have = rc == 0;
         return rc;
     }

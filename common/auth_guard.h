@@ -37,8 +37,11 @@ typedef struct auth_guard_config {
     bool on;
     const char *dsn;         /* borrowed: where the credentials table is */
     const char *cluster_key; /* borrowed: the cluster key's text; NULL = none */
-    uint32_t reload_ms;      /* 0 = AUTH_GUARD_RELOAD_MS_DEFAULT */
-    const char *name;        /* borrowed, for logs: "segment", "coordinator" */
+    /* borrowed: a previous cluster key, still accepted (never sent) while
+     * a rotation is under way; NULL = none */
+    const char *cluster_key_prev;
+    uint32_t reload_ms; /* 0 = AUTH_GUARD_RELOAD_MS_DEFAULT */
+    const char *name;   /* borrowed, for logs: "segment", "coordinator" */
 } auth_guard_config;
 
 typedef struct auth_guard {
@@ -49,6 +52,8 @@ typedef struct auth_guard {
     auth_keys keys; /* owned: the table in use */
     auth_key cluster;
     bool has_cluster;
+    auth_key cluster_prev; /* accepted too, during a rotation */
+    bool has_cluster_prev;
     pgx_conn conn;    /* embedded; opened when on */
     uv_timer_t timer; /* embedded: periodic reload */
     bool loaded;      /* the first read completed */
@@ -78,6 +83,16 @@ int auth_guard_start(auth_guard *g, uv_loop_t *loop, const auth_guard_config *cf
 int auth_guard_check(auth_guard *g, int access, const char *tenant_id, const void *cred, size_t len,
                      char *why, size_t why_len);
 
+/* Replaces the cluster keys of a running guard (SIGHUP: a rotation
+ * without a restart): key (NULL = none) and prev (NULL = none), texts
+ * borrowed for the call. Returns 0, or ESC_ECONFIG (a key that is not a
+ * well-formed key: nothing changed). A guard that is off keeps none. */
+int auth_guard_set_cluster(auth_guard *g, const char *key, const char *prev);
+
+/* Re-reads the credentials table now (SIGHUP), unless a read is running
+ * or the guard is off. */
+void auth_guard_reload_now(auth_guard *g);
+
 /* Closes g's handles. Returns true if done(arg) will run once they closed,
  * false if there was nothing to close (done is never called then). */
 bool auth_guard_close(auth_guard *g, void (*done)(void *arg), void *arg);
@@ -99,5 +114,14 @@ int auth_parse_onoff(const char *s, bool *on);
  * 0, or an error with a sentence in why. */
 int auth_cluster_key_load(const char *path, char out[ESC_CREDENTIAL_LEN_MAX + 1], bool *have,
                           char *why, size_t why_len);
+
+/* The same, and a second key from the file's second line into prev (""
+ * when there is none): the previous cluster key, still accepted while a
+ * rotation is under way (docs/credentials.md). Blank lines after the first
+ * key are ignored; a third key, or a second line that is not a key, is an
+ * error. */
+int auth_cluster_keys_load(const char *path, char out[ESC_CREDENTIAL_LEN_MAX + 1],
+                           char prev[ESC_CREDENTIAL_LEN_MAX + 1], bool *have, char *why,
+                           size_t why_len);
 
 #endif

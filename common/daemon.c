@@ -3,76 +3,131 @@
  */
 #include "daemon.h"
 
+#include <inttypes.h>
+
+#include <signal.h>
 #include <stdio.h>
 
+#include "clock.h"
 #include "escrow_errors.h"
 #include "log.h"
+#include "metrics_process.h"
 
 typedef struct daemon_run_state {
     const daemon_ops *ops;
     void *d;
-    uv_signal_t sig_term, sig_int;
+    uv_signal_t sig_term, sig_int, sig_hup;
+    uv_timer_t beat;
+    bool started;     /* ops->start returned 0 */
     bool stopped_now; /* a second signal stopped the loop */
+    health health;
 } daemon_run_state;
+
+/* static: reachable until exit, even after a failed start; the metrics
+ * server's thread reads st.health */
+static uv_loop_t loop;
+static daemon_run_state st;
+
+static int64_t mono_ms(void)
+{
+    return esc_mono_us() / 1000;
+}
 
 static void on_signal(uv_signal_t *s, int signum)
 {
-    daemon_run_state *st = s->data;
-    const daemon_ops *o = st->ops;
-    if (o->stopping(st->d)) {
+    const daemon_ops *o = st.ops;
+    if (signum == SIGHUP) {
+        /* numbered: two reloads within the log's repeat window are two lines */
+        static uint64_t reloads;
+        ESC_LOG(ESC_LOG_INFO, "DAEMON-RELOAD", "signal=%d reload=%" PRIu64 ": %s", signum,
+                ++reloads,
+                o->reload != NULL ? "reloading the configuration" : "nothing to reload; ignored");
+        if (o->reload != NULL && st.started && !o->stopping(st.d)) {
+            o->reload(st.d);
+        }
+        return;
+    }
+    if (o->stopping(st.d)) {
         ESC_LOG(ESC_LOG_WARN, o->stop_log_id, "signal=%d again: stopping now%s%s", signum,
                 o->abort_note[0] != '\0' ? "; " : "", o->abort_note);
-        st->stopped_now = true;
+        st.stopped_now = true;
         uv_stop(s->loop);
         return;
     }
     ESC_LOG(ESC_LOG_INFO, o->stop_log_id, "signal=%d: %s", signum, o->stop_note);
-    o->stop(st->d);
+    o->stop(st.d);
+}
+
+/* The beat: the loop turns; is the daemon ready; repeated log lines. */
+static void on_beat(uv_timer_t *t)
+{
+    (void)t;
+    health_beat(&st.health, mono_ms());
+    char why[HEALTH_WHY_LEN] = "";
+    bool ready = false;
+    if (st.ops->stopping(st.d)) {
+        snprintf(why, sizeof why, "stopping");
+    } else {
+        ready = st.ops->ready == NULL || st.ops->ready(st.d, why, sizeof why);
+    }
+    health_set_ready(&st.health, ready, why);
+    esc_log_flush_repeats();
 }
 
 /* Unreferenced: they never keep the loop alive on their own. */
-static int signals_start(daemon_run_state *st, uv_loop_t *loop)
+static int handles_start(void)
 {
-    uv_signal_t *sigs[2] = {&st->sig_term, &st->sig_int};
-    int signums[2] = {SIGTERM, SIGINT};
-    for (int i = 0; i < 2; i++) {
-        if (uv_signal_init(loop, sigs[i]) != 0) {
+    uv_signal_t *sigs[3] = {&st.sig_term, &st.sig_int, &st.sig_hup};
+    int signums[3] = {SIGTERM, SIGINT, SIGHUP};
+    for (int i = 0; i < 3; i++) {
+        if (uv_signal_init(&loop, sigs[i]) != 0) {
             return ESC_EIO;
         }
-        sigs[i]->data = st;
         uv_unref((uv_handle_t *)sigs[i]);
         if (uv_signal_start(sigs[i], on_signal, signums[i]) != 0) {
             return ESC_EIO;
         }
     }
-    return 0;
+    if (uv_timer_init(&loop, &st.beat) != 0) {
+        return ESC_EIO;
+    }
+    uv_unref((uv_handle_t *)&st.beat);
+    return uv_timer_start(&st.beat, on_beat, HEALTH_BEAT_MS, HEALTH_BEAT_MS) == 0 ? 0 : ESC_EIO;
+}
+
+static void handles_close(void)
+{
+    uv_close((uv_handle_t *)&st.sig_term, NULL);
+    uv_close((uv_handle_t *)&st.sig_int, NULL);
+    uv_close((uv_handle_t *)&st.sig_hup, NULL);
+    uv_close((uv_handle_t *)&st.beat, NULL);
+    uv_run(&loop, UV_RUN_NOWAIT);
 }
 
 int daemon_run(const daemon_ops *ops, void *d, const void *cfg)
 {
-    /* static: reachable until exit, even after a failed start */
-    static uv_loop_t loop;
-    static daemon_run_state st;
     st.ops = ops;
     st.d = d;
+    st.started = false;
     st.stopped_now = false;
+    health_init(&st.health, mono_ms());
+    signal(SIGPIPE, SIG_IGN);
     if (uv_loop_init(&loop) != 0) {
         fprintf(stderr, "%s: cannot create the event loop\n", ops->name);
         return 1;
     }
-    if (signals_start(&st, &loop) != 0 || ops->start(d, &loop, cfg) != 0) {
+    if (handles_start() != 0 || ops->start(d, &loop, cfg) != 0) {
         ops->fini(d);
         return 1;
     }
+    st.started = true;
     uv_run(&loop, UV_RUN_DEFAULT);
     int code = st.stopped_now ? 1 : ops->exit_code != NULL ? ops->exit_code(d) : 0;
     if (!st.stopped_now) {
-        /* the daemon closed its handles: only ours are left */
-        uv_close((uv_handle_t *)&st.sig_term, NULL);
-        uv_close((uv_handle_t *)&st.sig_int, NULL);
-        uv_run(&loop, UV_RUN_NOWAIT);
+        handles_close(); /* the daemon closed its handles: only ours are left */
     }
     ops->fini(d);
+    esc_log_flush_repeats();
     if (uv_loop_close(&loop) != 0 && code == 0) {
         ESC_LOG(ESC_LOG_WARN, ops->stop_log_id, "loop closed with handles still open");
     }
@@ -99,7 +154,13 @@ int daemon_metrics_start(metrics_registry *reg, const char *addr, metrics_http *
                          const char *log_id)
 {
     char why[256];
-    int rc = metrics_http_start(reg, addr, http, why, sizeof why);
+    int rc = metrics_process_register(reg);
+    if (rc != 0) {
+        ESC_LOG(ESC_LOG_ERROR, log_id, "cannot register the process metrics");
+        return rc;
+    }
+    rc = metrics_http_start_health(reg, st.ops != NULL ? &st.health : NULL, addr, http, why,
+                                   sizeof why);
     if (rc != 0) {
         ESC_LOG(ESC_LOG_ERROR, log_id, "--metrics %s: %s", addr, why);
         return rc;

@@ -8,12 +8,22 @@
  *                       freed; the exit status follows from how it ended
  *   signals             SIGINT and SIGTERM: the first asks the daemon to
  *                       stop cleanly (it finishes what is in flight), a
- *                       second stops the loop at once (status 1)
+ *                       second stops the loop at once (status 1). SIGHUP
+ *                       asks it to reload its configuration (ops->reload)
+ *                       and never stops it; SIGPIPE is ignored (a peer
+ *                       that went away is an error on that socket only)
+ *   health              a timer beats every HEALTH_BEAT_MS: the loop is
+ *                       turning (/healthz); at each beat the daemon says
+ *                       whether it is ready (/readyz, ops->ready), and the
+ *                       log writes the counts of repeated lines it held
+ *                       back (log.h)
  *   daemon_drain        the bounded read of a nanomsg socket a poll
  *                       callback does (nnx.h: NN_RCVFD stays readable while
  *                       messages are queued, so a reader takes at most a
  *                       few per callback and lets the loop turn)
- *   daemon_metrics_start the Prometheus endpoint of --metrics, logged
+ *   daemon_metrics_start the Prometheus endpoint of --metrics, logged,
+ *                       with the build and process metrics
+ *                       (metrics_process.h) and the two health endpoints
  *
  * The daemon is passed as a void pointer with a table of its operations
  * (daemon_ops); the skeleton owns the loop and the signal handles. Signal
@@ -28,6 +38,7 @@
 
 #include <uv.h>
 
+#include "health.h"
 #include "metrics.h"
 #include "metrics_http.h"
 #include "nnx.h"
@@ -50,6 +61,13 @@ typedef struct daemon_ops {
     /* The status after the loop ended by itself (read before fini);
      * NULL: 0. */
     int (*exit_code)(const void *d);
+    /* SIGHUP: re-read the configuration, apply what can change while
+     * running, log what changed and what needs a restart. NULL: SIGHUP is
+     * logged and ignored. Never stops the daemon. */
+    void (*reload)(void *d);
+    /* At every beat: true when the daemon can do its work, else false with
+     * the reason in why (cap bytes). NULL: ready once started. */
+    bool (*ready)(const void *d, char *why, size_t cap);
 } daemon_ops;
 
 /* Runs daemon d with cfg (borrowed, passed to start) on a loop of its own.
@@ -69,8 +87,10 @@ typedef void (*daemon_msg_cb)(void *arg, const void *msg, size_t len, const nnx_
 int daemon_drain(int sock, int max, bool (*go_on)(void *arg), daemon_msg_cb cb, void *arg);
 
 /* Serves reg over HTTP at addr (--metrics; metrics_http.h) and logs where,
- * under log_id; logs the reason on failure. Returns 0 and *http (owned by
- * the caller, stopped with metrics_http_stop), or an ESC_E* code. */
+ * under log_id; logs the reason on failure. Adds the build and process
+ * metrics to reg and serves /healthz and /readyz from the daemon's health
+ * (when called inside daemon_run). Returns 0 and *http (owned by the
+ * caller, stopped with metrics_http_stop), or an ESC_E* code. */
 int daemon_metrics_start(metrics_registry *reg, const char *addr, metrics_http **http,
                          const char *log_id);
 

@@ -41,6 +41,8 @@ struct metrics_family {
 
 struct metrics_registry {
     pthread_mutex_t mu;
+    void (*collect)(void *arg); /* run before each render; NULL = none */
+    void *collect_arg;
     metrics_family *fams[METRICS_FAMILIES_MAX]; /* owned */
     size_t nfams;
 };
@@ -96,6 +98,14 @@ int metrics_registry_new(metrics_registry **out)
     }
     *out = r;
     return 0;
+}
+
+void metrics_registry_on_render(metrics_registry *r, void (*collect)(void *arg), void *arg)
+{
+    lock(r);
+    r->collect = collect;
+    r->collect_arg = arg;
+    unlock(r);
 }
 
 static void series_free(metrics_series *s)
@@ -375,6 +385,7 @@ double metrics_value(const metrics_series *s)
     case METRICS_COUNTER:
         return (double)atomic_load_explicit(&m->v, memory_order_relaxed);
     case METRICS_GAUGE:
+    case METRICS_COUNTER_SET:
         return double_of(atomic_load_explicit(&m->v, memory_order_relaxed));
     default: {
         uint64_t n = 0;
@@ -504,7 +515,7 @@ static void out_histogram(out_buf *o, const metrics_family *f, metrics_series *s
 
 static void out_family(out_buf *o, const metrics_family *f)
 {
-    static const char *const type_names[] = {"counter", "gauge", "histogram"};
+    static const char *const type_names[] = {"counter", "gauge", "histogram", "counter"};
     char num[40];
     out_str(o, "# HELP ");
     out_str(o, f->name);
@@ -524,6 +535,7 @@ static void out_family(out_buf *o, const metrics_family *f)
             out_sample(o, f, s, "", NULL, num);
             break;
         case METRICS_GAUGE:
+        case METRICS_COUNTER_SET:
             metrics_format_double(double_of(atomic_load_explicit(&s->v, memory_order_relaxed)), num,
                                   sizeof num);
             out_sample(o, f, s, "", NULL, num);
@@ -539,6 +551,13 @@ int metrics_render(metrics_registry *r, char **out, size_t *len)
 {
     out_buf o = {0};
     out_put(&o, "", 0); /* an empty registry renders "" */
+    lock(r);
+    void (*collect)(void *) = r->collect;
+    void *collect_arg = r->collect_arg;
+    unlock(r);
+    if (collect != NULL) {
+        collect(collect_arg);
+    }
     lock(r);
     for (size_t i = 0; i < r->nfams; i++) {
         out_family(&o, r->fams[i]);

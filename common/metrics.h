@@ -53,7 +53,15 @@ typedef struct metrics_registry metrics_registry;
 typedef struct metrics_family metrics_family;
 typedef struct metrics_series metrics_series;
 
-typedef enum { METRICS_COUNTER = 0, METRICS_GAUGE, METRICS_HISTOGRAM } metrics_type;
+/* METRICS_COUNTER_SET: a counter whose total is read from elsewhere (CPU
+ * seconds from the kernel) and stored with metrics_set, a double; it is
+ * rendered as a counter. */
+typedef enum {
+    METRICS_COUNTER = 0,
+    METRICS_GAUGE,
+    METRICS_HISTOGRAM,
+    METRICS_COUNTER_SET
+} metrics_type;
 
 /* A new, empty registry (*out owned by the caller: metrics_registry_free).
  * Returns 0 or ESC_ENOMEM / ESC_EIO (mutex). */
@@ -61,6 +69,11 @@ int metrics_registry_new(metrics_registry **out);
 /* Frees the registry, its families and series; every handle dies with it.
  * No thread may render it any more (stop the HTTP server first). NULL-safe. */
 void metrics_registry_free(metrics_registry *r);
+
+/* A function run at the start of every metrics_render (on the renderer's
+ * thread), before the registry's mutex is taken: it may set values (e.g.
+ * read /proc). One per registry; NULL removes it. */
+void metrics_registry_on_render(metrics_registry *r, void (*collect)(void *arg), void *arg);
 
 /* Registers a family. name and help are copied; labels is a NULL-terminated
  * list of label names (NULL = none), copied. For a histogram, bounds are
@@ -93,7 +106,7 @@ void metrics_family_clear(metrics_family *f);
 /* Updates. All are NULL-safe (a dropped series) and wait-free. */
 void metrics_inc(metrics_series *s);                 /* counter += 1 */
 void metrics_add(metrics_series *s, uint64_t n);     /* counter += n */
-void metrics_set(metrics_series *s, double v);       /* gauge = v */
+void metrics_set(metrics_series *s, double v);       /* gauge (or COUNTER_SET) = v */
 void metrics_gauge_add(metrics_series *s, double d); /* gauge += d */
 void metrics_observe(metrics_series *s, double v);   /* histogram */
 

@@ -12,6 +12,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
+#include <time.h>
 
 #include <microhttpd.h>
 
@@ -21,6 +22,7 @@
 struct metrics_http {
     struct MHD_Daemon *daemon; /* owned */
     metrics_registry *reg;     /* borrowed */
+    health *health;            /* borrowed; NULL = no /healthz, /readyz */
     uint16_t port;
 };
 
@@ -138,6 +140,18 @@ static enum MHD_Result reply_text(struct MHD_Connection *conn, unsigned int code
     return reply(conn, code, body, strlen(body), "text/plain; charset=utf-8");
 }
 
+/* /healthz (live) or /readyz: 200 or 503, the reason as text. */
+static enum MHD_Result reply_health(struct MHD_Connection *conn, health *hl, bool live)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    int64_t now_ms = (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+    char body[HEALTH_WHY_LEN + 64];
+    unsigned code = live ? health_live(hl, now_ms, body, sizeof body)
+                         : health_ready(hl, now_ms, body, sizeof body);
+    return reply_text(conn, code, body);
+}
+
 static enum MHD_Result on_request(void *cls, struct MHD_Connection *conn, const char *url,
                                   const char *method, const char *version, const char *upload_data,
                                   size_t *upload_data_size, void **ctx)
@@ -157,8 +171,13 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *conn, const 
     if (strcmp(method, MHD_HTTP_METHOD_GET) != 0 && !head) {
         return reply_text(conn, MHD_HTTP_METHOD_NOT_ALLOWED, "only GET /metrics\n");
     }
+    if (h->health != NULL && (strcmp(url, "/healthz") == 0 || strcmp(url, "/readyz") == 0)) {
+        return reply_health(conn, h->health, url[1] == 'h');
+    }
     if (strcmp(url, "/metrics") != 0 && strcmp(url, "/") != 0) {
-        return reply_text(conn, MHD_HTTP_NOT_FOUND, "not found; try /metrics\n");
+        return reply_text(conn, MHD_HTTP_NOT_FOUND,
+                          h->health != NULL ? "not found; try /metrics, /healthz or /readyz\n"
+                                            : "not found; try /metrics\n");
     }
     char *body = NULL;
     size_t len = 0;
@@ -186,6 +205,12 @@ static void on_mhd_log(void *cls, const char *fmt, va_list ap)
 int metrics_http_start(metrics_registry *reg, const char *addr, metrics_http **out, char *why,
                        size_t why_len)
 {
+    return metrics_http_start_health(reg, NULL, addr, out, why, why_len);
+}
+
+int metrics_http_start_health(metrics_registry *reg, health *hl, const char *addr,
+                              metrics_http **out, char *why, size_t why_len)
+{
     char host[METRICS_HTTP_ADDR_LEN_MAX + 1];
     uint16_t port;
     struct sockaddr_storage ss;
@@ -201,6 +226,7 @@ int metrics_http_start(metrics_registry *reg, const char *addr, metrics_http **o
         return ESC_ENOMEM;
     }
     h->reg = reg;
+    h->health = hl;
     unsigned int flags = MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_AUTO | MHD_USE_ERROR_LOG;
     if (v6) {
         flags |= MHD_USE_IPv6;

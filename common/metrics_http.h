@@ -4,6 +4,12 @@
  * exposition format (Content-Type text/plain; version=0.0.4); HEAD works
  * too; other paths are 404, other methods 405.
  *
+ * Served with a health (health.h, metrics_http_start_health), the same
+ * port answers the probes of a process supervisor or a load balancer:
+ * GET /healthz 200 while the daemon's loop turns, 503 once it stalled;
+ * GET /readyz 200 when the daemon can do its work, else 503; each with one
+ * line of text saying why.
+ *
  * The server runs on libmicrohttpd's own internal thread
  * (MHD_USE_INTERNAL_POLLING_THREAD), never on the daemon's libuv loop: a
  * slow or stuck scraper cannot delay a request or a commit. That thread
@@ -22,6 +28,7 @@
 
 #include <stdint.h>
 
+#include "health.h"
 #include "metrics.h"
 
 #define METRICS_HTTP_CONNECTIONS_MAX 16
@@ -40,6 +47,10 @@ int metrics_http_parse(const char *addr, char *host, size_t host_cap, uint16_t *
  * ESC_ENOMEM, with a sentence in why. */
 int metrics_http_start(metrics_registry *reg, const char *addr, metrics_http **out, char *why,
                        size_t why_len);
+/* The same, also answering /healthz and /readyz from hl (borrowed: it
+ * must outlive the server); hl NULL = metrics_http_start. */
+int metrics_http_start_health(metrics_registry *reg, health *hl, const char *addr,
+                              metrics_http **out, char *why, size_t why_len);
 /* The port it listens on (useful with port 0). */
 uint16_t metrics_http_port(const metrics_http *h);
 /* Stops the server and joins its thread; a scrape in progress finishes

@@ -233,6 +233,11 @@ bool pgx_ready(const pgx_conn *c)
     return c->state == PGX_READY;
 }
 
+bool pgx_connected(const pgx_conn *c)
+{
+    return c->state == PGX_READY || c->state == PGX_BUSY;
+}
+
 /* Collects every result of the current command; returns true when done. */
 static bool collect(pgx_conn *c)
 {

@@ -70,6 +70,8 @@ int pgx_open(uv_loop_t *loop, pgx_conn *c, const char *dsn, const char *name,
 /* Starts re-establishing a DOWN connection. No-op unless DOWN. */
 void pgx_reconnect(pgx_conn *c);
 bool pgx_ready(const pgx_conn *c);
+/* Connected: idle or running a query (readiness checks). */
+bool pgx_connected(const pgx_conn *c);
 
 /* Sends a query (stmt == NULL: sql with params; else the prepared statement).
  * Values are text-format parameters (borrowed until this call returns).

@@ -121,6 +121,23 @@ static int parse_u32(const char *s, char **end, uint32_t *out)
     return 0;
 }
 
+int ratelim_set(ratelim *r, size_t nslots, uint32_t rate_per_s, uint32_t burst)
+{
+    if (rate_per_s == 0 || r->slots == NULL) {
+        ratelim next;
+        int rc = ratelim_init(&next, nslots, rate_per_s, burst);
+        if (rc != 0) {
+            return rc;
+        }
+        ratelim_fini(r);
+        *r = next;
+        return 0;
+    }
+    r->rate_per_s = rate_per_s;
+    r->burst = burst ? burst : rate_per_s;
+    return 0;
+}
+
 int ratelim_parse(const char *s, uint32_t *rate_per_s, uint32_t *burst)
 {
     char *end = NULL;

@@ -42,6 +42,11 @@ typedef struct ratelim {
  * RATELIM_SLOTS_MAX) or ESC_ENOMEM. */
 int ratelim_init(ratelim *r, size_t nslots, uint32_t rate_per_s, uint32_t burst);
 void ratelim_fini(ratelim *r);
+/* Changes the limit of a table in use (a reload): off -> on allocates as
+ * ratelim_init, on -> off frees, on -> on keeps every bucket (a bucket
+ * above the new burst is cut to it at its next refill). Returns 0 or
+ * ESC_EINVAL / ESC_ENOMEM (r unchanged then). */
+int ratelim_set(ratelim *r, size_t nslots, uint32_t rate_per_s, uint32_t burst);
 /* Parses "RATE" or "RATE:BURST" (0..1000000 each; RATE 0 = off) for the
  * daemons' --rate-* options. Returns 0 or ESC_EINVAL. */
 int ratelim_parse(const char *s, uint32_t *rate_per_s, uint32_t *burst);

@@ -185,6 +185,13 @@ static void on_reload_done(coord *c, bool ok)
     coord_admin_reload_done(c);
 }
 
+/* coord_db's callback: the database's schema is not one to run on. */
+static void on_schema_refused(coord *c)
+{
+    c->exit_code = 1;
+    coord_stop(c);
+}
+
 /* coord_region's callback: the region cannot run (its database belongs to
  * another region, or cannot be claimed). */
 static void on_region_failed(coord *c)
@@ -258,7 +265,8 @@ int coord_start(coord *c, uv_loop_t *loop, const coord_config *cfg)
         return rc;
     }
     if ((rc = coord_metrics_open(c)) != 0 || (rc = open_sockets(c)) != 0 ||
-        (rc = start_handles(c)) != 0 || (rc = coord_db_open(c, on_reload_done)) != 0) {
+        (rc = start_handles(c)) != 0 ||
+        (rc = coord_db_open(c, on_reload_done, on_schema_refused)) != 0) {
         return rc;
     }
     if ((rc = coord_region_start(c, on_region_failed)) != 0 || (rc = coord_mon_start(c)) != 0) {
@@ -305,6 +313,23 @@ void coord_stop(coord *c)
             " items=%zu segments=%zu nodes=%zu open_transfers=%zu",
             c->n_heartbeats, c->n_routes, c->n_admin, c->n_grants, c->n_xfers_planned,
             c->n_xfers_done, c->cat.nitems, c->cat.nsegs, c->cat.nnodes, c->cat.nxfers);
+}
+
+bool coord_ready(const coord *c, char *why, size_t cap)
+{
+    if (!pgx_connected(&c->db.conn)) {
+        snprintf(why, cap, "database not connected");
+        return false;
+    }
+    if (!c->db.schema_ok) {
+        snprintf(why, cap, "database schema not checked yet");
+        return false;
+    }
+    if (!c->loaded) {
+        snprintf(why, cap, "catalog not read yet");
+        return false;
+    }
+    return true;
 }
 
 void coord_fini(coord *c)

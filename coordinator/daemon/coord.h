@@ -33,6 +33,9 @@
 #ifndef ESC_COORD_H
 #define ESC_COORD_H
 
+#include <stdbool.h>
+#include <stddef.h>
+
 #include <uv.h>
 
 #include "coord_state.h"
@@ -44,6 +47,10 @@ int coord_start(coord *c, uv_loop_t *loop, const coord_config *cfg);
 /* Begins a clean stop (daemon_run calls it at the first SIGINT/SIGTERM,
  * daemon.h): the loop ends once every handle closed. */
 void coord_stop(coord *c);
+/* True when the coordinator can do its work: its database connection up,
+ * the schema checked (schema_version.h) and the catalog read; else false
+ * with the reason in why (cap bytes). For /readyz (daemon.h). */
+bool coord_ready(const coord *c, char *why, size_t cap);
 /* Frees what coord_start allocated; after uv_run returned. */
 void coord_fini(coord *c);
 

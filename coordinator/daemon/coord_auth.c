@@ -20,6 +20,7 @@ int coord_auth_start(coord *c)
     auth_guard_config ac = {.on = c->cfg.auth,
                             .dsn = c->cfg.dsn,
                             .cluster_key = c->cfg.cluster_key,
+                            .cluster_key_prev = c->cfg.cluster_key_prev,
                             .name = "coordinator"};
     return auth_guard_start(c->auth, c->loop, &ac);
 }
@@ -29,6 +30,16 @@ int coord_auth_check(const wire_head *h, char why[WIRE_WHY_MAX], void *arg)
     coord *c = arg;
     return auth_guard_check(c->auth, (int)h->access, h->tenant_id, h->credential, h->credential_len,
                             why, WIRE_WHY_MAX);
+}
+
+int coord_auth_reload(coord *c, const char *key, const char *prev)
+{
+    int rc = auth_guard_set_cluster(c->auth, key, prev);
+    if (rc == 0) {
+        (void)wire_set_credential(key); /* quota messages to peers carry it */
+    }
+    auth_guard_reload_now(c->auth);
+    return rc;
 }
 
 static void on_closed(void *arg)

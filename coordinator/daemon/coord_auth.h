@@ -14,6 +14,11 @@ typedef struct coord coord;
 int coord_auth_start(coord *c);
 /* The wire_check_fn for every request (arg: the coord). */
 int coord_auth_check(const wire_head *h, char why[WIRE_WHY_MAX], void *arg);
+/* A reload (SIGHUP): the cluster keys (key is sent to peers and accepted,
+ * prev, NULL = none, accepted too; texts borrowed for the call) and the
+ * credentials table read again now. Returns 0 or ESC_ECONFIG (a key not
+ * well formed: the keys did not change). */
+int coord_auth_reload(coord *c, const char *key, const char *prev);
 /* Closes its handles; c->handles_open counts them until they closed. */
 void coord_auth_close(coord *c);
 /* After the loop ended. */

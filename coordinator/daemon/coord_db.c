@@ -21,6 +21,7 @@
 #include "escrow_errors.h"
 #include "log.h"
 #include "pg_result.h"
+#include "schema_version.h"
 
 #define RECONNECT_MS_MIN 100
 #define RECONNECT_MS_MAX 2000
@@ -72,7 +73,7 @@ static void on_job_done(pgx_conn *pc, PGresult *res, const pgx_err *err, void *a
 static void run_next(coord *c)
 {
     coord_db *db = &c->db;
-    if (db->running || db->head == NULL || !pgx_ready(&db->conn)) {
+    if (db->running || db->head == NULL || !db->schema_ok || !pgx_ready(&db->conn)) {
         return;
     }
     coord_job *j = db->head;
@@ -123,6 +124,39 @@ static void on_reconnect_timer(uv_timer_t *t)
     pgx_reconnect(&c->db.conn);
 }
 
+/* The schema check's answer (schema_version.h): run the queue, or refuse
+ * the schema and stop (exit status 1). */
+static void on_schema(pgx_conn *pc, PGresult *res, const pgx_err *err, void *arg)
+{
+    (void)pc;
+    coord *c = arg;
+    int db = 0, bin = schema_version_binary();
+    char msg[512];
+    if (c->stopping) {
+        return;
+    }
+    if (schema_version_read(err->code == 0 ? res : NULL, err->sqlstate, &db) != 0) {
+        if (err->conn_lost) {
+            return; /* the state callback reconnects, and the check runs again */
+        }
+        snprintf(msg, sizeof msg, "cannot read the schema version: %s", err->message);
+    } else {
+        schema_verdict v = schema_version_compat(db, bin);
+        schema_version_message(v, db, bin, "escrow-coordinator", msg, sizeof msg);
+        if (schema_version_runs(v)) {
+            if (v == SCHEMA_NEXT && !c->db.schema_noted) {
+                ESC_LOG(ESC_LOG_WARN, "COORD-SCHEMA", "%s", msg);
+                c->db.schema_noted = true;
+            }
+            c->db.schema_ok = true;
+            run_next(c);
+            return;
+        }
+    }
+    ESC_LOG(ESC_LOG_ERROR, "COORD-SCHEMA", "%s", msg);
+    c->db.refused_cb(c);
+}
+
 static void on_db_state(pgx_conn *pc, bool up, void *arg)
 {
     (void)pc;
@@ -141,13 +175,19 @@ static void on_db_state(pgx_conn *pc, bool up, void *arg)
         return;
     }
     db->reconnect_ms = 0;
-    run_next(c);
+    /* every connection checks the schema before the first statement */
+    db->schema_ok = false;
+    if (pgx_query(&db->conn, NULL, SCHEMA_VERSION_SQL, 0, NULL, on_schema, c) != 0) {
+        ESC_LOG(ESC_LOG_WARN, "COORD-SCHEMA", "cannot send the schema check; reconnecting");
+        pgx_drop(&db->conn);
+    }
 }
 
-int coord_db_open(coord *c, coord_db_reload_cb reload_cb)
+int coord_db_open(coord *c, coord_db_reload_cb reload_cb, coord_db_refused_cb refused_cb)
 {
     coord_db *db = &c->db;
     db->reload_cb = reload_cb;
+    db->refused_cb = refused_cb;
     if (uv_timer_init(c->loop, &db->reconnect_timer) != 0) {
         return ESC_EIO;
     }

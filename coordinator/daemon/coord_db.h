@@ -33,10 +33,16 @@
  * coordinator stops before it was sent (err->code ESC_ECLOSED). */
 typedef void (*coord_db_cb)(coord *c, PGresult *res, const pgx_err *err, void *arg);
 
+/* The connection found a schema the coordinator does not run on
+ * (schema_version.h; logged): the coordinator must stop. */
+typedef void (*coord_db_refused_cb)(coord *c);
+
 /* Opens the connection on c->loop (it connects in the background and
  * reconnects with a backoff) and its reconnect timer; reload_cb runs after
- * every catalog read. Returns 0 or ESC_EIO; aborts on out of memory. */
-int coord_db_open(coord *c, coord_db_reload_cb reload_cb);
+ * every catalog read. Every connection checks the schema version before
+ * its first statement; refused_cb runs when it is not one to run on.
+ * Returns 0 or ESC_EIO; aborts on out of memory. */
+int coord_db_open(coord *c, coord_db_reload_cb reload_cb, coord_db_refused_cb refused_cb);
 /* Closes the connection and the timer (c->handles_open counts them until
  * they closed); statements never sent get ESC_ECLOSED. */
 void coord_db_close(coord *c);

@@ -40,14 +40,17 @@ typedef struct coord_db {
     size_t njobs;
     bool running; /* the head statement is on the connection */
     coord_db_reload_cb reload_cb;
-    bool reload_running;    /* a catalog read is queued or running */
-    bool reload_again;      /* another one was asked for meanwhile */
-    bool last_read_ok;      /* the last catalog read succeeded */
-    bool need_reconcile;    /* a write's outcome is unknown: re-read before trusting memory */
-    uint64_t reads_started; /* catalog reads queued, ever */
-    uint64_t reads_done;    /* catalog reads finished, ever */
-    uint64_t xfer_changes;  /* bumped on every transfer change a heartbeat made */
-    uint64_t unknown_count; /* writes whose outcome is unknown, ever */
+    void (*refused_cb)(coord *c); /* the schema is not one to run on */
+    bool reload_running;          /* a catalog read is queued or running */
+    bool reload_again;            /* another one was asked for meanwhile */
+    bool last_read_ok;            /* the last catalog read succeeded */
+    bool need_reconcile;          /* a write's outcome is unknown: re-read before trusting memory */
+    uint64_t reads_started;       /* catalog reads queued, ever */
+    uint64_t reads_done;          /* catalog reads finished, ever */
+    uint64_t xfer_changes;        /* bumped on every transfer change a heartbeat made */
+    uint64_t unknown_count;       /* writes whose outcome is unknown, ever */
+    bool schema_ok;               /* this connection found a schema the coordinator runs on */
+    bool schema_noted;            /* a schema one version ahead was logged */
 } coord_db;
 
 /* The routing's state (c->route). */
@@ -89,6 +92,7 @@ typedef struct coord_config {
      * (borrowed) is the cluster key's text, or NULL */
     bool auth;
     const char *cluster_key;
+    const char *cluster_key_prev; /* borrowed: a previous cluster key, accepted too; NULL = none */
 } coord_config;
 
 struct coord {

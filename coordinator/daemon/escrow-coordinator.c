@@ -1,324 +1,56 @@
 /*
- * escrow-coordinator.c - escrow-coordinator: parses argv and hands the
- * coordinator to the daemon skeleton (daemon.h: the loop, SIGINT/SIGTERM).
- * Exit codes: 0 clean stop, 1 failure (or a second signal), 2 bad usage,
+ * escrow-coordinator.c - escrow-coordinator: reads its settings
+ * (coord_settings.h: the command line, the config file, the region file,
+ * the environment) and hands the coordinator to the daemon skeleton
+ * (daemon.h: the loop, the signals). SIGHUP reads the files again and
+ * applies what a running coordinator can take.
+ * Exit codes: 0 clean stop, 1 failure (a second signal, a region that
+ * cannot run, a schema it does not run on), 2 bad usage or configuration,
  * 99 a failpoint fired (coord_failpoint.h).
  */
-#include <getopt.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include <uv.h>
 
-#include "auth_guard.h"
 #include "coord.h"
-#include "coord_mon.h"
+#include "coord_auth.h"
+#include "coord_settings.h"
 #include "daemon.h"
 #include "escrow_errors.h"
 #include "log.h"
-#include "metrics_http.h"
-#include "region_cfg.h"
+#include "wire.h"
 
-static void usage(FILE *f)
+/* The command line as parsed at start, and the settings the coordinator
+ * runs with (it borrows their strings until exit). */
+static coord_settings argv_only, running;
+
+/* SIGHUP: the files again, into a copy of the command line's settings;
+ * what differs is logged, what a running coordinator can take is applied.
+ * A file with an error changes nothing. */
+static void run_reload(void *d)
 {
-    fprintf(
-        f,
-        "usage: escrow-coordinator --dsn DSN --listen URL [--listen URL ...] --publish URL\n"
-        "                          [--lease-ms 2000] [--heartbeat-ms 200] [--rebalance-ms 200]\n"
-        "                          [--collapse-pct 5] [--low-water-pct 25]\n"
-        "                          [--catalog-poll-ms 1000] [--log-level error|warn|info|debug]\n"
-        "                          [--metrics [HOST:]PORT] [--check-ms 5000]\n"
-        "                          [--auth on|off] [--cluster-key FILE]\n"
-        "       escrow-coordinator --config FILE [the options above but --dsn, --listen and\n"
-        "                          --publish]\n"
-        "\n"
-        "Places escrow segments on the segment nodes that heartbeat to it (leases and\n"
-        "epochs), moves tail stock between segments, collapses items near sellout,\n"
-        "publishes routing tables and answers escrowctl's operations.\n"
-        "  --config           the region's INI file (examples/regions/eu.ini): dsn, listen\n"
-        "                     (its coordinator), publish, metrics and the [coordinator]\n"
-        "                     keys; excludes --dsn, --listen and --publish; the other\n"
-        "                     flags override the file\n"
-        "  --dsn              PostgreSQL connection string (default: $ESCROW_DSN)\n"
-        "  --listen           nanomsg endpoint for heartbeats, routes and admin requests\n"
-        "  --publish          nanomsg endpoint of the routing updates (PUB)\n"
-        "  --lease-ms         a node without a heartbeat for this long loses its segments\n"
-        "                     (100..600000)\n"
-        "  --heartbeat-ms     the nodes' heartbeat period (10..60000, below the lease)\n"
-        "  --rebalance-ms     policy pass period (10..60000)\n"
-        "  --collapse-pct     collapse an item when its remaining stock is at most this\n"
-        "                     percentage of its total (0 = never automatically; 0..100)\n"
-        "  --low-water-pct    a segment below this percentage of its target is refilled\n"
-        "                     (0..100)\n"
-        "  --catalog-poll-ms  re-read items, segments and nodes this often (100..600000)\n"
-        "  --metrics          serve Prometheus metrics over HTTP at http://HOST:PORT/metrics\n"
-        "                     (e.g. 127.0.0.1:9100; a bare PORT listens on every interface;\n"
-        "                     off when not given)\n"
-        "  --check-ms         run the conservation check (invariant monitor) this often\n"
-        "                     (50..3600000, default 5000); the result is exported as\n"
-        "                     escrow_conservation_* metrics, logged (COORD-INVARIANT) and\n"
-        "                     written for escrowctl status\n"
-        "  --auth             on: every request needs a valid key: routes the tenant's key,\n"
-        "                     escrowctl's operations an admin key, heartbeats and peer\n"
-        "                     coordinators' quota messages the cluster key; off (default)\n"
-        "  --cluster-key      file with the cluster key (default: $ESCROW_CLUSTER_KEY);\n"
-        "                     required with --auth on; sent with quota messages to peers\n"
-        "Environment: ESC_FAILPOINT_COORD_EXIT_AFTER_SENT=1 exits with status 99 the first\n"
-        "time a segment-to-segment transfer is known to be sent (crash tests).\n");
-}
-
-static int parse_ms(const char *name, const char *v, long lo, long hi, uint32_t *out)
-{
-    char *end;
-    long x = strtol(v, &end, 10);
-    if (*v == '\0' || *end != '\0' || x < lo || x > hi) {
-        fprintf(stderr, "escrow-coordinator: --%s must be a number in %ld..%ld, not '%s'\n", name,
-                lo, hi, v);
-        return -1;
+    static coord_settings fresh; /* large: not on the stack */
+    char err[COORD_SETTINGS_ERR_LEN];
+    bool usage = false;
+    coord_settings_fork(&fresh, &argv_only);
+    if (coord_settings_files(&fresh, &usage, err, sizeof err) != 0) {
+        ESC_LOG(ESC_LOG_ERROR, "COORD-RELOAD", "not reloaded, running on as before: %s", err);
+        coord_settings_free(&fresh);
+        return;
     }
-    *out = (uint32_t)x;
-    return 0;
-}
-
-static int parse_metrics(const char *v)
-{
-    char host[METRICS_HTTP_ADDR_LEN_MAX + 1];
-    uint16_t port;
-    if (metrics_http_parse(v, host, sizeof host, &port) != 0) {
-        fprintf(stderr,
-                "escrow-coordinator: --metrics takes PORT, HOST:PORT or [IPV6]:PORT, not '%s'\n",
-                v);
-        return -1;
+    int changed = coord_settings_diff(&running, &fresh);
+    if (coord_auth_reload(d, fresh.coord.cluster_key, fresh.coord.cluster_key_prev) != 0) {
+        ESC_LOG(ESC_LOG_ERROR, "COORD-RELOAD", "the cluster key was not taken (not a key)");
     }
-    return 0;
-}
-
-/* What the command line gave besides the values: --config, and which
- * flags it set (by their getopt character: they override the file). */
-typedef struct cli_given {
-    const char *config;      /* borrowed from argv; NULL = none */
-    const char *cluster_key; /* --cluster-key FILE, borrowed; NULL = none */
-    bool flag[128];
-} cli_given;
-
-/* One option (getopt character ch, its value optarg). Returns 0, or -1
- * after a message on stderr. */
-static int take_opt(int ch, coord_config *cfg, cli_given *given)
-{
-    switch (ch) {
-    case 'd':
-        cfg->dsn = optarg;
-        return 0;
-    case 'l':
-        if (cfg->nlisten == COORD_LISTEN_MAX) {
-            fprintf(stderr, "escrow-coordinator: at most %d --listen endpoints\n",
-                    COORD_LISTEN_MAX);
-            return -1;
-        }
-        cfg->listen[cfg->nlisten++] = optarg;
-        return 0;
-    case 'p':
-        cfg->publish = optarg;
-        return 0;
-    case 'L':
-        return parse_ms("lease-ms", optarg, 100, 600000, &cfg->lease_ms);
-    case 'H':
-        return parse_ms("heartbeat-ms", optarg, 10, 60000, &cfg->heartbeat_ms);
-    case 'R':
-        return parse_ms("rebalance-ms", optarg, 10, 60000, &cfg->rebalance_ms);
-    case 'C':
-        return parse_ms("collapse-pct", optarg, 0, 100, &cfg->collapse_pct);
-    case 'W':
-        return parse_ms("low-water-pct", optarg, 0, 100, &cfg->low_water_pct);
-    case 'P':
-        return parse_ms("catalog-poll-ms", optarg, 100, 600000, &cfg->catalog_poll_ms);
-    case 'K':
-        return parse_ms("check-ms", optarg, COORD_MON_CHECK_MS_MIN, COORD_MON_CHECK_MS_MAX,
-                        &cfg->check_ms);
-    case 'm':
-        cfg->metrics = optarg;
-        return parse_metrics(optarg);
-    case 'v':
-        if (esc_log_level_parse(optarg) < 0) {
-            fprintf(stderr, "escrow-coordinator: unknown log level '%s'\n", optarg);
-            return -1;
-        }
-        esc_log_set_level(esc_log_level_parse(optarg));
-        return 0;
-    case 'F':
-        given->config = optarg;
-        return 0;
-    case 'a':
-        if (auth_parse_onoff(optarg, &cfg->auth) != 0) {
-            fprintf(stderr, "escrow-coordinator: --auth takes on or off\n");
-            return -1;
-        }
-        return 0;
-    case 'k':
-        given->cluster_key = optarg;
-        return 0;
-    case 'h':
-        usage(stdout);
-        exit(0);
-    default:
-        return -1;
-    }
-}
-
-static int parse_args(int argc, char **argv, coord_config *cfg, cli_given *given)
-{
-    static const struct option opts[] = {{"dsn", required_argument, NULL, 'd'},
-                                         {"listen", required_argument, NULL, 'l'},
-                                         {"publish", required_argument, NULL, 'p'},
-                                         {"lease-ms", required_argument, NULL, 'L'},
-                                         {"heartbeat-ms", required_argument, NULL, 'H'},
-                                         {"rebalance-ms", required_argument, NULL, 'R'},
-                                         {"collapse-pct", required_argument, NULL, 'C'},
-                                         {"low-water-pct", required_argument, NULL, 'W'},
-                                         {"catalog-poll-ms", required_argument, NULL, 'P'},
-                                         {"log-level", required_argument, NULL, 'v'},
-                                         {"metrics", required_argument, NULL, 'm'},
-                                         {"check-ms", required_argument, NULL, 'K'},
-                                         {"config", required_argument, NULL, 'F'},
-                                         {"auth", required_argument, NULL, 'a'},
-                                         {"cluster-key", required_argument, NULL, 'k'},
-                                         {"help", no_argument, NULL, 'h'},
-                                         {NULL, 0, NULL, 0}};
-    int ch, rc = 0;
-    while (rc == 0 && (ch = getopt_long(argc, argv, "", opts, NULL)) != -1) {
-        if (ch > 0 && ch < 128) {
-            given->flag[ch] = true;
-        }
-        rc = take_opt(ch, cfg, given);
-    }
-    return rc;
-}
-
-static int check_args(int argc, const coord_config *cfg)
-{
-    if (optind != argc) {
-        fprintf(stderr, "escrow-coordinator: unexpected argument '%s'\n", "(positional)");
-        return -1;
-    }
-    if (cfg->dsn == NULL || cfg->dsn[0] == '\0') {
-        fprintf(stderr, "escrow-coordinator: a DSN is required (--dsn or $ESCROW_DSN)\n");
-        return -1;
-    }
-    if (cfg->nlisten == 0 || cfg->publish == NULL) {
-        fprintf(stderr, "escrow-coordinator: --listen and --publish are required\n");
-        return -1;
-    }
-    if (cfg->heartbeat_ms >= cfg->lease_ms) {
-        fprintf(stderr, "escrow-coordinator: --heartbeat-ms (%u) must be below --lease-ms (%u)\n",
-                cfg->heartbeat_ms, cfg->lease_ms);
-        return -1;
-    }
-    return 0;
-}
-
-/* The region file (region_cfg.h) fills what the command line left out:
- * dsn, listen, publish from [region] (never combined with their flags),
- * metrics and the [coordinator] keys unless their flags were given.
- * Returns 0, or -1 after a message on stderr (nothing was opened). */
-static int apply_config(const cli_given *g, coord_config *cfg)
-{
-    static region_cfg region; /* large, and cfg->region borrows it until exit */
-    char err[REGION_ERR_LEN];
-    if (region_cfg_load(g->config, &region, err, sizeof err) != 0) {
-        fprintf(stderr, "escrow-coordinator: %s\n", err);
-        return -1;
-    }
-    cfg->dsn = region.dsn;
-    cfg->listen[0] = region.coordinator;
-    cfg->nlisten = 1;
-    cfg->publish = region.publish;
-    if (!g->flag['m'] && region.metrics[0] != '\0') {
-        cfg->metrics = region.metrics;
-    }
-    const struct {
-        int ch;   /* the flag that overrides the file */
-        bool set; /* in the file */
-        uint32_t v;
-        uint32_t *field;
-    } tuning[] = {
-        {'L', region.lease_ms != 0, region.lease_ms, &cfg->lease_ms},
-        {'H', region.heartbeat_ms != 0, region.heartbeat_ms, &cfg->heartbeat_ms},
-        {'R', region.rebalance_ms != 0, region.rebalance_ms, &cfg->rebalance_ms},
-        {'P', region.catalog_poll_ms != 0, region.catalog_poll_ms, &cfg->catalog_poll_ms},
-        {'K', region.check_ms != 0, region.check_ms, &cfg->check_ms},
-        {'C', region.collapse_pct >= 0, (uint32_t)region.collapse_pct, &cfg->collapse_pct},
-        {'W', region.low_water_pct >= 0, (uint32_t)region.low_water_pct, &cfg->low_water_pct}};
-    for (size_t i = 0; i < sizeof tuning / sizeof tuning[0]; i++) {
-        if (tuning[i].set && !g->flag[tuning[i].ch]) {
-            *tuning[i].field = tuning[i].v;
-        }
-    }
-    cfg->region = &region;
-    return 0;
-}
-
-static void defaults(coord_config *cfg)
-{
-    memset(cfg, 0, sizeof *cfg);
-    cfg->dsn = getenv("ESCROW_DSN");
-    cfg->lease_ms = 2000;
-    cfg->heartbeat_ms = 200;
-    cfg->rebalance_ms = 200;
-    cfg->collapse_pct = 5;
-    cfg->low_water_pct = 25;
-    cfg->catalog_poll_ms = 1000;
-    cfg->check_ms = COORD_MON_CHECK_MS_DEFAULT;
-}
-
-/* The cluster key (--cluster-key FILE or $ESCROW_CLUSTER_KEY), required by
- * --auth on. Returns 0, or -1 after a message on stderr. */
-static int load_cluster_key(const cli_given *given, coord_config *cfg)
-{
-    static char cluster_key[ESC_CREDENTIAL_LEN_MAX + 1]; /* cfg borrows it until exit */
-    bool have_key = false;
-    char why[256];
-    if (auth_cluster_key_load(given->cluster_key, cluster_key, &have_key, why, sizeof why) != 0) {
-        fprintf(stderr, "escrow-coordinator: %s\n", why);
-        return -1;
-    }
-    if (cfg->auth && !have_key) {
-        fprintf(stderr, "escrow-coordinator: --auth on needs the cluster key (--cluster-key FILE "
-                        "or $ESCROW_CLUSTER_KEY): nodes could not heartbeat\n");
-        return -1;
-    }
-    if (have_key) {
-        cfg->cluster_key = cluster_key;
-        (void)wire_set_credential(cluster_key); /* quota messages to peers carry it */
-    }
-    return 0;
-}
-
-/* Defaults, the command line, the region file, the cluster key. Returns 0,
- * or 2 (bad usage) after a message on stderr. */
-static int configure(int argc, char **argv, coord_config *cfg)
-{
-    defaults(cfg);
-    cli_given given;
-    memset(&given, 0, sizeof given);
-    if (parse_args(argc, argv, cfg, &given) != 0) {
-        usage(stderr);
-        return 2;
-    }
-    if (given.config != NULL && (given.flag['d'] || given.flag['l'] || given.flag['p'])) {
-        fprintf(stderr, "escrow-coordinator: --config excludes --dsn, --listen and --publish "
-                        "(the file names them)\n");
-        usage(stderr);
-        return 2;
-    }
-    if (given.config != NULL && apply_config(&given, cfg) != 0) {
-        return 2;
-    }
-    if (check_args(argc, cfg) != 0) {
-        usage(stderr);
-        return 2;
-    }
-    return load_cluster_key(&given, cfg) != 0 ? 2 : 0;
+    esc_log_set_level(fresh.log_level);
+    esc_log_set_format(fresh.log_format);
+    coord_settings_take_reloadable(&running, &fresh);
+    coord_settings_free(&fresh);
+    static int reloads; /* numbered: not held back as a repeat of the previous reload */
+    ESC_LOG(ESC_LOG_INFO, "COORD-RELOAD", "reloaded reload=%d changed=%d credentials=re-read",
+            ++reloads, changed);
 }
 
 /* The coordinator as daemon_run sees it. */
@@ -346,18 +78,56 @@ static void run_fini(void *d)
     coord_fini(d);
 }
 
-/* 1 when the region could not run (coord_region), else 0. */
+/* 1 when the region or the schema could not run, else 0. */
 static int run_exit_code(const void *d)
 {
     return ((const coord *)d)->exit_code;
 }
 
+static bool run_ready(const void *d, char *why, size_t cap)
+{
+    return coord_ready(d, why, cap);
+}
+
+/* The settings, or an exit status: 0 after --help/--version, 2 after a
+ * message on stderr. Returns -1 when the coordinator should start. */
+static int configure(int argc, char **argv)
+{
+    char err[COORD_SETTINGS_ERR_LEN];
+    bool usage = false;
+    coord_settings_init(&argv_only);
+    int rc = coord_settings_args(&argv_only, argc, argv, &usage, err, sizeof err);
+    if (rc == 0) {
+        coord_settings_fork(&running, &argv_only);
+        rc = coord_settings_files(&running, &usage, err, sizeof err);
+    }
+    if (rc > 0) {
+        return 0;
+    }
+    if (rc == 0 && running.check_only) {
+        printf("escrow-coordinator: configuration ok\n");
+        return 0;
+    }
+    if (rc < 0) {
+        fprintf(stderr, "escrow-coordinator: %s\n", err);
+        if (usage) {
+            coord_settings_usage(stderr);
+        }
+        return 2;
+    }
+    return -1;
+}
+
 int main(int argc, char **argv)
 {
-    coord_config cfg;
-    int rc = configure(argc, argv, &cfg);
-    if (rc != 0) {
+    int rc = configure(argc, argv);
+    if (rc >= 0) {
         return rc;
+    }
+    esc_log_set_level(running.log_level);
+    esc_log_set_format(running.log_format);
+    if (running.coord.cluster_key != NULL) {
+        (void)wire_set_credential(running.coord.cluster_key); /* quota messages carry it */
     }
     static const daemon_ops ops = {.name = "escrow-coordinator",
                                    .stop_log_id = "COORD-STOP",
@@ -367,7 +137,9 @@ int main(int argc, char **argv)
                                    .stop = run_stop,
                                    .stopping = run_stopping,
                                    .fini = run_fini,
-                                   .exit_code = run_exit_code};
+                                   .exit_code = run_exit_code,
+                                   .reload = run_reload,
+                                   .ready = run_ready};
     static coord c; /* static: reachable until exit */
-    return daemon_run(&ops, &c, &cfg);
+    return daemon_run(&ops, &c, &running.coord);
 }

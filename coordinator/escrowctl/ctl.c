@@ -15,6 +15,7 @@
 #include "ctl_item.h"
 #include "ctl_list.h"
 #include "ctl_migrate.h"
+#include "ctl_migrate_status.h"
 #include "ctl_nodes.h"
 #include "ctl_region.h"
 #include "ctl_release.h"
@@ -24,7 +25,7 @@
 
 /* What a command found besides its return code. */
 typedef struct outcome {
-    bool violated; /* check: an invariant is broken */
+    bool violated; /* check: an invariant is broken; migrate --status: not current */
     bool refused;  /* the coordinator or a node answered with an error */
 } outcome;
 
@@ -32,7 +33,8 @@ static int dispatch(PGconn *conn, const ctl_args *a, FILE *out, outcome *o)
 {
     switch (a->cmd) {
     case CTL_CMD_MIGRATE:
-        return ctl_migrate(conn, a, out);
+        return a->status ? ctl_migrate_status(conn, a, out, &o->violated)
+                         : ctl_migrate(conn, a, out);
     case CTL_CMD_ITEM_CREATE:
         return ctl_item_create(conn, a, out);
     case CTL_CMD_STATUS:

@@ -48,6 +48,7 @@ enum opt_id {
     OPT_TO,
     OPT_OP_ID,
     OPT_VIA,
+    OPT_STATUS,
     OPT_COUNT_
 };
 
@@ -92,6 +93,7 @@ static const struct opt_def {
     [OPT_TO] = {"to", true},
     [OPT_OP_ID] = {"op-id", true},
     [OPT_VIA] = {"via", true},
+    [OPT_STATUS] = {"status", false},
 };
 
 /* What the positional words after the command words mean. */
@@ -116,7 +118,7 @@ static const struct cmd_def {
     pos_kind pos;
     uint32_t admin_op; /* WIRE_ADMIN_* for the coordinator's commands, else 0 */
 } cmd_defs[] = {
-    {"migrate", NULL, CTL_CMD_MIGRATE, 0, 0, 0, POS_NONE, 0},
+    {"migrate", NULL, CTL_CMD_MIGRATE, 0, 0, OPT_BIT(OPT_STATUS), POS_NONE, 0},
     {"item", "create", CTL_CMD_ITEM_CREATE, 2, 2,
      OPT_BIT(OPT_TOTAL) | OPT_BIT(OPT_SEGMENTS) | OPT_BIT(OPT_NODE) | OPT_BIT(OPT_REGION) |
          OPT_BIT(OPT_MAX_PER_ORDER) | OPT_BIT(OPT_MAX_PER_BUYER) | OPT_BIT(OPT_HOLD_TTL_MS) |
@@ -689,6 +691,7 @@ static int build_command(const struct cmd_def *c, const raw_args *raw, ctl_args 
         rc = build_region(c, raw, a, why);
     }
     a->all = (raw->seen & OPT_BIT(OPT_ALL)) != 0;
+    a->status = (raw->seen & OPT_BIT(OPT_STATUS)) != 0;
     a->admin_op = c->admin_op;
     return rc;
 }

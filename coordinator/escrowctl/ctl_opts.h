@@ -119,6 +119,7 @@ typedef struct ctl_args {
     int64_t after;   /* events --after; 0 = from the start */
     int limit;       /* holds, events, transfers: 1..CTL_LIST_ROWS_MAX */
     bool all;        /* transfers --all: ended ones too */
+    bool status;     /* migrate --status: report, change nothing */
     /* events --follow --consumer NAME [--from-start | --after ID]: --after
      * (>= 1) or from_start say where a NEW consumer starts (an existing one
      * resumes after its cursor); limit is then the batch size */

@@ -18,7 +18,9 @@ static void usage_synopsis(FILE *f)
 static void usage_db(FILE *f)
 {
     fputs("from the database (--dsn):\n"
-          "  migrate                      apply the embedded schema migrations (idempotent)\n"
+          "  migrate [--status]           apply the embedded schema migrations (idempotent);\n"
+          "                               --status: the database's schema version against\n"
+          "                               this release's, pending migrations (exit 1 if any)\n"
           "  item create TENANT ITEM --total N [--segments K] [--node NODE] [--region R]\n"
           "              [--max-per-order N] [--max-per-buyer N] [--hold-ttl-ms MS]\n"
           "                               create an item and its K segments; without --node\n"

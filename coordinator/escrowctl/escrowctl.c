@@ -6,7 +6,9 @@
  */
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 
+#include "build_info.h"
 #include "ctl.h"
 #include "ctl_auth.h"
 #include "ctl_exit.h"
@@ -21,6 +23,10 @@ int main(int argc, char **argv)
     static ctl_args args;
     char why[CTL_WHY_MAX];
     const ctl_env env = {.dsn = getenv("ESCROW_DSN"), .coordinator = getenv("ESCROW_COORDINATOR")};
+    if (argc == 2 && strcmp(argv[1], "--version") == 0) {
+        build_info_print(stdout, "escrowctl");
+        return CTL_EXIT_OK;
+    }
     argc--;
     argv++;
     if (ctl_auth_credential(&argc, argv) != 0) {

@@ -10,6 +10,7 @@
 #include "node.h"
 
 #include <inttypes.h>
+#include <stdio.h>
 #include <string.h>
 
 #include "clock.h"
@@ -143,6 +144,39 @@ int node_start(node *n, uv_loop_t *loop, const node_config *cfg)
             n->core.nsegs, n->core.nitems, n->core.live_holds, cfg->nlisten ? cfg->listen[0] : "-",
             n->managed ? "managed coordinator=" : "static", n->managed ? cfg->coordinator : "");
     return 0;
+}
+
+/* The coordinator counts as reached while its last reply is this recent
+ * (many heartbeats: one lost reply is not a reason to leave the pool). */
+#define NODE_READY_COORD_SILENCE_MS 5000
+
+bool node_ready(const node *n, char *why, size_t cap)
+{
+    const char *conn = !pgx_connected(&n->commit_conn)  ? "commit"
+                       : !pgx_connected(&n->query_conn) ? "query"
+                                                        : NULL;
+    if (conn != NULL) {
+        snprintf(why, cap, "database not connected (%s connection)", conn);
+        return false;
+    }
+    if (!n->schema_ok) {
+        snprintf(why, cap, "database schema not checked yet");
+        return false;
+    }
+    if (!n->managed) {
+        return true; /* static: the segments were loaded before the loop started */
+    }
+    int64_t silence = esc_mono_us() / 1000 - n->hb.last_reply_ms;
+    if (n->hb.last_reply_ms == 0 || silence > NODE_READY_COORD_SILENCE_MS) {
+        snprintf(why, cap, "coordinator %s not reached%s", n->cfg.coordinator,
+                 n->hb.last_reply_ms == 0 ? " yet" : " for more than 5 s");
+        return false;
+    }
+    if (n->hb.applied_corr == 0 || n->load.wanted || n->load.busy) {
+        snprintf(why, cap, "assignment not loaded yet");
+        return false;
+    }
+    return true;
 }
 
 void node_stop(node *n)

@@ -86,6 +86,7 @@ typedef struct node_config {
      * requests must carry. */
     bool auth;
     const char *cluster_key;
+    const char *cluster_key_prev; /* borrowed: a previous cluster key, accepted too; NULL = none */
     /* Token buckets (ratelim.h), 0 = off: requests per second per tenant,
      * reserves per second per (tenant, buyer); bursts 0 = one second's worth. */
     uint32_t rate_tenant, rate_tenant_burst;
@@ -206,11 +207,19 @@ struct node {
     ratelim rl_buyer;      /* per (tenant, buyer), reserves */
     uint64_t rl_seed;      /* random per process: bucket sets cannot be aimed at */
     uint64_t rate_limited; /* requests refused by a bucket */
+    bool schema_ok;        /* the commit connection found a schema this node runs on */
+    bool schema_noted;     /* a schema one version ahead was logged */
+    int exit_code;         /* 1 after a refused schema, else 0 */
 };
 
 /* Loads ownership synchronously, then opens sockets and connections on
  * loop. Returns 0, or an ESC_E* code after logging why. */
 int node_start(node *n, uv_loop_t *loop, const node_config *cfg);
+/* True when the node can serve: both database connections up, the schema
+ * checked, and in managed mode the coordinator answering and every
+ * assigned segment loaded; else false with the reason in why (cap bytes).
+ * For /readyz (daemon.h). */
+bool node_ready(const node *n, char *why, size_t cap);
 /* Begins a clean shutdown: stop reading, finish batches, close handles. */
 void node_stop(node *n);
 /* Frees what node_start allocated, after uv_run returned. */

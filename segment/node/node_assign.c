@@ -193,8 +193,10 @@ static void on_hb_frame(void *arg, const void *msg, size_t len, const nnx_hdr *h
         return;
     }
     if (rep.status != 0 || !rep.has_hb) {
-        ESC_LOG(ESC_LOG_WARN, "SEG-HB", "coordinator refused heartbeat corr=%" PRIu64 ": %s %s",
-                rep.corr_id, esc_err_name(rep.status), rep.message);
+        /* no corr: a coordinator refusing every heartbeat (a wrong cluster
+         * key) repeats one line, which the log holds back with a count */
+        ESC_LOG(ESC_LOG_WARN, "SEG-HB", "coordinator refused a heartbeat: %s %s",
+                esc_err_name(rep.status), rep.message);
         return;
     }
     on_reply(n, rep.corr_id, n->hb.reply);

@@ -3,7 +3,12 @@
  */
 #include "node_db.h"
 
+#include <stdio.h>
+#include <stdlib.h>
+
 #include "escrow_errors.h"
+#include "log.h"
+#include "schema_version.h"
 #include "node_commit.h"
 #include "node_lookup.h"
 #include "node_metrics.h"
@@ -16,6 +21,52 @@ static void on_reconnect_timer(uv_timer_t *t)
     node *n = t->data;
     pgx_reconnect(&n->commit_conn);
     pgx_reconnect(&n->query_conn);
+}
+
+/* The schema is not one this node runs on (schema_version.h): stop. The
+ * node cannot commit anything on it, so requests that wait for a commit
+ * would wait for ever: when some do, the process ends at once (none of
+ * them was acknowledged). */
+static void refuse_schema(node *n, const char *msg)
+{
+    ESC_LOG(ESC_LOG_ERROR, "SEG-SCHEMA", "%s", msg);
+    n->exit_code = 1;
+    if (!node_commit_idle(n) || n->query_busy) {
+        ESC_LOG(ESC_LOG_ERROR, "SEG-STOP",
+                "exiting now: requests waiting for a commit were "
+                "never acknowledged");
+        esc_log_flush_repeats();
+        exit(1);
+    }
+    node_stop(n);
+}
+
+static void on_schema(pgx_conn *c, PGresult *res, const pgx_err *err, void *arg)
+{
+    (void)c;
+    node *n = arg;
+    int db = 0, bin = schema_version_binary();
+    char msg[512];
+    if (schema_version_read(err->code == 0 ? res : NULL, err->sqlstate, &db) != 0) {
+        if (err->conn_lost) {
+            return; /* the state callback reconnects, and the check runs again */
+        }
+        snprintf(msg, sizeof msg, "cannot read the schema version: %s", err->message);
+        refuse_schema(n, msg);
+        return;
+    }
+    schema_verdict v = schema_version_compat(db, bin);
+    schema_version_message(v, db, bin, "escrow-segment", msg, sizeof msg);
+    if (!schema_version_runs(v)) {
+        refuse_schema(n, msg);
+        return;
+    }
+    if (v == SCHEMA_NEXT && !n->schema_noted) {
+        ESC_LOG(ESC_LOG_WARN, "SEG-SCHEMA", "%s", msg);
+        n->schema_noted = true;
+    }
+    n->schema_ok = true;
+    node_commit_conn_up(n);
 }
 
 static void on_db_state(pgx_conn *c, bool up, void *arg)
@@ -32,7 +83,12 @@ static void on_db_state(pgx_conn *c, bool up, void *arg)
         return;
     }
     if (c == &n->commit_conn) {
-        node_commit_conn_up(n);
+        /* every connection checks the schema before the first commit */
+        n->schema_ok = false;
+        if (pgx_query(c, NULL, SCHEMA_VERSION_SQL, 0, NULL, on_schema, n) != 0) {
+            ESC_LOG(ESC_LOG_WARN, "SEG-SCHEMA", "cannot send the schema check; reconnecting");
+            pgx_drop(c);
+        }
     } else {
         node_lookup_kick(n);
     }

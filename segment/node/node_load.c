@@ -15,8 +15,28 @@
 #include "node_lookup.h"
 #include "node_metrics.h"
 #include "pg_result.h"
+#include "schema_version.h"
 
 /* ---- static mode ------------------------------------------------------------ */
+
+/* A static node checks the schema before it claims anything (the commit
+ * connection checks it again, as on every connection). */
+static int check_schema(PGconn *conn)
+{
+    char why[512];
+    int db = 0, bin = schema_version_binary();
+    if (schema_version_query(conn, &db, why, sizeof why) != 0) {
+        ESC_LOG(ESC_LOG_ERROR, "SEG-SCHEMA", "%s", why);
+        return ESC_EDB;
+    }
+    schema_verdict v = schema_version_compat(db, bin);
+    schema_version_message(v, db, bin, "escrow-segment", why, sizeof why);
+    if (!schema_version_runs(v)) {
+        ESC_LOG(ESC_LOG_ERROR, "SEG-SCHEMA", "%s", why);
+        return ESC_ECONFIG;
+    }
+    return 0;
+}
 
 int node_load_owned(node *n)
 {
@@ -28,7 +48,12 @@ int node_load_owned(node *n)
         return ESC_EUNAVAILABLE;
     }
     char why[512] = "";
-    int rc =
+    int rc = check_schema(conn);
+    if (rc != 0) {
+        PQfinish(conn);
+        return rc;
+    }
+    rc =
         seg_store_take_ownership(conn, n->cfg.node_id, n->cfg.advertise, &n->core, why, sizeof why);
     PQfinish(conn);
     if (rc != 0) {

@@ -67,8 +67,11 @@ static bool buyer_allowed(node *n, const wire_request *q)
 int node_net_guard_start(node *n)
 {
     const node_config *cfg = &n->cfg;
-    auth_guard_config ac = {
-        .on = cfg->auth, .dsn = cfg->dsn, .cluster_key = cfg->cluster_key, .name = "segment"};
+    auth_guard_config ac = {.on = cfg->auth,
+                            .dsn = cfg->dsn,
+                            .cluster_key = cfg->cluster_key,
+                            .cluster_key_prev = cfg->cluster_key_prev,
+                            .name = "segment"};
     int rc = auth_guard_start(&n->auth, n->loop, &ac);
     if (rc == 0) {
         rc = ratelim_init(&n->rl_tenant, NODE_RL_TENANT_SLOTS, cfg->rate_tenant,
@@ -80,6 +83,28 @@ int node_net_guard_start(node *n)
     }
     n->rl_seed = auth_random_u64();
     return rc;
+}
+
+int node_net_reload(node *n, const node_config *fresh)
+{
+    int rc = ratelim_set(&n->rl_tenant, NODE_RL_TENANT_SLOTS, fresh->rate_tenant,
+                         fresh->rate_tenant_burst);
+    if (rc == 0) {
+        n->cfg.rate_tenant = fresh->rate_tenant;
+        n->cfg.rate_tenant_burst = fresh->rate_tenant_burst;
+    }
+    int rc2 =
+        ratelim_set(&n->rl_buyer, NODE_RL_BUYER_SLOTS, fresh->rate_buyer, fresh->rate_buyer_burst);
+    if (rc2 == 0) {
+        n->cfg.rate_buyer = fresh->rate_buyer;
+        n->cfg.rate_buyer_burst = fresh->rate_buyer_burst;
+    }
+    int rc3 = auth_guard_set_cluster(&n->auth, fresh->cluster_key, fresh->cluster_key_prev);
+    if (rc3 == 0) {
+        (void)wire_set_credential(fresh->cluster_key); /* the heartbeats carry it */
+    }
+    auth_guard_reload_now(&n->auth);
+    return rc != 0 ? rc : rc2 != 0 ? rc2 : rc3;
 }
 
 static void on_auth_closed(void *arg)

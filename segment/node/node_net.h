@@ -20,6 +20,13 @@
 /* Credentials and rate limits, before anything is claimed or opened.
  * Returns 0 or an ESC_E* code. */
 int node_net_guard_start(node *n);
+/* A reload (SIGHUP): the rate limits and the cluster keys of fresh
+ * (borrowed; its cluster_key is what heartbeats carry from now on, its
+ * cluster_key_prev is accepted too), and the credentials table read again
+ * now. Returns
+ * 0, or an ESC_E* code when a limit or a key could not be taken (that part
+ * keeps its old value). */
+int node_net_reload(node *n, const node_config *fresh);
 /* Opens the REP socket on every --listen endpoint and starts reading.
  * Returns 0 or an ESC_E* code after logging. */
 int node_net_open(node *n);

@@ -74,9 +74,13 @@ wait_value() {
 }
 
 esc_step "flags: documented in --help, refused when malformed"
-"$ESC_BIN/escrow-segment" --help | grep -q -- '--metrics' || esc_fail "escrow-segment --help lacks --metrics"
-"$ESC_BIN/escrow-coordinator" --help | grep -q -- '--metrics' || esc_fail "escrow-coordinator --help lacks --metrics"
-"$ESC_BIN/escrow-coordinator" --help | grep -q -- '--check-ms' || esc_fail "escrow-coordinator --help lacks --check-ms"
+# the whole text first: grep -q stops reading at its match, and a --help over
+# one stdio buffer (4 KiB) then dies of SIGPIPE on its second write (pipefail)
+seg_help=$("$ESC_BIN/escrow-segment" --help)
+coord_help=$("$ESC_BIN/escrow-coordinator" --help)
+grep -q -- '--metrics' <<<"$seg_help" || esc_fail "escrow-segment --help lacks --metrics"
+grep -q -- '--metrics' <<<"$coord_help" || esc_fail "escrow-coordinator --help lacks --metrics"
+grep -q -- '--check-ms' <<<"$coord_help" || esc_fail "escrow-coordinator --help lacks --check-ms"
 rc=0
 "$ESC_BIN/escrow-segment" --node-id x --listen tcp://127.0.0.1:1 --metrics 'no:port' 2>/dev/null || rc=$?
 itest_eq "$rc" 2 "escrow-segment --metrics no:port exit status"

@@ -9,6 +9,7 @@
 #include <string.h>
 
 #include "bench.h"
+#include "build_info.h"
 
 static const char USAGE[] =
     "usage: escrow-bench COMMAND [OPTIONS]\n"
@@ -18,6 +19,7 @@ static const char USAGE[] =
     "         [--inflight N] [--rate R] [--count N] [--mix-item I --mix-pct P]\n"
     "         [--ttl-ms MS] [--deadline-ms MS] [--key-prefix S] [--pids P,P] [--pg-pid P]\n"
     "  report FILE                                               table, ratios, RESULT\n"
+    "  --version                                                 the version, the git commit\n"
     "common: --label L (key prefix, required) --seconds S (5) --warmup-ms MS (1000)\n"
     "Every measurement prints one line: BENCH <label>_<key>=<value> ...\n"
     "The whole benchmark: make bench (tests/support/bench.sh).\n";
@@ -125,6 +127,10 @@ int main(int argc, char **argv)
     if (argc < 2 || strcmp(argv[1], "--help") == 0 || strcmp(argv[1], "-h") == 0) {
         fputs(USAGE, argc < 2 ? stderr : stdout);
         return argc < 2 ? 2 : 0;
+    }
+    if (strcmp(argv[1], "--version") == 0) {
+        build_info_print(stdout, "escrow-bench");
+        return 0;
     }
     const char *cmd = argv[1];
     if (strcmp(cmd, "report") == 0) {

@@ -18,6 +18,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "build_info.h"
 #include "counters.h"
 #include "escrow.h"
 #include "esc_limits.h"
@@ -35,6 +36,7 @@ static void usage(FILE *f)
             "         [--ttl-ms MS] [--deadline-ms MS] [--seed N] [--dsn DSN]\n"
             "         [--key-prefix S] [--buyer-pool N] [--try-later-retries N] [--quiet]\n"
             "         [--credential FILE]\n"
+            "       escrow-load --version\n"
             "defaults: tenant t1, item item-1, buyers 100000, concurrency 1000, qty 1,\n"
             "  think-ms 0, confirm 0.7, release 0.2 (the rest abandons its hold), ttl-ms 0\n"
             "  (the item's), deadline-ms 0 (5000), seed 1, key-prefix load-<seed>-<item>,\n"
@@ -105,6 +107,7 @@ static const struct option long_opts[] = {
     {"quiet", no_argument, NULL, 'Q'},
     {"credential", required_argument, NULL, 'K'},
     {"help", no_argument, NULL, 'h'},
+    {"version", no_argument, NULL, 'V'},
     {NULL, 0, NULL, 0},
 };
 
@@ -335,6 +338,10 @@ static int parse_args(int argc, char **argv, cli_args *a)
     while ((ch = getopt_long(argc, argv, "", long_opts, NULL)) != -1) {
         if (ch == 'h') {
             usage(stdout);
+            exit(0);
+        }
+        if (ch == 'V') {
+            build_info_print(stdout, "escrow-load");
             exit(0);
         }
         if (ch == '?' || parse_opt(a, ch, optarg) < 0) {

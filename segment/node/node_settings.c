@@ -1,0 +1,419 @@
+/*
+ * node_settings.c - see node_settings.h. One setter (set_opt) takes every
+ * value, from the command line and from the config file alike, so both
+ * accept exactly the same values and say the same thing about a bad one.
+ */
+#include "node_settings.h"
+
+#include <getopt.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "auth_guard.h"
+#include "build_info.h"
+#include "log.h"
+#include "metrics_http.h"
+#include "ratelim.h"
+#include "wire.h"
+
+static const struct option opts[] = {{"node-id", required_argument, NULL, 'n'},
+                                     {"listen", required_argument, NULL, 'l'},
+                                     {"dsn", required_argument, NULL, 'd'},
+                                     {"log-level", required_argument, NULL, 'v'},
+                                     {"log-format", required_argument, NULL, 'f'},
+                                     {"sweep-ms", required_argument, NULL, 's'},
+                                     {"coordinator", required_argument, NULL, 'c'},
+                                     {"advertise", required_argument, NULL, 'a'},
+                                     {"metrics", required_argument, NULL, 'm'},
+                                     {"config", required_argument, NULL, 'F'},
+                                     {"region", required_argument, NULL, 'R'},
+                                     {"auth", required_argument, NULL, 'A'},
+                                     {"cluster-key", required_argument, NULL, 'K'},
+                                     {"rate-tenant", required_argument, NULL, 'T'},
+                                     {"rate-buyer", required_argument, NULL, 'B'},
+                                     {"help", no_argument, NULL, 'h'},
+                                     {"version", no_argument, NULL, 'V'},
+                                     {"check-config", no_argument, NULL, 'X'},
+                                     {NULL, 0, NULL, 0}};
+
+static const char *const not_keys[] = {"config", NULL};
+static const char *const repeatable[] = {"listen", NULL};
+static const config_spec spec = {"segment", opts, not_keys, repeatable};
+
+void node_settings_usage(FILE *f)
+{
+    fprintf(f,
+            "usage: escrow-segment --node-id ID --listen URL [--listen URL ...] [--dsn DSN]\n"
+            "                      [--coordinator URL [--advertise URL]]\n"
+            "                      [--log-level error|warn|info|debug] [--log-format text|json]\n"
+            "                      [--sweep-ms MS] [--metrics [HOST:]PORT]\n"
+            "                      [--auth on|off] [--cluster-key FILE]\n"
+            "                      [--rate-tenant N[:BURST]] [--rate-buyer N[:BURST]]\n"
+            "       escrow-segment --region FILE --node-id ID [--advertise URL] [the options\n"
+            "                      above but --dsn, --listen and --coordinator]\n"
+            "       escrow-segment --config FILE [any option above]\n"
+            "       escrow-segment --check-config [the options above]\n"
+            "       escrow-segment --version | --help\n"
+            "\n"
+            "Static mode (no --coordinator): serves the escrow segments assigned to node ID\n"
+            "in PostgreSQL; taking them raises their epoch, which fences any previous owner.\n"
+            "Managed mode: heartbeats the coordinator and serves the segments it assigns.\n"
+            "  --config       the node's config file (examples/config/segment.ini): section\n"
+            "                 [segment], every option below is a key (node_id = n1); the\n"
+            "                 command line overrides it; SIGHUP re-reads it. A region file\n"
+            "                 (first section [region]) given here is read as --region\n"
+            "  --region       the region's INI file (examples/regions/eu.ini): the dsn and\n"
+            "                 the coordinator from [region], listen = advertise = the node's\n"
+            "                 endpoint in [nodes]; excludes --dsn, --listen, --coordinator\n"
+            "  --dsn          PostgreSQL connection string (default: $ESCROW_DSN)\n"
+            "  --listen       nanomsg endpoint, e.g. tcp://127.0.0.1:7101 or ipc:///tmp/esc.sock\n"
+            "  --coordinator  the coordinator's heartbeat endpoint (its --listen URL)\n"
+            "  --advertise    the endpoint clients use to reach this node (default: the first\n"
+            "                 --listen)\n"
+            "  --log-level    lowest level logged (default info)\n"
+            "  --log-format   text (default) or json: one object per line\n"
+            "  --sweep-ms     expiry sweeper period (default 50)\n"
+            "  --metrics      serve Prometheus metrics over HTTP at http://HOST:PORT/metrics,\n"
+            "                 and /healthz and /readyz (e.g. 127.0.0.1:9101; a bare PORT\n"
+            "                 listens on every interface; off when not given)\n"
+            "  --auth         on: every request needs a valid key (tenant key for its own\n"
+            "                 tenant, admin key for operator release); off (default): none\n"
+            "  --cluster-key  file with the cluster key the heartbeats carry (default:\n"
+            "                 $ESCROW_CLUSTER_KEY), and optionally on its second line the\n"
+            "                 previous key, still accepted; needed in managed mode when the\n"
+            "                 coordinator runs with --auth on\n"
+            "  --rate-tenant  requests per second per tenant (token bucket, burst BURST,\n"
+            "                 default one second's worth); over it: BUSY. 0 = off (default)\n"
+            "  --rate-buyer   reserves per second per buyer of a tenant; 0 = off (default)\n"
+            "  --check-config read and check the settings and the files they name, print\n"
+            "                 \"configuration ok\" and exit 0 (2 and the error if not); opens\n"
+            "                 nothing\n"
+            "  --version      print the version and the git commit, and exit\n"
+            "Signals: SIGTERM/SIGINT stop cleanly; SIGHUP re-reads the config file and the\n"
+            "cluster key file and applies the log level and format, the rate limits and the\n"
+            "cluster key (the rest needs a restart, as the log says).\n");
+}
+
+void node_settings_init(node_settings *s)
+{
+    memset(s, 0, sizeof *s);
+    s->log_level = ESC_LOG_INFO;
+    s->log_format = ESC_LOG_TEXT;
+}
+
+static int set_string(node_settings *s, int opt, const char *v, char *why, size_t why_len)
+{
+    const char *copy = config_strs_dup(&s->strs, v);
+    switch (opt) {
+    case 'n':
+        s->node.node_id = copy;
+        return 0;
+    case 'l':
+        if (s->node.nlisten == NODE_LISTEN_MAX) {
+            snprintf(why, why_len, "at most %d endpoints", NODE_LISTEN_MAX);
+            return -1;
+        }
+        s->node.listen[s->node.nlisten++] = copy;
+        return 0;
+    case 'd':
+        s->node.dsn = copy;
+        return 0;
+    case 'c':
+        s->node.coordinator = copy;
+        return 0;
+    case 'a':
+        s->node.advertise = copy;
+        return 0;
+    case 'R':
+        s->region = copy;
+        return 0;
+    default: /* 'K' */
+        s->cluster_key_file = copy;
+        return 0;
+    }
+}
+
+static int set_number(node_settings *s, int opt, const char *v, char *why, size_t why_len)
+{
+    if (opt == 's') {
+        char *end;
+        long x = strtol(v, &end, 10);
+        if (*v == '\0' || *end != '\0' || x < 1 || x > 10000) {
+            snprintf(why, why_len, "must be 1..10000, not '%s'", v);
+            return -1;
+        }
+        s->node.sweep_ms = (uint32_t)x;
+        return 0;
+    }
+    node_config *c = &s->node;
+    if (ratelim_parse(v, opt == 'T' ? &c->rate_tenant : &c->rate_buyer,
+                      opt == 'T' ? &c->rate_tenant_burst : &c->rate_buyer_burst) != 0) {
+        snprintf(why, why_len, "takes N or N:BURST (0..1000000 each), not '%s'", v);
+        return -1;
+    }
+    return 0;
+}
+
+/* One option's value: the command line's and the config file's setter
+ * (config_set_fn). */
+static int set_opt(void *arg, int opt, const char *v, char *why, size_t why_len)
+{
+    node_settings *s = arg;
+    char host[METRICS_HTTP_ADDR_LEN_MAX + 1];
+    uint16_t port;
+    switch (opt) {
+    case 'v':
+        s->log_level = esc_log_level_parse(v);
+        return s->log_level >= 0
+                   ? 0
+                   : (snprintf(why, why_len, "takes error, warn, info or debug, not '%s'", v), -1);
+    case 'f':
+        s->log_format = esc_log_format_parse(v);
+        return s->log_format >= 0 ? 0
+                                  : (snprintf(why, why_len, "takes text or json, not '%s'", v), -1);
+    case 'A':
+        return auth_parse_onoff(v, &s->node.auth) == 0
+                   ? 0
+                   : (snprintf(why, why_len, "takes on or off, not '%s'", v), -1);
+    case 'm':
+        if (metrics_http_parse(v, host, sizeof host, &port) != 0) {
+            snprintf(why, why_len, "takes PORT, HOST:PORT or [IPV6]:PORT, not '%s'", v);
+            return -1;
+        }
+        s->node.metrics = config_strs_dup(&s->strs, v);
+        return 0;
+    case 's':
+    case 'T':
+    case 'B':
+        return set_number(s, opt, v, why, why_len);
+    default:
+        return set_string(s, opt, v, why, why_len);
+    }
+}
+
+int node_settings_args(node_settings *s, int argc, char **argv, bool *show_usage, char *err,
+                       size_t errlen)
+{
+    config_argv_out out = {s->given, &s->config, &s->check_only, show_usage};
+    int rc = config_argv(&spec, argc, argv, set_opt, s, &out, err, errlen);
+    if (rc == CONFIG_ARGV_HELP) {
+        node_settings_usage(stdout);
+    } else if (rc == CONFIG_ARGV_VERSION) {
+        build_info_print(stdout, "escrow-segment");
+    }
+    return rc > 0 ? 1 : rc;
+}
+
+void node_settings_fork(node_settings *dst, const node_settings *argv_only)
+{
+    *dst = *argv_only;
+    memset(&dst->strs, 0, sizeof dst->strs);
+    dst->region_cfg = NULL;
+}
+
+void node_settings_free(node_settings *s)
+{
+    config_strs_free(&s->strs);
+    free(s->region_cfg);
+    s->region_cfg = NULL;
+}
+
+/* The region file fills the dsn, the coordinator and the node's endpoint;
+ * it excludes the options that name them. */
+static int apply_region(node_settings *s, char *err, size_t errlen)
+{
+    node_config *c = &s->node;
+    if (c->dsn != NULL || c->nlisten > 0 || c->coordinator != NULL) {
+        snprintf(err, errlen,
+                 "%s excludes --dsn, --listen and --coordinator (the region file names them)",
+                 s->region_by);
+        return -1;
+    }
+    s->region_cfg = esc_xmalloc(sizeof *s->region_cfg);
+    char why[REGION_ERR_LEN];
+    if (region_cfg_load(s->region, s->region_cfg, why, sizeof why) != 0) {
+        snprintf(err, errlen, "%s", why);
+        return -1;
+    }
+    if (c->node_id == NULL) {
+        snprintf(err, errlen, "%s needs --node-id ID (a key of [nodes] in %s)", s->region_by,
+                 s->region);
+        return -1;
+    }
+    const region_node *n = region_cfg_node(s->region_cfg, c->node_id);
+    if (n == NULL) {
+        snprintf(err, errlen, "%s: no node '%s' in [nodes]", s->region, c->node_id);
+        return -1;
+    }
+    c->dsn = s->region_cfg->dsn;
+    c->coordinator = s->region_cfg->coordinator;
+    c->listen[0] = n->endpoint;
+    c->nlisten = 1;
+    if (c->advertise == NULL) {
+        c->advertise = n->endpoint;
+    }
+    return 0;
+}
+
+/* --config: the node's file, or (first section [region]) a region file. */
+static int read_config(node_settings *s, char *err, size_t errlen)
+{
+    int kind = config_is_region_file(s->config, err, errlen);
+    if (kind < 0) {
+        return -1;
+    }
+    if (kind == 1) {
+        if (s->region != NULL) {
+            snprintf(err, errlen, "--config names a region file and --region another one");
+            return -1;
+        }
+        s->region = s->config;
+        s->region_by = "--config";
+        return 0;
+    }
+    if (config_load(&spec, s->config, s->given, set_opt, s, err, errlen) != 0) {
+        return -1;
+    }
+    if (s->region != NULL && !s->given['R']) {
+        snprintf(s->region_by_buf, sizeof s->region_by_buf, "region in %s", s->config);
+        s->region_by = s->region_by_buf;
+    }
+    return 0;
+}
+
+/* What needs every setting. */
+static int check(const node_settings *s, bool *show_usage, char *err, size_t errlen)
+{
+    const node_config *c = &s->node;
+    if (c->node_id == NULL || !wire_id_valid(c->node_id, ESC_TENANT_LEN_MAX) || c->nlisten == 0 ||
+        c->dsn == NULL) {
+        *show_usage = true;
+        snprintf(err, errlen,
+                 "--node-id (printable, <= 64 bytes), --listen and a DSN (--dsn or "
+                 "$ESCROW_DSN) are required");
+        return -1;
+    }
+    if ((c->advertise != NULL && c->coordinator == NULL) ||
+        (c->advertise != NULL &&
+         (c->advertise[0] == '\0' || strlen(c->advertise) > ESC_ENDPOINT_LEN_MAX)) ||
+        (c->coordinator != NULL && c->coordinator[0] == '\0') ||
+        (c->coordinator != NULL && c->advertise == NULL &&
+         strlen(c->listen[0]) > ESC_ENDPOINT_LEN_MAX)) {
+        snprintf(err, errlen, "--advertise needs --coordinator; endpoints are 1..%d bytes",
+                 ESC_ENDPOINT_LEN_MAX);
+        return -1;
+    }
+    return 0;
+}
+
+int node_settings_files(node_settings *s, bool *show_usage, char *err, size_t errlen)
+{
+    *show_usage = false;
+    if (s->region != NULL) {
+        s->region_by = "--region";
+    }
+    if (s->config != NULL && read_config(s, err, errlen) != 0) {
+        return -1;
+    }
+    if (s->region != NULL && apply_region(s, err, errlen) != 0) {
+        *show_usage = strstr(err, "excludes") != NULL;
+        return -1;
+    }
+    if (s->node.dsn == NULL) {
+        s->node.dsn = getenv("ESCROW_DSN");
+    }
+    if (check(s, show_usage, err, errlen) != 0) {
+        return -1;
+    }
+    bool have = false;
+    if (auth_cluster_keys_load(s->cluster_key_file, s->cluster_key, s->cluster_key_prev, &have, err,
+                               errlen) != 0) {
+        return -1;
+    }
+    s->node.cluster_key = have ? s->cluster_key : NULL;
+    s->node.cluster_key_prev = s->cluster_key_prev[0] != '\0' ? s->cluster_key_prev : NULL;
+    return 0;
+}
+
+/* "tcp://a tcp://b": the listen endpoints, for messages. */
+static void listen_text(const node_config *c, char *out, size_t cap)
+{
+    size_t n = 0;
+    out[0] = '\0';
+    for (int i = 0; i < c->nlisten && n < cap; i++) {
+        int w = snprintf(out + n, cap - n, "%s%s", i ? " " : "", c->listen[i]);
+        n += w > 0 ? (size_t)w : 0;
+    }
+}
+
+/* "esk_<id>": a key's id, never its secret ("" when none). */
+static void key_id_text(const char *key, char *out, size_t cap)
+{
+    snprintf(out, cap, "%.*s", key != NULL && key[0] != '\0' ? 4 + AUTH_KEY_ID_LEN : 0,
+             key != NULL ? key : "");
+}
+
+static int diff_keys(const node_settings *a, const node_settings *b)
+{
+    char ka[32], kb[32], pa[32], pb[32];
+    key_id_text(a->node.cluster_key, ka, sizeof ka);
+    key_id_text(b->node.cluster_key, kb, sizeof kb);
+    key_id_text(a->cluster_key_prev, pa, sizeof pa);
+    key_id_text(b->cluster_key_prev, pb, sizeof pb);
+    int n = config_note_change("SEG-RELOAD", "cluster_key", ka, kb, true, false);
+    n += config_note_change("SEG-RELOAD", "cluster_key (previous, accepted)", pa, pb, true, false);
+    if (n == 0 && a->node.cluster_key != NULL && b->node.cluster_key != NULL &&
+        strcmp(a->node.cluster_key, b->node.cluster_key) != 0) {
+        n += config_note_change("SEG-RELOAD", "cluster_key secret", "a", "b", true, true);
+    }
+    return n;
+}
+
+int node_settings_diff(const node_settings *a, const node_settings *b)
+{
+    const node_config *x = &a->node, *y = &b->node;
+    char lx[1200], ly[1200], nx[64], ny[64];
+    listen_text(x, lx, sizeof lx);
+    listen_text(y, ly, sizeof ly);
+    const char *id = "SEG-RELOAD";
+    int n = config_note_change(id, "log_level", esc_log_level_name(a->log_level),
+                               esc_log_level_name(b->log_level), true, false);
+    n += config_note_change(id, "log_format", esc_log_format_name(a->log_format),
+                            esc_log_format_name(b->log_format), true, false);
+    snprintf(nx, sizeof nx, "%u:%u", x->rate_tenant, x->rate_tenant_burst);
+    snprintf(ny, sizeof ny, "%u:%u", y->rate_tenant, y->rate_tenant_burst);
+    n += config_note_change(id, "rate_tenant", nx, ny, true, false);
+    snprintf(nx, sizeof nx, "%u:%u", x->rate_buyer, x->rate_buyer_burst);
+    snprintf(ny, sizeof ny, "%u:%u", y->rate_buyer, y->rate_buyer_burst);
+    n += config_note_change(id, "rate_buyer", nx, ny, true, false);
+    n += diff_keys(a, b);
+    n += config_note_change(id, "node_id", x->node_id, y->node_id, false, false);
+    n += config_note_change(id, "listen", lx, ly, false, false);
+    n += config_note_change(id, "dsn", x->dsn, y->dsn, false, true);
+    n += config_note_change(id, "coordinator", x->coordinator, y->coordinator, false, false);
+    n += config_note_change(id, "advertise", x->advertise, y->advertise, false, false);
+    n += config_note_change(id, "metrics", x->metrics, y->metrics, false, false);
+    n += config_note_change(id, "auth", x->auth ? "on" : "off", y->auth ? "on" : "off", false,
+                            false);
+    snprintf(nx, sizeof nx, "%u", x->sweep_ms ? x->sweep_ms : 50);
+    snprintf(ny, sizeof ny, "%u", y->sweep_ms ? y->sweep_ms : 50);
+    n += config_note_change(id, "sweep_ms", nx, ny, false, false);
+    n += config_note_change(id, "region", a->region, b->region, false, false);
+    return n;
+}
+
+void node_settings_take_reloadable(node_settings *running, const node_settings *fresh)
+{
+    running->log_level = fresh->log_level;
+    running->log_format = fresh->log_format;
+    node_config *r = &running->node;
+    const node_config *f = &fresh->node;
+    r->rate_tenant = f->rate_tenant;
+    r->rate_tenant_burst = f->rate_tenant_burst;
+    r->rate_buyer = f->rate_buyer;
+    r->rate_buyer_burst = f->rate_buyer_burst;
+    memcpy(running->cluster_key, fresh->cluster_key, sizeof running->cluster_key);
+    memcpy(running->cluster_key_prev, fresh->cluster_key_prev, sizeof running->cluster_key_prev);
+    r->cluster_key = f->cluster_key != NULL ? running->cluster_key : NULL;
+    r->cluster_key_prev = f->cluster_key_prev != NULL ? running->cluster_key_prev : NULL;
+}
