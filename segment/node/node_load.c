@@ -196,7 +196,7 @@ static void row_from_result(const PGresult *res, int i, node_load_row *l)
     l->seg.available = strtoll(PQgetvalue(res, i, 4), NULL, 10);
     l->seg.held = strtoll(PQgetvalue(res, i, 5), NULL, 10);
     l->seg.sold = strtoll(PQgetvalue(res, i, 6), NULL, 10);
-    l->seg.next_seq = strtoull(PQgetvalue(res, i, 7), NULL, 10);
+    seg_store_seq_range(strtoull(PQgetvalue(res, i, 7), NULL, 10), &l->seg);
     l->seg.state = seg_store_segment_state(PQgetvalue(res, i, 8));
     l->item.max_per_order = (int32_t)strtol(PQgetvalue(res, i, 9), NULL, 10);
     l->item.max_per_buyer = (int32_t)strtol(PQgetvalue(res, i, 10), NULL, 10);
@@ -253,8 +253,10 @@ bool node_load_next(node *n)
     if (k == 0) {
         return false;
     }
-    const char *v[3] = {n->cfg.node_id, sbuf_cstr(&ld->ids), sbuf_cstr(&ld->epochs)};
-    if (pgx_query(&n->query_conn, NULL, SEG_SQL_LOAD_SEGMENTS, 3, v, on_load_segments, n) != 0) {
+    char range[24];
+    snprintf(range, sizeof range, "%llu", (unsigned long long)ESC_HOLD_SEQ_RANGE);
+    const char *v[4] = {n->cfg.node_id, sbuf_cstr(&ld->ids), sbuf_cstr(&ld->epochs), range};
+    if (pgx_query(&n->query_conn, NULL, SEG_SQL_LOAD_SEGMENTS, 4, v, on_load_segments, n) != 0) {
         return false; /* the next reply asks again */
     }
     ld->busy = true;

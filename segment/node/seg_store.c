@@ -103,12 +103,15 @@ static int load_items(PGconn *conn, const char *node_id, seg_core *core, char *w
 static int claim_segments(PGconn *conn, const char *node_id, seg_core *core, sbuf *ids, char *why,
                           size_t why_len)
 {
-    const char *v[1] = {node_id};
+    char range[24];
+    snprintf(range, sizeof range, "%llu", (unsigned long long)ESC_HOLD_SEQ_RANGE);
+    const char *v[2] = {node_id, range};
     PGresult *r = exec(conn,
-                       "/* escrow:segment-claim */ UPDATE segments SET epoch = epoch + 1 "
+                       "/* escrow:segment-claim */ UPDATE segments SET epoch = epoch + 1, "
+                       "hold_seq = hold_seq + $2::bigint "
                        "WHERE node_id = $1 AND state <> 'retired' RETURNING segment_id, "
                        "tenant_id, item_id, epoch, available, held, sold, hold_seq, state",
-                       1, v, PGRES_TUPLES_OK);
+                       2, v, PGRES_TUPLES_OK);
     if (!ok(r, PGRES_TUPLES_OK)) {
         return fail(r, conn, why, why_len, "claim segments");
     }
@@ -122,7 +125,7 @@ static int claim_segments(PGconn *conn, const char *node_id, seg_core *core, sbu
         proto.available = i64(r, i, 4);
         proto.held = i64(r, i, 5);
         proto.sold = i64(r, i, 6);
-        proto.next_seq = (uint64_t)i64(r, i, 7);
+        seg_store_seq_range((uint64_t)i64(r, i, 7), &proto);
         proto.state = seg_store_segment_state(PQgetvalue(r, i, 8));
         if (it == NULL || seg_core_add_segment(core, it, &proto, &s) != 0) {
             snprintf(why, why_len, "segment %" PRIu64 " cannot be loaded", proto.segment_id);
@@ -227,6 +230,12 @@ int seg_store_take_ownership(PGconn *conn, const char *node_id, const char *endp
         rc = ESC_EINTERNAL;
     }
     return rc;
+}
+
+void seg_store_seq_range(uint64_t hold_seq, seg_segment *proto)
+{
+    proto->seq_limit = hold_seq;
+    proto->next_seq = hold_seq > ESC_HOLD_SEQ_RANGE ? hold_seq - ESC_HOLD_SEQ_RANGE : 1;
 }
 
 void seg_store_hold_from_row(const PGresult *res, int row, int c, wire_hold *w)
