@@ -696,15 +696,19 @@ void seg_core_release(seg_core *c, const char *tenant_id, uint64_t hold_id, int6
     case SEG_HELD:
         break;
     case SEG_CANCELLED:
-    case SEG_EXPIRED:
         reply(res, 0, h); /* a second release reports the first outcome */
+        return;
+    case SEG_EXPIRED:
+        /* the units are back, but not by this release: say so (the caller
+         * that checks only the answer must not believe it released them) */
+        reply(res, ESC_EEXPIRED, h);
         return;
     default:
         reply(res, ESC_ENOT_HELD, h);
         return;
     }
     if (now_ms >= h->expires_at_ms) {
-        finish_hold(c, h, SEG_OP_EXPIRE, SEG_EXPIRED, 0, res, 0);
+        finish_hold(c, h, SEG_OP_EXPIRE, SEG_EXPIRED, 0, res, ESC_EEXPIRED);
         return;
     }
     finish_hold(c, h, SEG_OP_RELEASE, SEG_CANCELLED, 0, res, 0);

@@ -41,7 +41,7 @@ static int lookup_status(int op, int state, int64_t qty, int64_t qty_sold)
                : state == SEG_EXPIRED ? ESC_EEXPIRED
                                       : ESC_ENOT_HELD;
     case WIRE_OP_RELEASE:
-        return (state == SEG_CANCELLED || state == SEG_EXPIRED) ? 0 : ESC_ENOT_HELD;
+        return state == SEG_CANCELLED ? 0 : state == SEG_EXPIRED ? ESC_EEXPIRED : ESC_ENOT_HELD;
     case WIRE_OP_EXTEND:
         return state == SEG_EXPIRED ? ESC_EEXPIRED : ESC_ENOT_HELD;
     default:

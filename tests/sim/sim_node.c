@@ -197,7 +197,9 @@ static void lookup(sim_world *w, sim_node *n, sim_req *r)
                  : h->state == SEG_EXPIRED ? ESC_EEXPIRED
                                            : ESC_ENOT_HELD;
     } else if (r->f == F_RELEASE) {
-        status = (h->state == SEG_CANCELLED || h->state == SEG_EXPIRED) ? 0 : ESC_ENOT_HELD;
+        status = h->state == SEG_CANCELLED ? 0
+                 : h->state == SEG_EXPIRED ? ESC_EEXPIRED
+                                           : ESC_ENOT_HELD;
     } else if (r->f == F_EXTEND) {
         status = h->state == SEG_EXPIRED ? ESC_EEXPIRED : ESC_ENOT_HELD;
     } else {

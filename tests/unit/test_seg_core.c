@@ -265,9 +265,18 @@ static void test_expiry_at_point_of_use(void **state)
     assert_int_equal(res.status, ESC_EEXPIRED);
     assert_int_equal(res.op.kind, SEG_OP_EXPIRE);
     seg_core_commit_op(&f->core, &res.op, T0);
+    /* a release of a lapsed hold says so: EXPIRED, the hold attached */
     seg_core_release(&f->core, "shop", h->hold_id, T0 + 5000, &res);
-    assert_int_equal(res.status, 0);
+    assert_int_equal(res.disp, SEG_REPLY);
+    assert_int_equal(res.status, ESC_EEXPIRED);
     assert_int_equal(res.hold->state, SEG_EXPIRED);
+    /* and so does one that finds it lapsed at its point of use */
+    seg_hold *g = hold_committed(f, "b", "k2", 1);
+    seg_core_release(&f->core, "shop", g->hold_id, g->expires_at_ms, &res);
+    assert_int_equal(res.disp, SEG_COMMIT);
+    assert_int_equal(res.status, ESC_EEXPIRED);
+    assert_int_equal(res.op.kind, SEG_OP_EXPIRE);
+    seg_core_commit_op(&f->core, &res.op, T0);
     seg_core_confirm(&f->core, "shop", h->hold_id, 0, T0 + 5000, &res);
     assert_int_equal(res.status, ESC_EEXPIRED);
     assert_int_equal(f->s1->available + f->s2->available, 3);
