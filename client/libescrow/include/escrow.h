@@ -48,9 +48,10 @@
  *   - carts route each line on its own; all-or-nothing as in single-node mode.
  *
  * Every function returns 0 or a negative ESC_E* code (escrow_errors.h);
- * esc_strerror() gives a sentence, esc_err_name() the code's name. The
- * library never aborts its host and logs only through the callback given in
- * esc_options. It does not link libpq.
+ * esc_strerror() gives a sentence, esc_err_name() the code's name; every
+ * code each call can answer, and what to do, is the Answers table of
+ * docs/libescrow.md. The library never aborts its host and logs only
+ * through the callback given in esc_options. It does not link libpq.
  */
 #ifndef ESCROW_H
 #define ESCROW_H
