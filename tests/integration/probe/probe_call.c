@@ -40,24 +40,6 @@ static call_op parse_op(const char *op, bool *close_early)
               op != NULL ? op : "(none)");
 }
 
-/* "a:2,b:1" into lines (item ids point into spec); dies if malformed. */
-static size_t parse_cart(char *spec, esc_cart_line *lines)
-{
-    size_t n = 0;
-    for (char *save = NULL, *tok = strtok_r(spec, ",", &save); tok != NULL;
-         tok = strtok_r(NULL, ",", &save)) {
-        char *colon = strchr(tok, ':');
-        if (colon == NULL || n == ESC_CART_LINES_MAX) {
-            probe_die("call: cart wants --item ITEM:QTY[,ITEM:QTY...]");
-        }
-        *colon = '\0';
-        lines[n].item_id = tok;
-        lines[n].qty = strtoll(colon + 1, NULL, 10);
-        n++;
-    }
-    return n;
-}
-
 static esc_reserve_req reserve_req(const probe_args *args)
 {
     esc_reserve_req req = {.item_id = args->item,
@@ -130,7 +112,7 @@ int probe_call(const probe_args *args)
         char spec[1024];
         esc_cart_line lines[ESC_CART_LINES_MAX];
         snprintf(spec, sizeof spec, "%s", args->item != NULL ? args->item : "");
-        size_t n = parse_cart(spec, lines);
+        size_t n = probe_cart_lines(spec, lines);
         r.nholds = r.failed = SIZE_MAX;
         r.status = esc_reserve_cart(c, args->buyer ? args->buyer : args->key, lines, n, args->key,
                                     args->ttl_ms, 0, r.holds, &r.nholds, &r.failed);
@@ -190,7 +172,7 @@ static int async_one(esc_async *a, call_op op, const probe_args *args, call_resu
     static char spec[1024];
     static esc_cart_line lines[ESC_CART_LINES_MAX];
     snprintf(spec, sizeof spec, "%s", args->item != NULL ? args->item : "");
-    size_t n = parse_cart(spec, lines);
+    size_t n = probe_cart_lines(spec, lines);
     return esc_async_reserve_cart(a, args->buyer ? args->buyer : args->key, lines, n, args->key,
                                   args->ttl_ms, 0, cart_cb, r);
 }
