@@ -69,6 +69,15 @@
 
 /* Hold ids: (segment_id << ESC_HOLD_SEQ_BITS) | seq. */
 #define ESC_HOLD_SEQ_BITS 40
+/* Hold ids are unique across owners by construction: an owner gives out
+ * only sequence numbers below its limit, and a limit is made durable
+ * (segments.hold_seq, under the owner's epoch) before any id under it is
+ * given. Taking a segment reserves a fresh range of this many numbers past
+ * everything earlier owners reserved; each committed batch moves the limit
+ * to next_seq + this. So a stale owner's ids all lie below where the new
+ * owner starts. Each change of owner leaves at most this many numbers
+ * unused: 2^40 / 2^20, a million changes of owner per segment. */
+#define ESC_HOLD_SEQ_RANGE (1ULL << 20)
 #define ESC_SEGMENT_ID_MAX ((1ULL << (63 - ESC_HOLD_SEQ_BITS)) - 1)
 
 /* Under a coordinator: node ids, endpoints, and what one heartbeat carries.

@@ -54,14 +54,16 @@
     X(DB, -26, "database error")                                                                   \
     X(CONFIG, -27, "invalid configuration")                                                        \
     X(AUTH, -28, "credentials missing or not valid for this tenant")                               \
-    X(CONFLICT, -29, "the request conflicts with the current state")
+    X(CONFLICT, -29, "the request conflicts with the current state")                               \
+    X(CART_ENDED, -30,                                                                             \
+      "a hold of this cart key was already sold or released; start again with a new cart key")
 
 enum esc_err {
     ESC_OK = 0,
 #define ESC_ERR_ENUM_(name, code, msg) ESC_E##name = (code),
     ESC_ERROR_TABLE(ESC_ERR_ENUM_)
 #undef ESC_ERR_ENUM_
-        ESC_E_LAST_ = -30
+        ESC_E_LAST_ = -31
 };
 
 /* "SOLD_OUT" for ESC_ESOLD_OUT, "OK" for 0, "UNKNOWN" otherwise. Never NULL. */

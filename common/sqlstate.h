@@ -29,6 +29,7 @@
 #define SQLSTATE_SERIALIZATION_FAILURE "40001"
 #define SQLSTATE_DEADLOCK_DETECTED "40P01"
 #define SQLSTATE_UNDEFINED_TABLE "42P01"
+#define SQLSTATE_UNDEFINED_FUNCTION "42883"
 
 /* True if sqlstate (as pgx_err keeps it; "" when none) is code. */
 static inline bool sqlstate_is(const char *sqlstate, const char *code)

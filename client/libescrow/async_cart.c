@@ -3,19 +3,23 @@
  *
  * cart.c plans the cart (one reserve per distinct item, key
  * "<cart_key>/<item_id>"); here every planned line is reserved concurrently.
- * When all answered: if every line holds its units, the caller gets the
- * holds. Otherwise the cart compensates: every hold it did get is released
- * (the releases use the client's default deadline, not what is left of the
- * cart's, because giving units back matters even after a slow cart), and
- * the caller gets one line's error:
- *   - a line whose outcome is unknown (ESC_ETIMEDOUT, or ESC_ECLOSED while in
- *     flight) wins, because it may hold units we cannot release without a
- *     hold id: retry the cart with the SAME cart_key to learn those holds
- *     (and then release or use them), or let them expire at their ttl;
- *   - otherwise the first failing line in input order.
- * A line answered 0 with a hold that is not "held" (an idempotent replay of
- * a hold already cancelled, expired or converted) fails as ESC_ENOT_HELD:
- * a new attempt after a failed cart needs a NEW cart_key.
+ * When all answered, the cart's outcome is, in this order:
+ *   1. a line whose key already has an ended hold (an idempotent replay of
+ *      a hold that was sold, released or expired): the cart key is used up.
+ *      ESC_EEXPIRED when that hold lapsed, else ESC_ECART_ENDED; every hold
+ *      the cart got is released; the next attempt needs a NEW cart key;
+ *   2. a line whose outcome is unknown (ESC_ETIMEDOUT, or ESC_ECLOSED while
+ *      in flight): that answer, and the holds the cart got are KEPT (not
+ *      released): a retry with the SAME cart key gets them back by their
+ *      keys and learns the unknown line, so it completes (or gives a
+ *      definite answer). Not retried, they lapse at their ttl;
+ *   3. a line that failed (SOLD_OUT, TRY_LATER, a limit ...): the first in
+ *      input order; every hold the cart got is released (compensation: the
+ *      releases use the client's default deadline, not what is left of the
+ *      cart's, because giving units back matters even after a slow cart);
+ *      a new attempt needs a NEW cart key (the released lines would replay
+ *      as ended, 1.);
+ *   4. otherwise every line holds its units: the caller gets the holds.
  * A release that fails is logged; that hold lapses at its ttl.
  */
 #include <stdlib.h>
@@ -61,23 +65,33 @@ static bool unknown_outcome(int status)
     return status == ESC_ETIMEDOUT || status == ESC_ECLOSED;
 }
 
+static bool key_used_up(int status)
+{
+    return status == ESC_EEXPIRED || status == ESC_ECART_ENDED;
+}
+
+/* Sets the cart's result to the first line (in plan order) whose status
+ * matches; returns whether one did. NULL matches any failure. */
+static bool pick_first(cart_op *op, bool (*match)(int status))
+{
+    for (size_t i = 0; i < op->nplan; i++) {
+        int st = op->lines[i].status;
+        if (st != 0 && (match == NULL || match(st))) {
+            op->result = st;
+            op->failed_line = op->lines[i].plan.first_line;
+            return true;
+        }
+    }
+    return false;
+}
+
+/* The outcome, in the order of the file's header. */
 static void pick_failure(cart_op *op)
 {
     op->result = 0;
     op->failed_line = op->nlines;
-    for (size_t i = 0; i < op->nplan; i++) {
-        if (unknown_outcome(op->lines[i].status)) {
-            op->result = op->lines[i].status;
-            op->failed_line = op->lines[i].plan.first_line;
-            return;
-        }
-    }
-    for (size_t i = 0; i < op->nplan; i++) {
-        if (op->lines[i].status != 0) {
-            op->result = op->lines[i].status;
-            op->failed_line = op->lines[i].plan.first_line;
-            return;
-        }
+    if (!pick_first(op, key_used_up) && !pick_first(op, unknown_outcome)) {
+        (void)pick_first(op, NULL);
     }
 }
 
@@ -86,7 +100,7 @@ static void release_cb(int status, const esc_hold *hold, void *arg)
     (void)hold;
     cart_line *l = arg;
     cart_op *op = l->op;
-    if (status != 0 && status != ESC_ENOT_HELD) {
+    if (status != 0 && status != ESC_ENOT_HELD && status != ESC_EEXPIRED) {
         cli_log(cli_async_opts(op->a), 1,
                 "ESC-CLIENT-CART-RELEASE hold=%llu err=%s (the hold lapses at its ttl)",
                 (unsigned long long)op->holds[l->index].hold_id, esc_err_name(status));
@@ -96,11 +110,12 @@ static void release_cb(int status, const esc_hold *hold, void *arg)
     }
 }
 
-/* All reserves answered: deliver, or release what we hold first. */
+/* All reserves answered: deliver, or release what we hold first (not when
+ * a line's outcome is unknown: a retry with the same cart key needs them). */
 static void settle(cart_op *op)
 {
     pick_failure(op);
-    if (op->result == 0) {
+    if (op->result == 0 || unknown_outcome(op->result)) {
         deliver(op);
         return;
     }
@@ -133,7 +148,8 @@ static void line_cb(int status, const esc_hold *hold, void *arg)
         if (hold->state == ESC_HOLD_HELD) {
             l->have_hold = true;
         } else {
-            l->status = ESC_ENOT_HELD;
+            /* a replay of this key's hold, which ended: the key is used up */
+            l->status = hold->state == ESC_HOLD_EXPIRED ? ESC_EEXPIRED : ESC_ECART_ENDED;
         }
     }
     if (--op->pending == 0) {

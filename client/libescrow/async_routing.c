@@ -354,6 +354,9 @@ void cli_routing_fetch_done(esc_async *a, call *f, int status)
         w->wprev = w->wnext = NULL;
         if (status == 0 && by_seg && cli_route_find_seg(a->routes, seg) == NULL) {
             cli_answer_finish(a, w, ESC_ENOT_FOUND, NULL); /* the coordinator's route lacks it */
+        } else if (by_seg && (status == ESC_EUNKNOWN_ITEM || status == ESC_EUNKNOWN_TENANT)) {
+            /* a hold id naming a segment that does not exist: no such hold */
+            cli_answer_finish(a, w, ESC_ENOT_FOUND, NULL);
         } else if (fetch_final(status)) {
             cli_answer_finish(a, w, status, NULL);
         } else {

@@ -4,6 +4,7 @@
 #include "ctl.h"
 
 #include <stdbool.h>
+#include <stdio.h>
 
 #include <libpq-fe.h>
 
@@ -60,6 +61,41 @@ static int dispatch(PGconn *conn, const ctl_args *a, FILE *out, outcome *o)
     return ESC_EINTERNAL;
 }
 
+/* The commands that take TENANT [ITEM] filters. */
+static bool takes_scope(const ctl_args *a)
+{
+    switch (a->cmd) {
+    case CTL_CMD_STATUS:
+    case CTL_CMD_TRANSFERS:
+    case CTL_CMD_HOLDS:
+    case CTL_CMD_EVENTS:
+    case CTL_CMD_CONSUMERS:
+        return a->tenant[0] != '\0';
+    default:
+        return false;
+    }
+}
+
+/* The database commands: one connection, the scope checked first. */
+static int run_db(const ctl_args *a, FILE *out, outcome *o)
+{
+    PGconn *conn = NULL;
+    int rc = ctl_db_open(a->dsn, &conn);
+    if (rc != 0) {
+        return rc;
+    }
+    rc = takes_scope(a) ? ctl_db_scope(conn, a->tenant, a->item) : 0;
+    if (rc == 0 && a->follow) {
+        ctl_db_close(conn); /* the feed opens its own connection */
+        return ctl_feed_follow(a, out);
+    }
+    if (rc == 0) {
+        rc = dispatch(conn, a, out, o);
+    }
+    ctl_db_close(conn);
+    return rc;
+}
+
 int ctl_run(const ctl_args *a, FILE *out)
 {
     outcome o = {false, false};
@@ -68,16 +104,11 @@ int ctl_run(const ctl_args *a, FILE *out)
         rc = ctl_region_run(a, out, &o.violated, &o.refused); /* one database per region */
     } else if (ctl_opts_is_admin(a->cmd)) {
         rc = ctl_admin(a, out, &o.refused);
-    } else if (a->follow) {
-        rc = ctl_feed_follow(a, out); /* the feed opens its own connection */
     } else {
-        PGconn *conn = NULL;
-        rc = ctl_db_open(a->dsn, &conn);
-        if (rc != 0) {
+        rc = run_db(a, out, &o);
+        if (rc == ESC_EUNAVAILABLE) {
             return ctl_exit_code(a->cmd, rc, false, false);
         }
-        rc = dispatch(conn, a, out, &o);
-        ctl_db_close(conn);
     }
     if (fflush(out) != 0 || ferror(out)) {
         fprintf(stderr, "escrowctl: cannot write the output\n");

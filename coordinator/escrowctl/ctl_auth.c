@@ -206,11 +206,33 @@ static int tenant_create(PGconn *db, const auth_args *a, FILE *out)
     return CTL_EXIT_OK;
 }
 
+/* Keys belong to registered tenants: false after "no tenant" on stderr
+ * (the same answer as for an unknown item, ctl_db_scope). */
+static bool tenant_registered(PGconn *db, const char *tenant)
+{
+    const char *p[1] = {tenant};
+    PGresult *r = NULL;
+    if (ctl_db_query(db, TAG "SELECT EXISTS (SELECT 1 FROM tenants WHERE tenant_id = $1)", 1, p,
+                     &r) != 0) {
+        return false;
+    }
+    bool known = PQgetvalue(r, 0, 0)[0] == 't';
+    PQclear(r);
+    if (!known) {
+        fprintf(stderr, "escrowctl: no tenant %s (register it: escrowctl tenant create %s)\n",
+                tenant, tenant);
+    }
+    return known;
+}
+
 /* Stores a new key for tenant (or "*") and prints it, once. */
 static int key_create(PGconn *db, const auth_args *a, const char *tenant, FILE *out)
 {
     char text[AUTH_TEXT_LEN + 1], id[AUTH_KEY_ID_LEN + 1], hex[AUTH_HASH_HEX_LEN + 3];
     uint8_t hash[AUTH_HASH_BYTES];
+    if (strcmp(tenant, AUTH_TENANT_ADMIN) != 0 && !tenant_registered(db, tenant)) {
+        return CTL_EXIT_FAIL;
+    }
     auth_key_new(text, id, hash);
     hex[0] = '\\';
     hex[1] = 'x';
@@ -246,6 +268,9 @@ static int key_list(PGconn *db, const auth_args *a, FILE *out)
     const char *t = a->npos > 2 ? a->pos[2] : NULL;
     const char *p[1] = {t};
     PGresult *r;
+    if (t != NULL && ctl_db_scope(db, t, NULL) != 0) {
+        return CTL_EXIT_FAIL;
+    }
     if (ctl_db_query(db,
                      TAG "SELECT key_id, tenant_id, created_at::text, "
                          "coalesce(revoked_at::text, '') FROM credentials "

@@ -15,6 +15,7 @@
 
 #include "escrow_errors.h"
 #include "pg_result.h"
+#include "sqlstate.h"
 
 /* The error text without its trailing newline, for one-line messages. */
 static void print_trimmed(const char *prefix, const char *msg)
@@ -71,6 +72,11 @@ static int report(PGconn *conn, const PGresult *res)
     if (detail != NULL) {
         print_trimmed("detail", detail);
         fputc('\n', stderr);
+    }
+    if (state != NULL && (sqlstate_is(state, SQLSTATE_UNDEFINED_TABLE) ||
+                          sqlstate_is(state, SQLSTATE_UNDEFINED_FUNCTION))) {
+        fprintf(stderr, "escrowctl: this database has no escrow schema, or an older one: "
+                        "run 'escrowctl migrate' on it first\n");
     }
     return gone ? ESC_EUNAVAILABLE : ESC_EDB;
 }
@@ -170,4 +176,33 @@ int ctl_db_region_self(PGconn *conn, char *out, size_t cap)
         PQclear(res);
     }
     return rc;
+
+}
+
+int ctl_db_scope(PGconn *conn, const char *tenant, const char *item)
+{
+    const char *p[2] = {tenant, item != NULL ? item : ""};
+    PGresult *r = NULL;
+    int rc =
+        ctl_db_query(conn,
+                     "/* escrow:ctl */ SELECT EXISTS (SELECT 1 FROM items WHERE tenant_id = $1) "
+                     "OR EXISTS (SELECT 1 FROM tenants WHERE tenant_id = $1), "
+                     "$2 = '' OR EXISTS (SELECT 1 FROM items "
+                     "WHERE tenant_id = $1 AND item_id = $2)",
+                     2, p, &r);
+    if (rc != 0) {
+        return rc;
+    }
+    bool tenant_known = PQgetvalue(r, 0, 0)[0] == 't';
+    bool item_known = PQgetvalue(r, 0, 1)[0] == 't';
+    PQclear(r);
+    if (!tenant_known) {
+        fprintf(stderr, "escrowctl: no tenant %s\n", tenant);
+        return ESC_ENOT_FOUND;
+    }
+    if (!item_known) {
+        fprintf(stderr, "escrowctl: no item %s/%s\n", tenant, p[1]);
+        return ESC_ENOT_FOUND;
+    }
+    return 0;
 }

@@ -40,6 +40,13 @@ int ctl_db_commit(PGconn *conn);
  * was already reported. */
 void ctl_db_rollback(PGconn *conn);
 
+/* Whether tenant (and item, unless NULL or "") exist: a tenant is known
+ * when it has an item or was registered (escrowctl tenant create). Returns
+ * 0, or ESC_ENOT_FOUND after "no tenant T" / "no item T/I" on stderr (an
+ * unknown tenant and an unknown item get the same kind of answer), or the
+ * query's error. */
+int ctl_db_scope(PGconn *conn, const char *tenant, const char *item);
+
 /* Cell (row, col) as an integer (pg_result_i64), with a sentence on stderr
  * when it is NULL or not an integer. Returns 0, or ESC_EDB (*out untouched).
  * The other cells are read with pg_result.h. */

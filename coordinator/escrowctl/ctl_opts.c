@@ -473,6 +473,13 @@ int ctl_opts_apply_region(ctl_args *a, const region_cfg *region, char why[CTL_WH
     return 0;
 }
 
+bool ctl_opt_takes_value(const char *name)
+{
+    size_t n = 0;
+    int id = find_opt(name, &n);
+    return id >= 0 && opt_defs[id].has_value && name[n] != '=';
+}
+
 bool ctl_opts_is_admin(ctl_cmd cmd)
 {
     return cmd >= CTL_CMD_ITEM_RESTOCK && cmd <= CTL_CMD_UNDRAIN;

@@ -168,6 +168,9 @@ int ctl_opts_apply_region(ctl_args *a, const region_cfg *region, char why[CTL_WH
 
 /* True for the commands the coordinator carries out (no database). */
 bool ctl_opts_is_admin(ctl_cmd cmd);
+/* True if the option named name (without "--", up to an '=') takes a
+ * value in the next word. */
+bool ctl_opt_takes_value(const char *name);
 
 /* True if url names a nanomsg endpoint escrow can use: tcp://, ipc:// or
  * inproc:// followed by 1..ESC_ENDPOINT_LEN_MAX printable bytes in all. */

@@ -12,10 +12,10 @@
 #include "ctl.h"
 #include "ctl_auth.h"
 #include "ctl_exit.h"
+#include "ctl_help.h"
 #include "ctl_opts.h"
 #include "ctl_top.h"
 #include "ctl_top_opts.h"
-#include "ctl_usage.h"
 #include "region_cfg.h"
 
 int main(int argc, char **argv)
@@ -29,6 +29,16 @@ int main(int argc, char **argv)
     }
     argc--;
     argv++;
+    const char *words[CTL_HELP_WORDS_MAX];
+    int nwords = 0;
+    if (ctl_help_wanted(argc, argv, words, &nwords)) {
+        if (ctl_help(stdout, words, nwords) != 0) {
+            fprintf(stderr, "escrowctl: no command '%s%s%s'\nrun 'escrowctl --help' for usage\n",
+                    words[0], nwords > 1 ? " " : "", nwords > 1 ? words[1] : "");
+            return CTL_EXIT_USAGE;
+        }
+        return CTL_EXIT_OK;
+    }
     if (ctl_auth_credential(&argc, argv) != 0) {
         return CTL_EXIT_USAGE;
     }
@@ -45,10 +55,7 @@ int main(int argc, char **argv)
         return CTL_EXIT_USAGE;
     }
     if (args.help) {
-        ctl_usage(stdout);
-        ctl_auth_usage(stdout);
-        fputc('\n', stdout);
-        ctl_top_usage(stdout);
+        (void)ctl_help(stdout, NULL, 0);
         return CTL_EXIT_OK;
     }
     if (args.nconfig > 0) {

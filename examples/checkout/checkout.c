@@ -1,5 +1,6 @@
 /* checkout.c - reserve a unit, take the payment, sell it (or give it back). */
 #include <stdio.h>
+#include <stdlib.h>
 
 #include "escrow.h"
 
@@ -22,6 +23,16 @@ int main(int argc, char **argv)
         .item_id = "tee", .buyer_id = "buyer-17", .qty = 1, .idempotency_key = "order-2026-0001"};
     esc_hold hold;
     rc = esc_reserve(c, &req, 0, &hold);
+    /* TRY_LATER: every unit left is held by someone, some may come back. Ask again
+     * (same key) after 50-100 ms, twice as long each time up to 1-2 s, for 10 s. */
+    srand((unsigned)uv_hrtime());
+    for (unsigned wait_ms = 100, waited_ms = 0; rc == ESC_ETRY_LATER && waited_ms < 10000;
+         wait_ms = wait_ms < 2000 ? wait_ms * 2 : 2000) {
+        unsigned ms = wait_ms / 2 + (unsigned)rand() % (wait_ms / 2 + 1); /* jitter */
+        uv_sleep(ms);
+        waited_ms += ms;
+        rc = esc_reserve(c, &req, 0, &hold);
+    }
     if (rc == ESC_ESOLD_OUT || rc == ESC_ETRY_LATER) {
         printf("%s: %s\n", esc_err_name(rc), esc_strerror(rc)); /* two different buttons */
         esc_client_free(c);

@@ -20,6 +20,9 @@ typedef struct name_key {
     const char *name;
 } name_key;
 
+/* One past the last hold sequence number a segment has. */
+#define SEQ_END (1ULL << ESC_HOLD_SEQ_BITS)
+
 static uint64_t name_hash(const char *tenant_id, const char *name)
 {
     uint64_t h = hmap_hash_bytes(tenant_id, strlen(tenant_id), 0x9e3779b97f4a7c15ULL);
@@ -122,6 +125,7 @@ int seg_core_init(seg_core *c, size_t segs_cap)
     c->segs_cap = segs_cap;
     c->retain_ms = RETAIN_MS_DEFAULT;
     c->retain_max = RETAIN_MAX_DEFAULT;
+    c->seq_range = ESC_HOLD_SEQ_RANGE;
     heap_init(&c->expiry);
     if (c->segs == NULL || hmap_init(&c->items, 64) != 0 || hmap_init(&c->holds, 1024) != 0 ||
         hmap_init(&c->keys, 1024) != 0 || hmap_init(&c->pending_buyers, 64) != 0 ||
@@ -196,7 +200,8 @@ int seg_core_add_item(seg_core *c, const seg_item *proto, seg_item **out)
 int seg_core_add_segment(seg_core *c, seg_item *item, const seg_segment *proto, seg_segment **out)
 {
     if (proto->available < 0 || proto->held < 0 || proto->sold < 0 || proto->next_seq < 1 ||
-        proto->segment_id == 0 || proto->segment_id > ESC_SEGMENT_ID_MAX) {
+        proto->seq_limit < proto->next_seq || proto->segment_id == 0 ||
+        proto->segment_id > ESC_SEGMENT_ID_MAX) {
         return ESC_EINVAL;
     }
     seg_segment *s = seg_core_find_segment(c, proto->segment_id);
@@ -220,6 +225,10 @@ int seg_core_add_segment(seg_core *c, seg_item *item, const seg_segment *proto, 
     }
     s->returning = 0;
     s->allocated = s->available + s->held + s->sold;
+    if (s->seq_limit > SEQ_END) {
+        s->seq_limit = SEQ_END;
+    }
+    s->seq_wanted = false;
     s->holds_qty = 0; /* its holds are added next (seg_core_add_hold) */
     s->fenced = false;
     s->dry = false;
@@ -494,7 +503,17 @@ static void resolve_miss(seg_core *c, const seg_item *it, const seg_reserve_in *
 static void create_hold(seg_core *c, seg_item *it, seg_segment *s, const seg_reserve_in *in,
                         int64_t now_ms, seg_result *res)
 {
-    if (s->next_seq >= (1ULL << ESC_HOLD_SEQ_BITS) || c->live_holds >= ESC_LIVE_HOLDS_MAX) {
+    if (s->next_seq >= s->seq_limit) {
+        /* the next id is not reserved yet: the next commit asks for more */
+        if (!s->seq_wanted) {
+            s->seq_wanted = true;
+            c->seq_wanted++;
+        }
+        reply(res, ESC_EBUSY, NULL);
+        res->message = "this segment's hold ids wait for the next range (its next commit)";
+        return;
+    }
+    if (c->live_holds >= ESC_LIVE_HOLDS_MAX) {
         reply(res, ESC_EBUSY, NULL);
         return;
     }
@@ -679,15 +698,19 @@ void seg_core_release(seg_core *c, const char *tenant_id, uint64_t hold_id, int6
     case SEG_HELD:
         break;
     case SEG_CANCELLED:
-    case SEG_EXPIRED:
         reply(res, 0, h); /* a second release reports the first outcome */
+        return;
+    case SEG_EXPIRED:
+        /* the units are back, but not by this release: say so (the caller
+         * that checks only the answer must not believe it released them) */
+        reply(res, ESC_EEXPIRED, h);
         return;
     default:
         reply(res, ESC_ENOT_HELD, h);
         return;
     }
     if (now_ms >= h->expires_at_ms) {
-        finish_hold(c, h, SEG_OP_EXPIRE, SEG_EXPIRED, 0, res, 0);
+        finish_hold(c, h, SEG_OP_EXPIRE, SEG_EXPIRED, 0, res, ESC_EEXPIRED);
         return;
     }
     finish_hold(c, h, SEG_OP_RELEASE, SEG_CANCELLED, 0, res, 0);
@@ -732,6 +755,27 @@ void seg_core_get(seg_core *c, const char *tenant_id, uint64_t hold_id, seg_resu
     seg_hold *h = transition_target(c, tenant_id, hold_id, res);
     if (h != NULL) {
         reply(res, 0, h);
+    }
+}
+
+uint64_t seg_core_seq_ask(const seg_core *c, const seg_segment *s)
+{
+    uint64_t ask = s->next_seq + c->seq_range;
+    ask = ask > SEQ_END ? SEQ_END : ask;
+    return ask > s->seq_limit ? ask : s->seq_limit;
+}
+
+void seg_core_seq_granted(seg_core *c, seg_segment *s, uint64_t limit)
+{
+    if (s->fenced) {
+        return;
+    }
+    if (limit > s->seq_limit) {
+        s->seq_limit = limit > SEQ_END ? SEQ_END : limit;
+    }
+    if (s->seq_wanted && s->next_seq < s->seq_limit) {
+        s->seq_wanted = false;
+        c->seq_wanted--;
     }
 }
 
@@ -913,6 +957,10 @@ void seg_core_fence(seg_core *c, seg_segment *seg, void (*waiters_cb)(void *wait
     seg->fenced = true;
     seg->dry = false;
     seg->xfer_pending = false;
+    if (seg->seq_wanted) {
+        seg->seq_wanted = false;
+        c->seq_wanted--;
+    }
     /* unlink its final holds from the retention list */
     seg_hold **pp = &c->retain_head;
     c->retain_tail = NULL;

@@ -76,6 +76,13 @@ struct seg_segment {
      * compares with held. */
     int64_t holds_qty;
     uint64_t next_seq; /* next hold sequence number */
+    /* Hold ids this owner may give: next_seq < seq_limit. The limit is
+     * durable in segments.hold_seq under this owner's epoch before any id
+     * under it is given (ESC_HOLD_SEQ_RANGE), so no other owner can give
+     * the same id. Reaching it answers reserves ESC_EBUSY and sets
+     * seq_wanted until a commit raises it (seg_core_seq_granted). */
+    uint64_t seq_limit;
+    bool seq_wanted;
     int state;         /* SEG_ACTIVE ... */
     bool fenced;       /* a newer owner exists (or it was unassigned): serve nothing */
     bool dry;          /* answered SEGMENT_EMPTY and got no units since (reported while set) */
@@ -185,6 +192,10 @@ typedef struct seg_core {
      * NOT_OWNER; a dry segment is SEGMENT_EMPTY and marked dry. */
     bool managed;
     seg_voids voids; /* attempts resolves voided */
+    /* Hold sequence numbers a commit asks for past next_seq
+     * (ESC_HOLD_SEQ_RANGE; the simulator uses fewer). */
+    uint64_t seq_range;
+    size_t seq_wanted; /* segments whose seq_wanted is set */
 } seg_core;
 
 int seg_core_init(seg_core *c, size_t segs_cap);
@@ -194,8 +205,11 @@ void seg_core_fini(seg_core *c);
 int seg_core_add_item(seg_core *c, const seg_item *proto, seg_item **out);
 seg_item *seg_core_find_item(seg_core *c, const char *tenant_id, const char *item_id);
 bool seg_core_knows_tenant(const seg_core *c, const char *tenant_id);
-/* Adds a loaded segment of item. Returns ESC_EINVAL if counters are
- * inconsistent, ESC_ECONFLICT if the segment is served already. A segment
+/* Adds a loaded segment of item: proto->next_seq..seq_limit is the range
+ * of hold sequence numbers its loader reserved (written to
+ * segments.hold_seq under the new epoch). Returns ESC_EINVAL if counters
+ * are inconsistent or the range is empty or reversed, ESC_ECONFLICT if the
+ * segment is served already. A segment
  * that was fenced (dropped) is loaded again in place, with the new counters
  * and epoch: the caller checks that the epoch is higher. */
 int seg_core_add_segment(seg_core *c, seg_item *item, const seg_segment *proto, seg_segment **out);
@@ -230,6 +244,15 @@ void seg_core_get(seg_core *c, const char *tenant_id, uint64_t hold_id, seg_resu
  * segment has a transfer op pending) or ESC_EINVAL (qty < 1). */
 int seg_core_give(seg_core *c, seg_segment *s, uint64_t transfer_id, int64_t qty, seg_op *op);
 int seg_core_receive(seg_core *c, seg_segment *s, uint64_t transfer_id, int64_t qty, seg_op *op);
+
+/* Hold id ranges (ESC_HOLD_SEQ_RANGE). seg_core_seq_ask: the limit a batch
+ * touching s asks for (segments.hold_seq = GREATEST(hold_seq, ask), under
+ * the fence): next_seq + c->seq_range, at most 2^ESC_HOLD_SEQ_BITS.
+ * seg_core_seq_granted: the batch that asked for limit committed; raises
+ * s->seq_limit to it (never lowers) and clears s->seq_wanted. Ignored for
+ * a fenced segment. */
+uint64_t seg_core_seq_ask(const seg_core *c, const seg_segment *s);
+void seg_core_seq_granted(seg_core *c, seg_segment *s, uint64_t limit);
 
 /* Expiry: fills up to max ops for held holds whose expiry passed. */
 size_t seg_core_sweep(seg_core *c, int64_t now_ms, seg_op *ops, size_t max);

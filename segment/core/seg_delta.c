@@ -47,17 +47,35 @@ static void add_op(seg_delta *d, const seg_op *op)
     d->available += op->returned;
 }
 
-size_t seg_delta_build(const seg_op *ops, size_t nops, seg_delta *out)
+/* Adds the segments whose hold ids ran out (seq_wanted) that the ops do
+ * not touch, while out has room: their row asks for the next range. */
+static void add_wanted(const seg_core *c, seg_delta *out, size_t *nt, size_t cap)
 {
+    size_t left = c->seq_wanted;
+    for (size_t i = 0; i < c->nsegs && left > 0 && *nt < cap; i++) {
+        seg_segment *s = &c->segs[i];
+        if (s->seq_wanted && !s->fenced) {
+            left--;
+            touch(out, nt, s);
+        }
+    }
+}
+
+size_t seg_delta_build(const seg_core *c, const seg_op *ops, size_t nops, seg_delta *out,
+                       size_t cap)
+{
+    ESC_ASSERT(nops <= cap);
     size_t nt = 0;
     for (size_t i = 0; i < nops; i++) {
         ESC_ASSERT(ops[i].seg != NULL && !ops[i].seg->fenced);
         add_op(touch(out, &nt, ops[i].seg), &ops[i]);
     }
+    add_wanted(c, out, &nt, cap);
     qsort(out, nt, sizeof *out, by_segment_id); /* one lock order */
     for (size_t i = 0; i < nt; i++) {
         ESC_ASSERT(out[i].available + out[i].held + out[i].sold == 0);
         seg_core_assert_segment(out[i].seg);
+        out[i].seq_limit = seg_core_seq_ask(c, out[i].seg);
     }
     return nt;
 }

@@ -188,6 +188,9 @@ struct node {
     seg_delta *deltas;                     /* owned scratch: segments of the batch being built */
     bool *rejected;                        /* owned scratch: reserves the database refused */
     int64_t *present;                      /* owned scratch: hold ids found by a reconcile */
+    size_t ndeltas;                        /* entries of deltas the inflight batch wrote */
+    bool seq_due;                          /* sweep tick: send hold id ranges, ops or not */
+    bool fence_suspect;                    /* inflight batch failed as a stale owner's does */
     node_req *lookups_head, *lookups_tail; /* waiting for query_conn */
     bool query_busy;                       /* a lookup or a load runs on query_conn */
     uv_timer_t sweep_timer;

@@ -117,7 +117,8 @@ void node_commit_sweep(node *n, int64_t now_ms)
     }
     size_t k = seg_core_sweep(&n->core, now_ms, n->filling->ops + n->filling->n, room);
     n->filling->n += k;
-    if (k > 0) {
+    n->seq_due = n->core.seq_wanted > 0;
+    if (k > 0 || n->seq_due) {
         node_commit_kick(n);
     }
 }
@@ -194,7 +195,7 @@ static void build_params(node *n, const node_batch *b, const char **values, char
             add_transition(n, op);
         }
     }
-    size_t nd = seg_delta_build(b->ops, b->n, n->deltas);
+    size_t nd = seg_delta_build(&n->core, b->ops, b->n, n->deltas, BATCH_CAP);
     for (size_t i = 0; i < nd; i++) {
         const seg_delta *d = &n->deltas[i];
         pg_array_i64(&n->params[1], (int64_t)d->seg->segment_id);
@@ -202,8 +203,9 @@ static void build_params(node *n, const node_batch *b, const char **values, char
         pg_array_i64(&n->params[3], d->available);
         pg_array_i64(&n->params[4], d->held);
         pg_array_i64(&n->params[5], d->sold);
-        pg_array_i64(&n->params[6], (int64_t)d->seg->next_seq);
+        pg_array_i64(&n->params[6], (int64_t)d->seq_limit);
     }
+    n->ndeltas = nd;
     snprintf(batch_id, batch_id_len, "%" PRIu64, b->batch_id);
     values[0] = batch_id;
     for (int i = 1; i < SEG_COMMIT_NPARAMS; i++) {
@@ -224,6 +226,7 @@ static void send_batch(node *n)
     n->commit_backend_pid = PQbackendPID(n->commit_conn.conn);
     n->inflight_start_us = esc_mono_us();
     n->inflight_unknown = false;
+    n->seq_due = false;
     failpoint_check_exit(b, FAILPOINT_BEFORE_COMMIT);
     int rc =
         pgx_query(&n->commit_conn, SEG_STMT_COMMIT, NULL, SEG_COMMIT_NPARAMS, values, on_commit, n);
@@ -241,10 +244,23 @@ static void send_batch(node *n)
 
 void node_commit_kick(node *n)
 {
-    if (n->inflight != NULL || n->filling->n == 0 || !pgx_ready(&n->commit_conn)) {
+    /* A batch without ops only carries hold id ranges, at most once per
+     * sweep tick (seq_due): a refused one is not retried in a tight loop. */
+    bool ranges = n->seq_due && n->core.seq_wanted > 0;
+    if (n->inflight != NULL || (n->filling->n == 0 && !ranges) || !pgx_ready(&n->commit_conn)) {
         return;
     }
     send_batch(n);
+}
+
+/* The inflight batch committed: the hold id ranges its rows asked for are
+ * durable under the owners' epochs. */
+static void grant_ranges(node *n)
+{
+    for (size_t i = 0; i < n->ndeltas; i++) {
+        seg_core_seq_granted(&n->core, n->deltas[i].seg, n->deltas[i].seq_limit);
+    }
+    n->ndeltas = 0;
 }
 
 /* ---- outcome ------------------------------------------------------------ */
@@ -458,32 +474,62 @@ static void start_fence_check(node *n)
     int rc = pgx_query(&n->commit_conn, NULL, SEG_SQL_FENCED, 2, v, on_fenced_list, n);
     if (rc != 0) {
         n->inflight_unknown = false;
+        n->fence_suspect = false;
         settle(n, n->inflight, false, ESC_EUNAVAILABLE);
         batch_done(n);
     }
 }
 
+void node_commit_fence(node *n, seg_segment *s, const char *why)
+{
+    ESC_LOG(ESC_LOG_WARN, "SEG-FENCED",
+            "seg=%" PRIu64 " item=%s/%s epoch=%" PRIu64
+            ": a newer owner exists (%s); this node stops serving it",
+            s->segment_id, s->item->tenant_id, s->item->item_id, s->epoch, why);
+    node_commit_drop_segment(n, s, ESC_EFENCED);
+    n->stats.fenced_segments++;
+    node_metrics_fenced(n);
+}
+
+/* The fence check's answer: the batch's segments whose epoch moved on (or
+ * that were retired). A batch refused for a reason only a stale owner can
+ * cause (fence_suspect) while none moved on is a bug of ours. */
 static void on_fenced_list(pgx_conn *c, PGresult *res, const pgx_err *err, void *arg)
 {
     (void)c;
     node *n = arg;
     node_batch *b = n->inflight;
+    size_t rows = b->n;
     settle(n, b, false, ESC_EUNAVAILABLE); /* the transaction rolled back as a whole */
+    int moved = 0;
     for (int row = 0; err->code == 0 && row < PQntuples(res); row++) {
         seg_segment *s =
             seg_core_find_segment(&n->core, (uint64_t)pg_result_i64_or(res, row, 0, 0));
-        if (s == NULL || s->fenced) {
-            continue;
+        moved++;
+        if (s != NULL && !s->fenced) {
+            node_commit_fence(n, s,
+                              n->fence_suspect ? "its batch collided with the new owner's "
+                                                 "writes"
+                                               : "the epoch fence refused its batch");
         }
-        ESC_LOG(ESC_LOG_WARN, "SEG-FENCED",
-                "seg=%" PRIu64 " item=%s/%s epoch=%" PRIu64
-                ": a newer owner exists; this node stops serving it",
-                s->segment_id, s->item->tenant_id, s->item->item_id, s->epoch);
-        node_commit_drop_segment(n, s, ESC_EFENCED);
-        n->stats.fenced_segments++;
-        node_metrics_fenced(n);
     }
+    if (err->code == 0 && moved == 0 && n->fence_suspect) {
+        ESC_LOG(ESC_LOG_ERROR, "SEG-BUG",
+                "node=%s batch=%" PRIu64 " rows=%zu: refused as if a newer owner had written, "
+                "yet this node still owns every segment in it: memory and database disagree",
+                n->cfg.node_id, b->batch_id, rows);
+    }
+    n->fence_suspect = false;
     batch_done(n);
+}
+
+/* A refusal that a stale owner causes (its memory is behind the record the
+ * new owner writes): checked against the fence before it is called a bug. */
+static bool stale_symptom(const pgx_err *err)
+{
+    return sqlstate_is(err->sqlstate, SQLSTATE_ESC_HOLD_DIVERGED) ||
+           strcmp(err->constraint, "holds_pkey") == 0 ||
+           strcmp(err->constraint, "segments_counters_nonneg") == 0;
 }
 
 static void log_batch_error(const node *n, const node_batch *b, const pgx_err *err)
@@ -491,13 +537,15 @@ static void log_batch_error(const node *n, const node_batch *b, const pgx_err *e
     /* diagnosed by the constraint's name, never by the message text */
     const char *meaning = "unexpected database error";
     if (strcmp(err->constraint, "segments_counters_nonneg") == 0) {
-        meaning = "a counter would go below zero: memory and database disagree";
+        meaning = "a counter would go below zero; checking the fence";
     } else if (strcmp(err->constraint, "buyer_usage_within_limit") == 0) {
         meaning = "per-buyer maximum tripped outside the arbiter";
     } else if (strcmp(err->constraint, "holds_pkey") == 0) {
-        meaning = "hold id reused";
+        meaning = "hold id reused; checking the fence";
     } else if (sqlstate_is(err->sqlstate, SQLSTATE_ESC_HOLD_DIVERGED)) {
-        meaning = "hold state diverged from the record";
+        meaning = "hold state diverged from the record; checking the fence";
+    } else if (sqlstate_is(err->sqlstate, SQLSTATE_ESC_FENCED)) {
+        meaning = "a newer owner exists";
     } else if (sqlstate_is(err->sqlstate, SQLSTATE_DEADLOCK_DETECTED) ||
                sqlstate_is(err->sqlstate, SQLSTATE_SERIALIZATION_FAILURE)) {
         meaning = "transient conflict; retried";
@@ -538,6 +586,7 @@ static void on_commit(pgx_conn *c, PGresult *res, const pgx_err *err, void *arg)
         return;
     }
     if (err->code == 0) {
+        grant_ranges(n);
         apply_rejections(n, b, res);
         settle(n, b, true, 0);
         batch_done(n);
@@ -553,7 +602,8 @@ static void on_commit(pgx_conn *c, PGresult *res, const pgx_err *err, void *arg)
         return; /* the state callback reconnects, then reconciles */
     }
     log_batch_error(n, b, err);
-    if (sqlstate_is(err->sqlstate, SQLSTATE_ESC_FENCED)) {
+    n->fence_suspect = stale_symptom(err);
+    if (sqlstate_is(err->sqlstate, SQLSTATE_ESC_FENCED) || n->fence_suspect) {
         start_fence_check(n);
         return;
     }
@@ -668,6 +718,7 @@ static void on_reconciled(pgx_conn *c, PGresult *res, const pgx_err *err, void *
         n->rejected[i] = !found; /* decided again: the database will say why */
     }
     if (committed) {
+        grant_ranges(n);
         reconcile_xfers(n, b, PQgetvalue(res, 0, 2));
     }
     ESC_LOG(ESC_LOG_INFO, "SEG-RECONCILE", "batch=%" PRIu64 " %s", b->batch_id,

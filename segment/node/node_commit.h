@@ -12,7 +12,15 @@
  * old backend is terminated, then segments.last_batch tells whether it
  * committed and which of its holds and transfers exist. A batch the epoch
  * fence refused (SQLSTATE_ESC_FENCED) is undone, then the segments that
- * moved on are dropped.
+ * moved on are dropped. So is a batch refused the way only a stale owner's
+ * is (a hold that diverged from the record, a hold id or a counter the
+ * record does not allow): when one of its segments moved on that is
+ * fencing; when none did, a bug (logged SEG-BUG).
+ *
+ * Every batch also carries, per segment, the limit of the hold ids its
+ * owner may give next (seg_delta.h); a committed batch raises the limits
+ * in memory. When a segment ran out of ids, the sweep tick sends a batch
+ * for the range even without ops.
  */
 #ifndef ESC_NODE_COMMIT_H
 #define ESC_NODE_COMMIT_H
@@ -30,7 +38,8 @@ void node_commit_add(node *n, const seg_op *op);
 bool node_commit_full(const node *n);
 /* Adds the expiries due at now_ms (seg_core_sweep), bounded per pass. */
 void node_commit_sweep(node *n, int64_t now_ms);
-/* Sends the filling batch if it has ops, none commits and commit_conn is up. */
+/* Sends the filling batch if it has ops (or a segment waits for its hold
+ * id range and the sweep tick asked), none commits and commit_conn is up. */
 void node_commit_kick(node *n);
 /* The commit connection is (back) up: reconciles an inflight batch of
  * unknown outcome first, else sends the filling batch. */
@@ -44,5 +53,8 @@ bool node_commit_touches(const node *n, const seg_segment *s);
  * refused us, ESC_ENOT_OWNER when the coordinator took it away), its holds
  * leave memory. The inflight batch must not touch it (node_commit_touches). */
 void node_commit_drop_segment(node *n, seg_segment *s, int status);
+/* node_commit_drop_segment(s, ESC_EFENCED) after a SEG-FENCED log line
+ * saying why, counted as fenced. */
+void node_commit_fence(node *n, seg_segment *s, const char *why);
 
 #endif

@@ -222,7 +222,7 @@ static void row_from_result(const PGresult *res, int i, node_load_row *l)
     l->seg.available = pg_result_i64_or(res, i, 4, 0);
     l->seg.held = pg_result_i64_or(res, i, 5, 0);
     l->seg.sold = pg_result_i64_or(res, i, 6, 0);
-    l->seg.next_seq = (uint64_t)pg_result_i64_or(res, i, 7, 0);
+    seg_store_seq_range((uint64_t)pg_result_i64_or(res, i, 7, 0), &l->seg);
     l->seg.state = seg_store_segment_state(PQgetvalue(res, i, 8));
     l->item.max_per_order = pg_result_i32_or(res, i, 9, 0);
     l->item.max_per_buyer = pg_result_i32_or(res, i, 10, 0);
@@ -276,8 +276,10 @@ bool node_load_next(node *n)
     if (k == 0) {
         return false;
     }
-    const char *v[3] = {n->cfg.node_id, pg_array_text(&ld->ids), pg_array_text(&ld->epochs)};
-    if (pgx_query(&n->query_conn, NULL, SEG_SQL_LOAD_SEGMENTS, 3, v, on_load_segments, n) != 0) {
+    char range[24];
+    snprintf(range, sizeof range, "%llu", (unsigned long long)ESC_HOLD_SEQ_RANGE);
+    const char *v[4] = {n->cfg.node_id, pg_array_text(&ld->ids), pg_array_text(&ld->epochs), range};
+    if (pgx_query(&n->query_conn, NULL, SEG_SQL_LOAD_SEGMENTS, 4, v, on_load_segments, n) != 0) {
         return false; /* the next reply asks again */
     }
     ld->busy = true;

@@ -1,8 +1,11 @@
 /*
  * node_lookup.c - see node_lookup.h. A lookup answers like the decision
  * would have, from the row: a final hold's transition is answered as a
- * retry of it; a hold the database still calls held but memory does not
- * know is an internal error (memory and database disagree).
+ * retry of it. A hold the database still calls held but memory does not
+ * know was made by a newer owner of its segment when the segment's epoch
+ * moved on: this node is stale, the answer is ESC_EFENCED and the segment
+ * is dropped. With the epoch unchanged memory and database disagree: a bug
+ * (SEG-BUG, ESC_EINTERNAL).
  */
 #include "node_lookup.h"
 
@@ -11,6 +14,8 @@
 #include <stdlib.h>
 
 #include "escrow_errors.h"
+#include "log.h"
+#include "node_commit.h"
 #include "node_reply.h"
 #include "node_req.h"
 #include "pg_result.h"
@@ -37,12 +42,31 @@ static int lookup_status(int op, int state, int64_t qty, int64_t qty_sold)
                : state == SEG_EXPIRED ? ESC_EEXPIRED
                                       : ESC_ENOT_HELD;
     case WIRE_OP_RELEASE:
-        return (state == SEG_CANCELLED || state == SEG_EXPIRED) ? 0 : ESC_ENOT_HELD;
+        return state == SEG_CANCELLED ? 0 : state == SEG_EXPIRED ? ESC_EEXPIRED : ESC_ENOT_HELD;
     case WIRE_OP_EXTEND:
         return state == SEG_EXPIRED ? ESC_EEXPIRED : ESC_ENOT_HELD;
     default:
         return 0;
     }
+}
+
+/* A hold held in the record that memory does not know, of a segment whose
+ * epoch in the record is db_epoch. */
+static void answer_unknown_held(node *n, const node_req *r, const wire_hold *w, uint64_t db_epoch)
+{
+    seg_segment *s = seg_core_find_segment(&n->core, w->segment_id);
+    if (s != NULL && !s->fenced && s->epoch == db_epoch) {
+        ESC_LOG(ESC_LOG_ERROR, "SEG-BUG",
+                "hold=%" PRIu64 " seg=%" PRIu64 " epoch=%" PRIu64
+                ": held in the database but unknown to this node, which owns its segment",
+                w->hold_id, w->segment_id, db_epoch);
+        node_reply_answer(n, &r->hdr, &r->req, ESC_EINTERNAL, NULL);
+        return;
+    }
+    if (s != NULL && !s->fenced && !node_commit_touches(n, s)) {
+        node_commit_fence(n, s, "a hold its new owner made was asked for here");
+    }
+    node_reply_answer(n, &r->hdr, &r->req, ESC_EFENCED, NULL);
 }
 
 /* The hold row answers r. */
@@ -57,9 +81,11 @@ static void answer_row(node *n, const node_req *r, const PGresult *res)
         node_reply_row(n, r, same ? 0 : ESC_EIDEMPOTENCY_MISMATCH, same ? &w : NULL, same);
         return;
     }
-    int status = w.state == SEG_HELD ? ESC_EINTERNAL
-                                     : lookup_status(r->req.op, w.state, r->req.qty, w.qty_sold);
-    node_reply_row(n, r, status, &w, false);
+    if (w.state == SEG_HELD) {
+        answer_unknown_held(n, r, &w, (uint64_t)pg_result_i64_or(res, 0, 9, 0));
+        return;
+    }
+    node_reply_row(n, r, lookup_status(r->req.op, w.state, r->req.qty, w.qty_sold), &w, false);
 }
 
 static void on_lookup(pgx_conn *c, PGresult *res, const pgx_err *err, void *arg)

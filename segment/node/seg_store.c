@@ -99,12 +99,15 @@ static int load_items(PGconn *conn, const char *node_id, seg_core *core, char *w
 static int claim_segments(PGconn *conn, const char *node_id, seg_core *core, pg_array *ids,
                           char *why, size_t why_len)
 {
-    const char *v[1] = {node_id};
+    char range[24];
+    snprintf(range, sizeof range, "%llu", (unsigned long long)ESC_HOLD_SEQ_RANGE);
+    const char *v[2] = {node_id, range};
     PGresult *r = exec(conn,
-                       "/* escrow:segment-claim */ UPDATE segments SET epoch = epoch + 1 "
+                       "/* escrow:segment-claim */ UPDATE segments SET epoch = epoch + 1, "
+                       "hold_seq = hold_seq + $2::bigint "
                        "WHERE node_id = $1 AND state <> 'retired' RETURNING segment_id, "
                        "tenant_id, item_id, epoch, available, held, sold, hold_seq, state",
-                       1, v, PGRES_TUPLES_OK);
+                       2, v, PGRES_TUPLES_OK);
     if (!ok(r, PGRES_TUPLES_OK)) {
         return fail(r, conn, why, why_len, "claim segments");
     }
@@ -118,7 +121,7 @@ static int claim_segments(PGconn *conn, const char *node_id, seg_core *core, pg_
         proto.available = pg_result_i64_or(r, i, 4, 0);
         proto.held = pg_result_i64_or(r, i, 5, 0);
         proto.sold = pg_result_i64_or(r, i, 6, 0);
-        proto.next_seq = (uint64_t)pg_result_i64_or(r, i, 7, 0);
+        seg_store_seq_range((uint64_t)pg_result_i64_or(r, i, 7, 0), &proto);
         proto.state = seg_store_segment_state(PQgetvalue(r, i, 8));
         if (it == NULL || seg_core_add_segment(core, it, &proto, &s) != 0) {
             snprintf(why, why_len, "segment %" PRIu64 " cannot be loaded", proto.segment_id);
@@ -222,6 +225,12 @@ int seg_store_take_ownership(PGconn *conn, const char *node_id, const char *endp
         rc = ESC_EINTERNAL;
     }
     return rc;
+}
+
+void seg_store_seq_range(uint64_t hold_seq, seg_segment *proto)
+{
+    proto->seq_limit = hold_seq;
+    proto->next_seq = hold_seq > ESC_HOLD_SEQ_RANGE ? hold_seq - ESC_HOLD_SEQ_RANGE : 1;
 }
 
 void seg_store_hold_from_row(const PGresult *res, int row, int c, wire_hold *w)

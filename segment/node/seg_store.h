@@ -56,10 +56,15 @@ enum {
     "JOIN unnest($1::bigint[], $2::bigint[]) AS d(id, epoch) ON s.segment_id = d.id "              \
     "WHERE s.epoch <> d.epoch OR s.state = 'retired'"
 
+/* A hold by id (columns as seg_store_hold_from_row), then the epoch its
+ * segment is at now: a hold that is held in the record but unknown to the
+ * memory of its segment's owner was made by a newer owner, unless the
+ * epochs agree (then it is a bug). */
 #define SEG_SQL_LOOKUP                                                                             \
-    "/* escrow:segment-lookup */ SELECT hold_id, segment_id, item_id, buyer_id, qty, qty_sold, "   \
-    "state, round(extract(epoch FROM expires_at) * 1000)::bigint, extended "                       \
-    "FROM holds WHERE hold_id = $1::bigint AND tenant_id = $2"
+    "/* escrow:segment-lookup */ SELECT h.hold_id, h.segment_id, h.item_id, h.buyer_id, h.qty, "   \
+    "h.qty_sold, h.state, round(extract(epoch FROM h.expires_at) * 1000)::bigint, h.extended, "    \
+    "s.epoch FROM holds h LEFT JOIN segments s USING (segment_id) "                                \
+    "WHERE h.hold_id = $1::bigint AND h.tenant_id = $2"
 
 /* A resolve's question: the hold this idempotency key has, anywhere in the
  * region. Columns as SEG_SQL_LOOKUP, then request_hash. */
@@ -69,16 +74,20 @@ enum {
     "FROM holds WHERE tenant_id = $1 AND idempotency_key = $2"
 
 /* Managed mode: the assigned segments ($2 ids at $3 epochs) that are still
- * this node's ($1) at exactly that epoch, with their items. Columns:
- * segment_id, tenant_id, item_id, epoch, available, held, sold, hold_seq,
- * state, max_per_order, max_per_buyer, hold_ttl_ms, item state. */
+ * this node's ($1) at exactly that epoch, with their items; each one's
+ * hold_seq is raised by $4 (ESC_HOLD_SEQ_RANGE) under that epoch: the new
+ * owner's range of hold ids, past everything earlier owners reserved.
+ * Columns: segment_id, tenant_id, item_id, epoch, available, held, sold,
+ * hold_seq (the raised one: the range ends there), state, max_per_order,
+ * max_per_buyer, hold_ttl_ms, item state. */
 #define SEG_SQL_LOAD_SEGMENTS                                                                      \
-    "/* escrow:segment-load */ SELECT s.segment_id, s.tenant_id, s.item_id, s.epoch, "             \
+    "/* escrow:segment-load */ WITH s AS (UPDATE segments g SET hold_seq = g.hold_seq + "          \
+    "$4::bigint "                                                                                  \
+    "FROM unnest($2::bigint[], $3::bigint[]) AS a(id, epoch) "                                     \
+    "WHERE g.segment_id = a.id AND g.epoch = a.epoch AND g.node_id = $1 AND g.state <> 'retired' " \
+    "RETURNING g.*) SELECT s.segment_id, s.tenant_id, s.item_id, s.epoch, "                        \
     "s.available, s.held, s.sold, s.hold_seq, s.state, i.max_per_order, i.max_per_buyer, "         \
-    "i.hold_ttl_ms, i.state FROM segments s JOIN items i USING (tenant_id, item_id) "              \
-    "JOIN unnest($2::bigint[], $3::bigint[]) AS a(id, epoch) "                                     \
-    "ON s.segment_id = a.id AND s.epoch = a.epoch "                                                \
-    "WHERE s.node_id = $1 AND s.state <> 'retired'"
+    "i.hold_ttl_ms, i.state FROM s JOIN items i USING (tenant_id, item_id)"
 
 /* The live holds of segments $1 and the holds that ended within the
  * retention (so that retries are answered from memory). Columns: hold_id,
@@ -102,11 +111,16 @@ int seg_store_add_holds(const PGresult *r, seg_core *core, bool skip_unknown, ch
 int seg_store_segment_state(const char *s);
 
 /* Registers the node, raises the epoch of every segment assigned to it (so
- * any previous owner is fenced from this moment), and loads items, segments,
+ * any previous owner is fenced from this moment) and reserves each one a
+ * fresh range of hold ids (ESC_HOLD_SEQ_RANGE), and loads items, segments,
  * live holds and recently ended holds into core. Returns 0, ESC_EDB or
  * ESC_EINTERNAL (loaded state inconsistent); *why says what went wrong. */
 int seg_store_take_ownership(PGconn *conn, const char *node_id, const char *endpoint,
                              seg_core *core, char *why, size_t why_len);
+
+/* The range of hold ids a load reserved, from the raised hold_seq it
+ * returned: next_seq = hold_seq - ESC_HOLD_SEQ_RANGE, seq_limit = hold_seq. */
+void seg_store_seq_range(uint64_t hold_seq, seg_segment *proto);
 
 /* "held" -> SEG_HELD etc.; 0 if unknown. */
 int seg_store_state_from_text(const char *s);

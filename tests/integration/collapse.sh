@@ -26,7 +26,7 @@ esc_step "130 holds, abandoned (TTL 5 s): below the threshold"
 # every 20..50 ms: 300 times is ~10 s, so a slow transfer does not make a
 # buyer give up (every one of the 130 must get its hold).
 shard_load --item cl --buyers 130 --concurrency 16 --confirm 0 --release 0 --ttl-ms 5000 \
-    --try-later-retries 300 --deadline-ms 30000 --key-prefix a --quiet \
+    --give-up-ms 10000 --deadline-ms 30000 --key-prefix a --quiet \
     >"$ITEST_DIR/load1.out" 2>"$ITEST_DIR/load1.log" ||
     { cat "$ITEST_DIR/load1.out" "$ITEST_DIR/load1.log" >&2; esc_fail "escrow-load failed"; }
 grep '^RESULT' "$ITEST_DIR/load1.out"
@@ -62,7 +62,7 @@ itest_eq "$(itest_q "SELECT count(*) FROM transfers WHERE item_id = 'cl' AND sta
 itest_invariants cl
 
 esc_step "the sale sells out through the tail"
-shard_load --item cl --buyers 400 --concurrency 16 --confirm 1 --release 0 --try-later-retries 300 \
+shard_load --item cl --buyers 400 --concurrency 16 --confirm 1 --release 0 --give-up-ms 10000 \
     --deadline-ms 30000 --key-prefix b --quiet >"$ITEST_DIR/load2.out" 2>"$ITEST_DIR/load2.log" ||
     { cat "$ITEST_DIR/load2.out" "$ITEST_DIR/load2.log" >&2; esc_fail "escrow-load failed"; }
 line=$(grep '^RESULT' "$ITEST_DIR/load2.out")

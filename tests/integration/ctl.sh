@@ -150,8 +150,8 @@ t = sorted(d["transfers"], key=lambda x: x["transfer_id"])
 assert [x["state"] for x in t] == ["planned", "sent"] and not d["truncated"], d
 assert t[1]["qty"] == 1 and t[1]["reason"] == "collapse" and t[1]["sent_at"] is None, t
 ' <"$work/out"
-expect_rc 0 transfers shop-1 nope
-esc_assert_eq "$(cat "$work/out")" "no open transfers" "no transfers of an unknown item"
+expect_rc 1 transfers shop-1 nope
+esc_assert_eq "$(cat "$work/err")" "escrowctl: no item shop-1/nope" "transfers of an unknown item"
 expect_rc 2 transfers --limit 0
 expect_rc 0 status shop-1 tee
 grep -q "segment ${segs[1]} .* xfers=2 out=1 in=0" "$work/out" || esc_fail "donor segment: $(cat "$work/out")"

@@ -130,7 +130,7 @@ wait_value 30 "metric $C_PORT escrow_conservation_ok" 1
 
 esc_step "$BUYERS buyers for $TOTAL units, every hold confirmed"
 shard_load --item sale --buyers $BUYERS --concurrency 100 --confirm 1 --release 0 \
-    --skew 80:20 --segments $SEGMENTS --try-later-retries 100 --deadline-ms 30000 --seed 11 \
+    --skew 80:20 --segments $SEGMENTS --give-up-ms 4000 --deadline-ms 30000 --seed 11 \
     --quiet >"$ITEST_DIR/load.out" 2>"$ITEST_DIR/load.log" ||
     { cat "$ITEST_DIR/load.out" "$ITEST_DIR/load.log" >&2; esc_fail "escrow-load failed"; }
 line=$(grep '^RESULT' "$ITEST_DIR/load.out") || esc_fail "no RESULT line"
@@ -290,7 +290,7 @@ S_PORT=$(itest_port)
 s_node=$(itest_port)
 itest_node s1 "$s_node" --metrics "127.0.0.1:$S_PORT"
 "$ESC_BIN/escrow-load" --endpoint "tcp://127.0.0.1:$s_node" --tenant t1 --item solo --buyers 300 \
-    --concurrency 20 --confirm 1 --release 0 --try-later-retries 100 --deadline-ms 30000 --seed 5 \
+    --concurrency 20 --confirm 1 --release 0 --give-up-ms 4000 --deadline-ms 30000 --seed 5 \
     --dsn "$ESCROW_DSN" \
     --quiet >"$ITEST_DIR/solo.out" 2>"$ITEST_DIR/solo.log" ||
     { cat "$ITEST_DIR/solo.out" "$ITEST_DIR/solo.log" >&2; esc_fail "escrow-load (static) failed"; }

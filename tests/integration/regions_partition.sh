@@ -48,7 +48,7 @@ check_global "100 units in flight during the cut"
 esc_step "both regions sell during the cut, more buyers than units"
 for r in eu us; do
     region_load_bg "$r" "$REGION_DIR/load-${r}1.out" --item gig --buyers 1500 --concurrency 100 \
-        --confirm 1 --release 0 --try-later-retries 60 --key-prefix "${r}1" --quiet
+        --confirm 1 --release 0 --give-up-ms 2000 --key-prefix "${r}1" --quiet
 done
 region_load_wait
 esc_assert_eq "$(sold_of eu)" 500 "eu sold exactly its quota during the cut"
@@ -73,7 +73,7 @@ check_global "after the heal"
 esc_step "both regions sell again until the item is sold out everywhere"
 for r in eu us; do
     region_load_bg "$r" "$REGION_DIR/load-${r}2.out" --item gig --buyers 400 --concurrency 50 \
-        --confirm 1 --release 0 --try-later-retries 400 --key-prefix "${r}2" --quiet
+        --confirm 1 --release 0 --give-up-ms 14000 --key-prefix "${r}2" --quiet
 done
 region_load_wait
 esc_assert_eq "$(( $(sold_of eu) + $(sold_of us) ))" 1000 "sold across regions"

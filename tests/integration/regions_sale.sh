@@ -32,10 +32,10 @@ esc_ctl check --global --config "$eu_cfg" --config "$us_cfg" >/dev/null ||
 esc_step "the sale: 80% of the buyers in eu, 20% in us, at the same time"
 t0=$(date +%s.%N)
 region_load_bg eu "$REGION_DIR/load-eu.out" --item concert --buyers "$EU_BUYERS" \
-    --concurrency 40 --think-ms 20 --confirm 1 --release 0 --try-later-retries 3000 \
+    --concurrency 40 --think-ms 20 --confirm 1 --release 0 --give-up-ms 105000 \
     --key-prefix eu --seed 1 --quiet
 region_load_bg us "$REGION_DIR/load-us.out" --item concert --buyers "$US_BUYERS" \
-    --concurrency 10 --think-ms 20 --confirm 1 --release 0 --try-later-retries 3000 \
+    --concurrency 10 --think-ms 20 --confirm 1 --release 0 --give-up-ms 105000 \
     --key-prefix us --seed 2 --quiet
 region_load_wait
 t1=$(date +%s.%N)

@@ -23,7 +23,7 @@ itest_eq "$(itest_q "SELECT count(DISTINCT node_id) FROM segments WHERE item_id 
 esc_step "$BUYERS buyers, 80% of them on 20% of the segments"
 shard_sampler_start flash
 shard_load --item flash --buyers $BUYERS --concurrency 200 --confirm 1 --release 0 \
-    --skew 80:20 --segments $SEGMENTS --try-later-retries 100 --deadline-ms 30000 --seed 7 \
+    --skew 80:20 --segments $SEGMENTS --give-up-ms 4000 --deadline-ms 30000 --seed 7 \
     --quiet >"$ITEST_DIR/load.out" 2>"$ITEST_DIR/load.log" ||
     { cat "$ITEST_DIR/load.out" "$ITEST_DIR/load.log" >&2; esc_fail "escrow-load failed"; }
 shard_sampler_stop

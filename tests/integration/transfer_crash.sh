@@ -60,7 +60,7 @@ esc_wait_for 60 no_holds || esc_fail "the holds of the stopped buyers did not ex
 left=$(itest_q "SELECT $TOTAL - sum(sold) FROM segments WHERE item_id = 'tx'")
 echo "units left to sell: $left"
 ((left >= QTY)) || esc_fail "only $left units left: the received transfer was not sold after the restart"
-shard_load --item tx --buyers 1500 --concurrency 32 --confirm 1 --release 0 --try-later-retries 300 \
+shard_load --item tx --buyers 1500 --concurrency 32 --confirm 1 --release 0 --give-up-ms 10000 \
     --deadline-ms 30000 --key-prefix b --quiet >"$ITEST_DIR/load2.out" 2>"$ITEST_DIR/load2.log" ||
     { cat "$ITEST_DIR/load2.out" "$ITEST_DIR/load2.log" >&2; esc_fail "escrow-load failed"; }
 line=$(grep '^RESULT' "$ITEST_DIR/load2.out")

@@ -4,7 +4,7 @@
 #   (b) releases racing expiry (sweeper every 10 ms): one final state, units back once
 #   (c) confirm racing release on 50 holds: exactly one winner per hold
 #   (d) confirm / release / extend after expiry on a node whose sweeper has
-#       not reached the holds (--sweep-ms 10000): EXPIRED / OK expired /
+#       not reached the holds (--sweep-ms 10000): EXPIRED / EXPIRED expired /
 #       EXPIRED. That no sweep came in between is read afterwards from a
 #       canary hold that expired with them and that only a sweep ends; a try
 #       a sweep cut into runs again right after the next sweep
@@ -218,10 +218,10 @@ d_try() {
     itest_eq "$held_expired" 4 "expired holds still 'held' in the database (the sweeper has not run)"
     itest_eq "$(d_brief "d$k-confirm.out")" "EXPIRED expired 0" "confirm after expiry"
     itest_eq "$(d_brief "d$k-partial.out")" "EXPIRED expired 0" "partial confirm after expiry"
-    itest_eq "$(d_brief "d$k-release.out")" "OK expired 0" "release after expiry"
+    itest_eq "$(d_brief "d$k-release.out")" "EXPIRED expired 0" "release after expiry"
     itest_eq "$(d_brief "d$k-extend.out")" "EXPIRED expired 0" "extend after expiry"
     itest_eq "$(d_brief "d$k-again.out")" "EXPIRED expired 0" "confirm again"
-    itest_eq "$(d_brief "d$k-release1.out")" "OK expired 0" "release of an expired hold"
+    itest_eq "$(d_brief "d$k-release1.out")" "EXPIRED expired 0" "release of an expired hold"
     itest_eq "$td_now" "9/1/0" "td after the expiries (the canary still held)"
     itest_eq "$(itest_q "SELECT string_agg(state, ',' ORDER BY hold_id) FROM holds WHERE hold_id IN ($ids)")" \
         "expired,expired,expired,expired" "stored states of the 4 holds"

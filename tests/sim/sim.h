@@ -23,7 +23,11 @@
 
 #include "seg_core.h"
 
-#define SIM_NSEG 2        /* segments of the one simulated item: ids 1 and 2 */
+#define SIM_NSEG 2 /* segments of the one simulated item: ids 1 and 2 */
+/* Hold sequence numbers per claim and per commit (ESC_HOLD_SEQ_RANGE in the
+ * node): fewer here, so the store's per-segment index of hold seqs stays
+ * small across many claims. */
+#define SIM_SEQ_RANGE 4096
 #define SIM_NPROC 6       /* client processes */
 #define SIM_NBUYERS 4     /* processes share buyers */
 #define SIM_BATCH_ROWS 48 /* rows per batch (the node: ESC_BATCH_ROWS_MAX) */
@@ -140,7 +144,7 @@ typedef struct sb_seg {
     int seg;
     uint64_t epoch;
     int64_t da, dh, ds;
-    uint64_t next_seq;
+    uint64_t seq_limit; /* the hold id limit the row asks for (seg_delta.h) */
 } sb_seg;
 
 typedef struct sim_batch {

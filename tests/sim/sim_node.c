@@ -37,6 +37,7 @@ sim_node *node_start(sim_world *w, int id)
     }
     n->id = id;
     n->core.retain_ms = SIM_RETAIN_MS;
+    n->core.seq_range = SIM_SEQ_RANGE;
     n->next_batch_id = (uint64_t)id * 1000000000ULL;
     seg_item proto;
     memset(&proto, 0, sizeof proto);
@@ -196,7 +197,9 @@ static void lookup(sim_world *w, sim_node *n, sim_req *r)
                  : h->state == SEG_EXPIRED ? ESC_EEXPIRED
                                            : ESC_ENOT_HELD;
     } else if (r->f == F_RELEASE) {
-        status = (h->state == SEG_CANCELLED || h->state == SEG_EXPIRED) ? 0 : ESC_ENOT_HELD;
+        status = h->state == SEG_CANCELLED ? 0
+                 : h->state == SEG_EXPIRED ? ESC_EEXPIRED
+                                           : ESC_ENOT_HELD;
     } else if (r->f == F_EXTEND) {
         status = h->state == SEG_EXPIRED ? ESC_EEXPIRED : ESC_ENOT_HELD;
     } else {
@@ -538,6 +541,19 @@ static void fence_check(sim_world *w, sim_node *n)
 
 /* Reconciliation after a lost reply: did the batch commit (last_batch),
  * which of its new holds exist, which transfers did it move? */
+/* The inflight batch committed: the hold id limits its rows asked for are
+ * durable (node_commit.c grant_ranges). */
+static void grant_ranges(sim_node *n)
+{
+    for (size_t k = 0; k < n->batch.nsegs; k++) {
+        const sb_seg *t = &n->batch.segs[k];
+        seg_segment *s = seg_core_find_segment(&n->core, (uint64_t)t->seg);
+        if (s != NULL) {
+            seg_core_seq_granted(&n->core, s, t->seq_limit);
+        }
+    }
+}
+
 static void reconcile(sim_world *w, sim_node *n)
 {
     if (!w->quiet && sim_pct(w, 100)) {
@@ -575,6 +591,9 @@ static void reconcile(sim_world *w, sim_node *n)
               "{\"type\":\"info\",\"process\":\"nemesis\",\"f\":\"reconciled\",\"value\":{"
               "\"node\":%d,\"batch\":%" PRIu64 ",\"committed\":%s}",
               n->id, b->batch_id, committed ? "true" : "false");
+    if (committed) {
+        grant_ranges(n);
+    }
     settle(w, n, committed, ESC_EUNAVAILABLE);
 }
 
@@ -591,6 +610,7 @@ static void on_outcome(sim_world *w, sim_node *n)
     }
     switch (n->if_result.outcome) {
     case SB_OK:
+        grant_ranges(n);
         apply_verdicts(w, n);
         settle(w, n, true, 0);
         return;
@@ -640,7 +660,7 @@ static void build_batch(sim_node *n)
         r->new_expires_at_ms = op->new_expires_at_ms;
     }
     seg_delta d[SIM_BATCH_CAP];
-    b->nsegs = seg_delta_build(n->inflight, n->ninflight, d);
+    b->nsegs = seg_delta_build(&n->core, n->inflight, n->ninflight, d, SIM_BATCH_CAP);
     for (size_t k = 0; k < b->nsegs; k++) {
         sb_seg *t = &b->segs[k];
         t->seg = (int)d[k].seg->segment_id;
@@ -648,7 +668,7 @@ static void build_batch(sim_node *n)
         t->da = d[k].available;
         t->dh = d[k].held;
         t->ds = d[k].sold;
-        t->next_seq = d[k].seg->next_seq;
+        t->seq_limit = d[k].seq_limit;
     }
 }
 

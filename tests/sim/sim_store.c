@@ -400,7 +400,7 @@ void store_commit(sim_world *w, const sim_batch *b, sim_commit_result *out)
         g->available = nc[k][0];
         g->held = nc[k][1];
         g->sold = nc[k][2];
-        g->hold_seq = g->hold_seq > d->next_seq ? g->hold_seq : d->next_seq;
+        g->hold_seq = g->hold_seq > d->seq_limit ? g->hold_seq : d->seq_limit;
         g->last_batch = b->batch_id;
     }
     s->commits++;
@@ -489,7 +489,10 @@ void store_claim(sim_world *w, sim_node *n)
         proto.available = g->available;
         proto.held = g->held;
         proto.sold = g->sold;
+        /* the claim reserves a fresh range of hold ids (seg_store.c) */
         proto.next_seq = g->hold_seq;
+        g->hold_seq += SIM_SEQ_RANGE;
+        proto.seq_limit = g->hold_seq;
         proto.state = SEG_ACTIVE;
         if (seg_core_add_segment(&n->core, n->item, &proto, &out) != 0) {
             sim_violation(w, "recovery: segment %d cannot be loaded", i);

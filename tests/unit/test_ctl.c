@@ -28,6 +28,7 @@
 #include "ctl_quota.h"
 #include "ctl_region.h"
 #include "ctl_rpc.h"
+#include "ctl_help.h"
 #include "ctl_usage.h"
 #include "escrow_errors.h"
 #include "escrow_feed.h"
@@ -438,6 +439,50 @@ static void test_usage_mentions_every_command(void **state)
         assert_non_null(strstr(buf, words[i]));
     }
     free(buf);
+}
+
+/* ctl_help: the command words of `escrowctl ... --help` (option values
+ * skipped), and one command's help is the synopsis's entries for it. */
+static void test_help_of_one_command(void **state)
+{
+    (void)state;
+    char *argv[] = {"--dsn", "item", "item", "create", "--total", "5", "--help", "x"};
+    const char *w[CTL_HELP_WORDS_MAX];
+    int nw = 0;
+    assert_true(ctl_help_wanted(8, argv, w, &nw));
+    assert_int_equal(nw, 2);
+    assert_string_equal(w[0], "item");
+    assert_string_equal(w[1], "create");
+    char *no[] = {"status", "--", "--help"};
+    assert_false(ctl_help_wanted(3, no, w, &nw));
+    char *buf = NULL;
+    size_t len = 0;
+    FILE *f = open_memstream(&buf, &len);
+    assert_non_null(f);
+    const char *item_create[] = {"item", "create"};
+    assert_int_equal(ctl_help(f, item_create, 2), 0);
+    assert_int_equal(fclose(f), 0);
+    /* both entries (one database, one over regions) under their headings */
+    assert_non_null(strstr(buf, "from the database (--dsn):\n  item create TENANT ITEM --total"));
+    assert_non_null(strstr(buf, "over several regions"));
+    assert_non_null(strstr(buf, "item create TENANT ITEM --global"));
+    assert_null(strstr(buf, "item restock"));
+    assert_null(strstr(buf, "  status"));
+    free(buf);
+    const char *key[] = {"key"};
+    f = open_memstream(&buf, &len);
+    assert_int_equal(ctl_help(f, key, 1), 0);
+    assert_int_equal(fclose(f), 0);
+    assert_non_null(strstr(buf, "key create TENANT"));
+    assert_non_null(strstr(buf, "key revoke KEY_ID"));
+    assert_null(strstr(buf, "admin-key"));
+    free(buf);
+    const char *nope[] = {"nope"};
+    const char *half[] = {"item", "crea"};
+    const char *described[] = {"check", "conservation"}; /* the description's first word */
+    assert_int_equal(ctl_help(stdout, described, 2), -1);
+    assert_int_equal(ctl_help(stdout, nope, 1), -1);
+    assert_int_equal(ctl_help(stdout, half, 2), -1);
 }
 
 #define COORD "tcp://127.0.0.1:7000"
@@ -1072,6 +1117,7 @@ int main(void)
         cmocka_unit_test(test_ids_after_double_dash),
         cmocka_unit_test(test_exit_codes),
         cmocka_unit_test(test_usage_mentions_every_command),
+        cmocka_unit_test(test_help_of_one_command),
         cmocka_unit_test(test_json_writer),
         cmocka_unit_test(test_admin_item_commands),
         cmocka_unit_test(test_global_restock_and_reduce),

@@ -4,6 +4,7 @@
  * real libuv loop without libescrow: closed loop to jobs_max, lanes that
  * retire, jobs that end inside their own start, driver_stop ending lanes
  * that wait on their timer, the open loop's skipped jobs, bad configs.
+ * And backoff.h: the waits after "try later" and the time to give up.
  */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -13,6 +14,7 @@
 
 #include <cmocka.h>
 
+#include "backoff.h"
 #include "driver.h"
 #include "escrow_errors.h"
 
@@ -200,6 +202,36 @@ static void test_bad_config(void **state)
     assert_int_equal(uv_loop_close(&loop), 0);
 }
 
+/* Each wait lies in [d/2, d] with d = min(cap, base * 2^k); the random
+ * number moves it inside that range; no retry starts after give_up_ms. */
+static void test_backoff_waits(void **state)
+{
+    (void)state;
+    const backoff_policy p = {.base_ms = 50, .cap_ms = 2000, .give_up_ms = 60000};
+    const uint64_t d[] = {50, 100, 200, 400, 800, 1600, 2000, 2000};
+    for (uint32_t k = 0; k < 8; k++) {
+        assert_int_equal(backoff_wait_ms(&p, k, 0, 0), d[k] / 2);
+        assert_int_equal(backoff_wait_ms(&p, k, 0, d[k] - d[k] / 2), d[k]);
+        for (uint64_t r = 0; r < 5000; r += 7) {
+            int64_t w = backoff_wait_ms(&p, k, 0, r * 2654435761u);
+            assert_true(w >= (int64_t)(d[k] / 2) && w <= (int64_t)d[k]);
+        }
+    }
+    assert_int_equal(backoff_wait_ms(&p, 4000000000u, 0, 0), 1000); /* no overflow: the cap */
+    /* giving up: a retry that would start after 60 s is not made */
+    assert_int_equal(backoff_wait_ms(&p, 10, 59000, 0), 1000);
+    assert_int_equal(backoff_wait_ms(&p, 10, 59001, 0), -1);
+    assert_int_equal(backoff_wait_ms(&p, 10, 60000, 0), -1);
+    /* a sum of waits stays under the give-up time */
+    uint64_t t = 0;
+    uint32_t k = 0;
+    for (int64_t w; (w = backoff_wait_ms(&p, k, t, k * 40503u)) >= 0; k++) {
+        t += (uint64_t)w;
+    }
+    assert_true(t <= 60000 && t > 60000 - 2000);
+    assert_true(k > 30 && k < 130);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -209,6 +241,7 @@ int main(void)
         cmocka_unit_test(test_stop_ends_waiting_lanes),
         cmocka_unit_test(test_open_loop_skips),
         cmocka_unit_test(test_bad_config),
+        cmocka_unit_test(test_backoff_waits),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

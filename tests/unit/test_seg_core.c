@@ -51,6 +51,7 @@ static int setup_item(fixture *f, int64_t a1, int64_t a2, int32_t max_order, int
     s.epoch = 1;
     s.available = a1;
     s.next_seq = 1;
+    s.seq_limit = 1 + ESC_HOLD_SEQ_RANGE;
     if (seg_core_add_segment(&f->core, f->item, &s, &f->s1) != 0) {
         return -1;
     }
@@ -264,9 +265,18 @@ static void test_expiry_at_point_of_use(void **state)
     assert_int_equal(res.status, ESC_EEXPIRED);
     assert_int_equal(res.op.kind, SEG_OP_EXPIRE);
     seg_core_commit_op(&f->core, &res.op, T0);
+    /* a release of a lapsed hold says so: EXPIRED, the hold attached */
     seg_core_release(&f->core, "shop", h->hold_id, T0 + 5000, &res);
-    assert_int_equal(res.status, 0);
+    assert_int_equal(res.disp, SEG_REPLY);
+    assert_int_equal(res.status, ESC_EEXPIRED);
     assert_int_equal(res.hold->state, SEG_EXPIRED);
+    /* and so does one that finds it lapsed at its point of use */
+    seg_hold *g = hold_committed(f, "b", "k2", 1);
+    seg_core_release(&f->core, "shop", g->hold_id, g->expires_at_ms, &res);
+    assert_int_equal(res.disp, SEG_COMMIT);
+    assert_int_equal(res.status, ESC_EEXPIRED);
+    assert_int_equal(res.op.kind, SEG_OP_EXPIRE);
+    seg_core_commit_op(&f->core, &res.op, T0);
     seg_core_confirm(&f->core, "shop", h->hold_id, 0, T0 + 5000, &res);
     assert_int_equal(res.status, ESC_EEXPIRED);
     assert_int_equal(f->s1->available + f->s2->available, 3);
@@ -456,7 +466,10 @@ static void test_batch_deltas(void **state)
     assert_int_equal(seg_core_give(&f->core, f->s2, 77, 1, &ops[2]), 0);
     assert_int_equal(ops[2].qty, 0); /* the reserve took the last unit */
     seg_delta d[3];
-    assert_int_equal(seg_delta_build(ops, 3, d), 2);
+    assert_int_equal(seg_delta_build(&f->core, ops, 3, d, 3), 2);
+    /* every row asks for the segment's next range of hold ids */
+    assert_true(d[0].seq_limit == f->s1->next_seq + ESC_HOLD_SEQ_RANGE);
+    assert_true(d[1].seq_limit == f->s2->next_seq + ESC_HOLD_SEQ_RANGE);
     assert_ptr_equal(d[0].seg, f->s1);
     assert_int_equal(d[0].available, 1); /* the unit not sold comes back */
     assert_int_equal(d[0].held, -2);
@@ -709,7 +722,10 @@ static void test_dropped_segment_loads_again(void **state)
     proto.held = 0;
     proto.sold = 3;
     proto.next_seq = 40;
+    proto.seq_limit = 39; /* a reversed range is refused */
     size_t nsegs = f->core.nsegs;
+    assert_int_equal(seg_core_add_segment(&f->core, f->item, &proto, &again), ESC_EINVAL);
+    proto.seq_limit = 40 + ESC_HOLD_SEQ_RANGE;
     assert_int_equal(seg_core_add_segment(&f->core, f->item, &proto, &again), 0);
     assert_ptr_equal(again, s); /* the same slot, no second copy */
     assert_int_equal(f->core.nsegs, nsegs);
@@ -733,6 +749,53 @@ static void test_dropped_segment_loads_again(void **state)
  * being created), a key without one is SEG_LOOKUP (the database decides),
  * and the attempt is void from then on: its late copies reserve nothing,
  * another call with the same key does, and the mark ages out. */
+/* Hold ids come only from the range the owner reserved: at its end a
+ * reserve is ESC_EBUSY and the segment asks for more in the next batch
+ * (a row with zero deltas when no op touches it); a committed grant lets
+ * reserves go on, with ids past the old range. */
+static void test_hold_ids_only_from_the_reserved_range(void **state)
+{
+    fixture *f = *state;
+    f->s1->seq_limit = f->s1->next_seq + 1;
+    seg_result res;
+    reserve_at(f, "k1", 1, 1, &res);
+    assert_int_equal(res.disp, SEG_COMMIT);
+    uint64_t first = res.hold->hold_id;
+    seg_core_commit_op(&f->core, &res.op, T0);
+    reserve_at(f, "k2", 1, 1, &res); /* segment 1's range is used up */
+    assert_int_equal(res.disp, SEG_REPLY);
+    assert_int_equal(res.status, ESC_EBUSY);
+    assert_non_null(res.message);
+    assert_true(f->s1->seq_wanted);
+    assert_int_equal(f->core.seq_wanted, 1);
+    reserve_at(f, "k3", 1, 1, &res); /* asked once, counted once */
+    assert_int_equal(res.status, ESC_EBUSY);
+    assert_int_equal(f->core.seq_wanted, 1);
+    seg_delta d[2];
+    assert_int_equal(seg_delta_build(&f->core, NULL, 0, d, 2), 1);
+    assert_ptr_equal(d[0].seg, f->s1);
+    assert_int_equal(d[0].available + d[0].held + d[0].sold, 0);
+    assert_true(d[0].seq_limit == f->s1->next_seq + ESC_HOLD_SEQ_RANGE);
+    seg_core_seq_granted(&f->core, f->s1, d[0].seq_limit);
+    assert_false(f->s1->seq_wanted);
+    assert_int_equal(f->core.seq_wanted, 0);
+    seg_core_seq_granted(&f->core, f->s1, 1); /* a limit never goes down */
+    assert_true(f->s1->seq_limit == d[0].seq_limit);
+    reserve_at(f, "k2", 1, 1, &res);
+    assert_int_equal(res.disp, SEG_COMMIT);
+    assert_true(res.hold->hold_id == first + 1);
+    seg_core_commit_op(&f->core, &res.op, T0);
+    assert_int_equal(seg_delta_build(&f->core, NULL, 0, d, 2), 0); /* nothing wanted */
+    /* a fence forgets the wish: a fenced segment asks for nothing */
+    f->s2->seq_limit = f->s2->next_seq;
+    reserve_at(f, "k4", 1, 2, &res);
+    assert_int_equal(res.status, ESC_EBUSY);
+    assert_int_equal(f->core.seq_wanted, 1);
+    seg_core_fence(&f->core, f->s2, NULL, NULL);
+    assert_int_equal(f->core.seq_wanted, 0);
+    assert_ok(f);
+}
+
 static void test_resolve_voids_late_copies(void **state)
 {
     fixture *f = *state;
@@ -887,6 +950,8 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_one_transfer_op_per_segment, setup, teardown),
         cmocka_unit_test_setup_teardown(test_managed_reserve_answers, setup, teardown),
         cmocka_unit_test_setup_teardown(test_dropped_segment_loads_again, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_hold_ids_only_from_the_reserved_range, setup,
+                                        teardown),
         cmocka_unit_test_setup_teardown(test_resolve_voids_late_copies, setup, teardown),
         cmocka_unit_test_setup_teardown(test_resolve_needs_the_owner, setup, teardown),
         cmocka_unit_test_setup_teardown(test_replay_names_the_call, setup, teardown),

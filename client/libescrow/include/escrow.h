@@ -52,9 +52,10 @@
  *   - carts route each line on its own; all-or-nothing as in single-node mode.
  *
  * Every function returns 0 or a negative ESC_E* code (escrow_errors.h);
- * esc_strerror() gives a sentence, esc_err_name() the code's name. The
- * library never aborts its host and logs only through the callback given in
- * esc_options. It does not link libpq.
+ * esc_strerror() gives a sentence, esc_err_name() the code's name; every
+ * code each call can answer, and what to do, is the Answers table of
+ * docs/libescrow.md. The library never aborts its host and logs only
+ * through the callback given in esc_options. It does not link libpq.
  *
  * Link: pkg-config --cflags --libs escrow, or CMake's find_package(escrow)
  * and the target escrow::escrow. ESC_VERSION_* (escrow_version.h) name the
@@ -193,10 +194,18 @@ ESC_EXPORT int esc_extend(esc_client *c, uint64_t hold_id, uint32_t ttl_ms, uint
 ESC_EXPORT int esc_get(esc_client *c, uint64_t hold_id, uint32_t deadline_ms, esc_hold *out);
 
 /* All-or-nothing cart: one hold per distinct item (lines for the same item are
- * summed), keys derived from cart_key ("<cart_key>/<item_id>"). If any line
- * fails, the holds already taken are released and the call returns that
- * line's error with *failed_line set to its index. On 0, holds[0..*nholds)
- * are written (holds must have room for nlines). */
+ * summed), keys derived from cart_key ("<cart_key>/<item_id>"). On 0,
+ * holds[0..*nholds) are written (holds must have room for nlines). Else
+ * *failed_line is the index of the line that decided the answer:
+ *   - ESC_ETIMEDOUT / ESC_ECLOSED: that line's outcome is unknown; the holds
+ *     the cart got are kept: retry with the SAME cart key (it gets them
+ *     back and completes the cart), or let them lapse at their ttl;
+ *   - ESC_ECART_ENDED / ESC_EEXPIRED: a hold of this cart key was already
+ *     sold or released / lapsed: the other holds are released; start again
+ *     with a NEW cart key;
+ *   - any other line error (ESC_ESOLD_OUT, ESC_ETRY_LATER, a limit ...):
+ *     the holds the cart got are released; a new attempt needs a NEW cart
+ *     key. */
 ESC_EXPORT int esc_reserve_cart(esc_client *c, const char *buyer_id, const esc_cart_line *lines,
                                 size_t nlines, const char *cart_key, uint32_t ttl_ms,
                                 uint32_t deadline_ms, esc_hold *holds, size_t *nholds,

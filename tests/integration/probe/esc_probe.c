@@ -6,6 +6,7 @@
  * One sub-command per job a shell script cannot do well itself, one file
  * per family of them:
  *   probe_single.c      reserve confirm release extend get cart: one blocking call
+ *   probe_call.c        call acall: one call, blocking or asynchronous, and its output
  *   probe_race.c        same-key cr-race rx-race: calls that meet at the node
  *   probe_record.c      record verify fence-load: acknowledged outcomes written down
  *   probe_raw.c         raw: frames and TCP no well-behaved client would send
@@ -29,6 +30,7 @@
 #include "esc_limits.h"
 #include "fake_coordinator.h"
 #include "probe.h"
+#include "probe_call.h"
 #include "probe_frame.h"
 #include "probe_race.h"
 #include "probe_raw.h"
@@ -64,6 +66,8 @@ static const probe_cmd probe_cmds[] = {
     {"hint-reserve", probe_hint_reserve, true, true, false, false},
     {"op-release", probe_op_release, false, false, false, true},
     {"frame", probe_frame, false, false, false, false},
+    {"call", probe_call, false, false, false, false},
+    {"acall", probe_acall, false, false, false, false},
 };
 
 static void on_alarm(int sig)

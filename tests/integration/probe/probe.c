@@ -10,6 +10,7 @@
 #include <string.h>
 
 #include "clock.h"
+#include "esc_limits.h"
 
 void probe_die(const char *fmt, ...)
 {
@@ -86,4 +87,21 @@ esc_options probe_options(const probe_args *args)
                      .log_fn = probe_log,
                      .credential = args->credential};
     return o;
+}
+
+size_t probe_cart_lines(char *spec, esc_cart_line *lines)
+{
+    size_t n = 0;
+    for (char *save = NULL, *tok = strtok_r(spec, ",", &save); tok != NULL;
+         tok = strtok_r(NULL, ",", &save)) {
+        char *colon = strchr(tok, ':');
+        if (colon == NULL || n == ESC_CART_LINES_MAX) {
+            probe_die("a cart wants --item ITEM:QTY[,ITEM:QTY...]");
+        }
+        *colon = '\0';
+        lines[n].item_id = tok;
+        lines[n].qty = strtoll(colon + 1, NULL, 10);
+        n++;
+    }
+    return n;
 }

@@ -36,6 +36,10 @@ void probe_print_outcome(FILE *f, int status, const esc_hold *h);
 /* --out opened for writing (owned: fclose), NULL without --out; dies if
  * it cannot be opened. */
 FILE *probe_open_out(const probe_args *args);
+/* A cart's --item "ITEM:QTY[,ITEM:QTY...]" into lines (at most
+ * ESC_CART_LINES_MAX; item ids point into spec, which is cut up); returns
+ * how many; dies if malformed. */
+size_t probe_cart_lines(char *spec, esc_cart_line *lines);
 
 /* libescrow's options for args (strings borrowed from args): endpoint or
  * coordinator, routes, tenant, deadline, credential, and a log callback

@@ -34,6 +34,8 @@ void probe_args_usage(FILE *f)
                "  op-release --hold ID                        release by an operator\n"
                "  frame --op OP [--item I --key K --hold ID --qty Q --node N]\n"
                "      one request of any kind (probe_frame.h), answer as one line\n"
+               "  call|acall --op reserve|confirm|release|extend|get|cart[+close] [call options]\n"
+               "      one call, blocking (call) or asynchronous (acall): answer and out=\n"
                "common: --tenant (t1) --deadline-ms (5000) --qty (1)\n"
                "        --credential KEY  sent with every request (libescrow and raw)\n");
 }

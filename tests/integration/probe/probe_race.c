@@ -134,14 +134,16 @@ static int64_t rx_offset_ms(uint32_t i, uint32_t j, uint32_t per_hold)
     return centre - 2 + (int64_t)j * 4 / (int64_t)(per_hold - 1);
 }
 
-/* Every reply for one hold is OK and they all name the same final state. */
+/* Every reply for one hold names the same final state: OK with cancelled,
+ * or EXPIRED with expired (a release that found the hold lapsed says so). */
 static int rx_judge(const probe_shot *shots, uint32_t k)
 {
     int state = 0;
     for (uint32_t j = 0; j < k; j++) {
         const probe_outcome *o = &shots[j].o;
-        if (o->status != 0 || !o->has_hold ||
-            (o->hold.state != ESC_HOLD_CANCELLED && o->hold.state != ESC_HOLD_EXPIRED) ||
+        bool cancelled = o->status == 0 && o->hold.state == ESC_HOLD_CANCELLED;
+        bool expired = o->status == ESC_EEXPIRED && o->hold.state == ESC_HOLD_EXPIRED;
+        if (!o->has_hold || !(cancelled || expired) ||
             (state != 0 && (int)o->hold.state != state)) {
             fprintf(stderr, "esc_probe: hold %" PRIu64 " release #%u -> %s (%s)\n",
                     shots[j].hold_id, j, esc_err_name(o->status),

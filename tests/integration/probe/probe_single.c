@@ -63,31 +63,13 @@ int probe_single(const probe_args *args)
     return 0;
 }
 
-/* "a:2,b:1,a:1" into lines (item ids point into spec); dies if malformed. */
-static size_t cart_lines(char *spec, esc_cart_line lines[ESC_CART_LINES_MAX])
-{
-    size_t n = 0;
-    for (char *save = NULL, *tok = strtok_r(spec, ",", &save); tok != NULL;
-         tok = strtok_r(NULL, ",", &save)) {
-        char *colon = strchr(tok, ':');
-        if (colon == NULL || n == ESC_CART_LINES_MAX) {
-            probe_die("cart: --item wants ITEM:QTY[,ITEM:QTY...]");
-        }
-        *colon = '\0';
-        lines[n].item_id = tok;
-        lines[n].qty = strtoll(colon + 1, NULL, 10);
-        n++;
-    }
-    return n;
-}
-
 /* Prints "<STATUS> holds=N failed_line=I" and one "HOLD ..." line per hold. */
 int probe_cart(const probe_args *args)
 {
     char spec[1024];
     esc_cart_line lines[ESC_CART_LINES_MAX];
     snprintf(spec, sizeof spec, "%s", args->item);
-    size_t n = cart_lines(spec, lines);
+    size_t n = probe_cart_lines(spec, lines);
     esc_client *c = client_open(args);
     esc_hold holds[ESC_CART_LINES_MAX];
     size_t nholds = 0, failed = 0;

@@ -34,14 +34,18 @@ static void usage(FILE *f)
             "         [--tenant T] [--item I] [--buyers N] [--skew HOT%%:SEGMENTS%% --segments N]\n"
             "         [--concurrency C] [--qty Q] [--think-ms MS] [--confirm P] [--release P]\n"
             "         [--ttl-ms MS] [--deadline-ms MS] [--seed N] [--dsn DSN]\n"
-            "         [--key-prefix S] [--buyer-pool N] [--try-later-retries N] [--quiet]\n"
-            "         [--credential FILE]\n"
+            "         [--key-prefix S] [--buyer-pool N] [--give-up-ms MS]\n"
+            "         [--try-later-retries N] [--quiet] [--credential FILE]\n"
             "       escrow-load --version\n"
             "defaults: tenant t1, item item-1, buyers 100000, concurrency 1000, qty 1,\n"
             "  think-ms 0, confirm 0.7, release 0.2 (the rest abandons its hold), ttl-ms 0\n"
             "  (the item's), deadline-ms 0 (5000), seed 1, key-prefix load-<seed>-<item>,\n"
             "  buyer-pool 0 (every request a different buyer; N: buyer ids \"buyer-<i mod N>\",\n"
-            "  shared by processes: exercises per-buyer maximums), try-later-retries 50\n"
+            "  shared by processes: exercises per-buyer maximums), give-up-ms 60000,\n"
+            "  try-later-retries 0 (no count bound)\n"
+            "TRY_LATER is asked again with the same key after a backoff with jitter (25-50 ms,\n"
+            "  doubling up to 1-2 s); a buyer gives up --give-up-ms after its first TRY_LATER\n"
+            "  (or after --try-later-retries retries). The run's time is run_s= in RESULT.\n"
             "--coordinator: routing mode (the coordinator's request endpoint; --routes its\n"
             "  route PUB endpoint); --dsn defaults to $ESCROW_DSN there.\n"
             "--skew 80:20 --segments 16: 80%% of the buyers get ids that hash onto the first\n"
@@ -103,6 +107,7 @@ static const struct option long_opts[] = {
     {"dsn", required_argument, NULL, 'd'},
     {"key-prefix", required_argument, NULL, 'k'},
     {"try-later-retries", required_argument, NULL, 'r'},
+    {"give-up-ms", required_argument, NULL, 'G'},
     {"buyer-pool", required_argument, NULL, 'P'},
     {"quiet", no_argument, NULL, 'Q'},
     {"credential", required_argument, NULL, 'K'},
@@ -164,6 +169,7 @@ static int parse_number(load_config *cfg, int ch, const char *v)
         {'T', 0, LOAD_THINK_MS_MAX},    {'L', 0, ESC_TTL_MS_MAX},
         {'D', 0, ESC_DEADLINE_MS_MAX},  {'r', 0, LOAD_TRY_LATER_RETRIES_MAX},
         {'P', 0, UINT32_MAX},           {'g', 1, LOAD_SEGMENTS_MAX},
+        {'G', 0, LOAD_GIVE_UP_MS_MAX},
     };
     for (size_t i = 0; i < sizeof bounds / sizeof bounds[0]; i++) {
         if (bounds[i].ch != ch) {
@@ -175,7 +181,8 @@ static int parse_number(load_config *cfg, int ch, const char *v)
         uint32_t *dst[] = {&cfg->concurrency, NULL,
                            &cfg->think_ms,    &cfg->ttl_ms,
                            &cfg->deadline_ms, &cfg->try_later_retries,
-                           &cfg->buyer_pool,  &cfg->segments};
+                           &cfg->buyer_pool,  &cfg->segments,
+                           &cfg->give_up_ms};
         if (dst[i] == NULL) {
             cfg->qty = (int64_t)u;
         } else {
@@ -262,7 +269,8 @@ static void defaults(cli_args *a)
     a->cfg.confirm = 0.7;
     a->cfg.release = 0.2;
     a->cfg.seed = 1;
-    a->cfg.try_later_retries = 50;
+    a->cfg.give_up_ms = 60000;
+    a->cfg.try_later_retries = 0;
     a->cfg.credential = getenv("ESCROW_KEY");
 }
 
@@ -434,11 +442,13 @@ static int print_result(const cli_args *a, const load_stats *st)
     uint64_t errors = st->reserve_errors + st->confirm_errors + st->release_errors;
     printf("RESULT %s holds_ok=%" PRIu64 " holds_per_s=%.0f p50_ms=%.1f p99_ms=%.1f"
            " rejected_sold_out=%" PRIu64 " rejected_try_later=%" PRIu64
-           " rejected_segment_empty=%" PRIu64 " errors=%" PRIu64 " sold_out_cached=%" PRIu64 "\n",
+           " rejected_segment_empty=%" PRIu64 " errors=%" PRIu64 " sold_out_cached=%" PRIu64
+           " run_s=%.1f\n",
            db, st->holds_ok, st->run_s > 0 ? (double)st->holds_ok / st->run_s : 0.0,
            ms(hist_quantile(&st->hold_latency_us, 0.50)),
            ms(hist_quantile(&st->hold_latency_us, 0.99)), st->rejected_sold_out,
-           st->rejected_try_later, st->rejected_segment_empty, errors, st->client.sold_out_cached);
+           st->rejected_try_later, st->rejected_segment_empty, errors, st->client.sold_out_cached,
+           st->run_s);
     return status;
 }
 

@@ -15,6 +15,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "backoff.h"
 #include "clock.h"
 #include "driver.h"
 
@@ -26,6 +27,7 @@ typedef struct buyer {
     uint64_t index;
     uint64_t hold_id;
     int64_t sent_us;
+    int64_t try_later_since_us; /* its first TRY_LATER */
     uint32_t try_later;
     int decision;
     char key[ESC_ID_MAX + 1];
@@ -228,17 +230,26 @@ static void on_hold(buyer *b, const esc_hold *hold)
     }
 }
 
-/* Returns true if the buyer will ask again later. */
+/* Returns true if the buyer will ask again later (backoff.h). */
 static bool try_later_again(buyer *b)
 {
     run *r = b->r;
-    if (b->try_later >= r->cfg->try_later_retries) {
+    int64_t now = esc_mono_us();
+    if (b->try_later == 0) {
+        b->try_later_since_us = now;
+    }
+    if (r->cfg->try_later_retries != 0 && b->try_later >= r->cfg->try_later_retries) {
         return false;
     }
-    uint32_t span = LOAD_TRY_LATER_BACKOFF_MS_MAX - LOAD_TRY_LATER_BACKOFF_MS_MIN + 1;
+    const backoff_policy policy = {
+        .base_ms = LOAD_BACKOFF_BASE_MS,
+        .cap_ms = LOAD_BACKOFF_CAP_MS,
+        .give_up_ms = r->cfg->give_up_ms,
+    };
     uint64_t x = splitmix64(r->cfg->seed ^ (b->index * 31 + b->try_later));
-    uint64_t ms = LOAD_TRY_LATER_BACKOFF_MS_MIN + x % span;
-    if (driver_later(r->d, b->lane, ms, retry_cb) != 0) {
+    int64_t ms =
+        backoff_wait_ms(&policy, b->try_later, (uint64_t)(now - b->try_later_since_us) / 1000u, x);
+    if (ms < 0 || driver_later(r->d, b->lane, (uint64_t)ms, retry_cb) != 0) {
         return false;
     }
     b->try_later++;

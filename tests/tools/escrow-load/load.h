@@ -7,8 +7,10 @@
  * on a hold it waits think_ms, then confirms the whole hold, releases it, or
  * abandons it to expire, chosen deterministically from (seed, index) by the
  * confirm/release ratios. TRY_LATER (every remaining unit held by others) is
- * retried after a 20-50 ms backoff, up to try_later_retries times, with the
- * same key, so units of abandoned holds that expire can still be bought.
+ * retried with the same key, so units of abandoned holds that expire can
+ * still be bought: after a capped exponential backoff with jitter
+ * (backoff.h: 50 ms doubling to 2 s), until give_up_ms have passed since
+ * the buyer's first TRY_LATER (or try_later_retries retries, when set).
  * Each buyer's final outcome is counted once.
  */
 #ifndef ESC_LOAD_LOAD_H
@@ -28,8 +30,11 @@
 #define LOAD_CONCURRENCY_MAX 65536u /* ESC_CLIENT_INFLIGHT_MAX: one call per buyer */
 #define LOAD_THINK_MS_MAX 3600000u
 #define LOAD_TRY_LATER_RETRIES_MAX 100000u
-#define LOAD_TRY_LATER_BACKOFF_MS_MIN 20u
-#define LOAD_TRY_LATER_BACKOFF_MS_MAX 50u
+#define LOAD_GIVE_UP_MS_MAX 3600000u
+/* The TRY_LATER backoff (backoff.h): the first wait is 25..50 ms, each next
+ * one up to twice as long, none longer than 2 s. */
+#define LOAD_BACKOFF_BASE_MS 50u
+#define LOAD_BACKOFF_CAP_MS 2000u
 /* Error kinds counted by name: index -code for codes of the table, 0 for
  * anything else. */
 #define LOAD_ERR_KINDS 32
@@ -57,8 +62,9 @@ typedef struct load_config {
     uint32_t ttl_ms;
     uint32_t deadline_ms;
     uint64_t seed;
-    uint32_t try_later_retries;
-    uint32_t buyer_pool; /* 0: buyer id = key; N: "buyer-<index % N>" */
+    uint32_t give_up_ms;        /* a buyer stops retrying TRY_LATER this long after the first */
+    uint32_t try_later_retries; /* and after this many retries; 0 = no count bound */
+    uint32_t buyer_pool;        /* 0: buyer id = key; N: "buyer-<index % N>" */
     /* Skew (segments > 0): hot_pct % of buyers get ids that esc_route_slot
      * puts on the first hot_segments_pct % of the `segments` slots, the
      * others on the remaining slots. */
