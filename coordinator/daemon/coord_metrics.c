@@ -20,7 +20,7 @@ struct coord_metrics {
     metrics_registry *reg; /* owned */
     metrics_http *http;    /* owned; NULL until started */
     metrics_series *nodes_up, *nodes_draining, *nodes_down;
-    metrics_series *lease_expiries, *epoch_changes;
+    metrics_series *lease_expiries, *epoch_changes, *loop_stalls;
     metrics_series *segs_active, *segs_draining, *segs_unserved, *view_gap;
     metrics_series *xf_planned_now, *xf_sent_now;
     metrics_family *xf_planned, *xf_completed, *admin;
@@ -53,6 +53,10 @@ static void register_catalog(coord_metrics *m)
     m->lease_expiries =
         metrics_get0(fam(m, METRICS_COUNTER, "escrow_coord_lease_expiries_total",
                          "Nodes that missed their lease (segments revoked).", NULL));
+    m->loop_stalls = metrics_get0(
+        fam(m, METRICS_COUNTER, "escrow_coord_loop_stalls_total",
+            "Stalls of the coordinator's own loop long enough to give every node a lease of grace.",
+            NULL));
     m->epoch_changes = metrics_get0(
         fam(m, METRICS_COUNTER, "escrow_coord_epoch_changes_total",
             "Segments granted to a node with a raised epoch (committed grants).", NULL));
@@ -143,6 +147,13 @@ void coord_metrics_lease_expired(coord *c)
 {
     if (c->metrics != NULL) {
         metrics_inc(c->metrics->lease_expiries);
+    }
+}
+
+void coord_metrics_loop_stall(coord *c)
+{
+    if (c->metrics != NULL) {
+        metrics_inc(c->metrics->loop_stalls);
     }
 }
 
