@@ -39,7 +39,14 @@ echo "segment:owner:epoch $BEFORE"
 [[ $(itest_q "SELECT count(DISTINCT node_id) FROM segments WHERE item_id = 'cp'") == 2 ]] ||
     esc_fail "the segments are not spread over both nodes: $BEFORE"
 
-node_logs() { cat "$ITEST_DIR"/node*-n1-*.log "$ITEST_DIR"/node*-n2-*.log; }
+N1_LOG=$(ls "$ITEST_DIR"/node*-n1-*.log)
+N2_LOG=$(ls "$ITEST_DIR"/node*-n2-*.log)
+# node_logs_since N1_LINES N2_LINES: what both nodes logged after those lines
+# (the setup's own handover, n1 dropping the half n2 took, is not counted)
+node_logs_since() {
+    tail -n +$(($1 + 1)) "$N1_LOG"
+    tail -n +$(($2 + 1)) "$N2_LOG"
+}
 count_in() { # PATTERN, on stdin -> number of matching lines
     grep -cE "$1" || true
 }
@@ -70,8 +77,10 @@ pause() {
     done
 
     esc_step "SIGSTOP the coordinator for $secs s mid-sale"
-    local coord_lines
+    local coord_lines n1_lines n2_lines
     coord_lines=$(wc -l <"$COORD_LOG")
+    n1_lines=$(wc -l <"$N1_LOG")
+    n2_lines=$(wc -l <"$N2_LOG")
     kill -STOP "$SHARD_COORD_PID"
     esc_on_exit "kill -CONT $SHARD_COORD_PID 2>/dev/null"
     sleep "$secs" # the subject of the test: how long the coordinator is frozen
@@ -89,8 +98,8 @@ pause() {
     new_log=$(tail -n +$((coord_lines + 1)) "$COORD_LOG")
     dead=$(count_in 'COORD-NODE-DEAD' <<<"$new_log")
     stalled=$(count_in 'COORD-STALL' <<<"$new_log")
-    drops=$(node_logs | count_in 'SEG-DROP')
-    fenced=$(node_logs | count_in 'SEG-FENCED')
+    drops=$(node_logs_since "$n1_lines" "$n2_lines" | count_in 'SEG-DROP')
+    fenced=$(node_logs_since "$n1_lines" "$n2_lines" | count_in 'SEG-FENCED')
     refused=$(cat "$ITEST_DIR"/load-$tag-n?.out |
         awk '$1 == "STATUS" && ($2 == "FENCED" || $2 == "NOT_OWNER") {n += $3} END {print n + 0}')
     served=$(cat "$ITEST_DIR"/oks-$tag-n?.txt | awk -v t="$woke" '$2 > t' | wc -l)
