@@ -10,6 +10,7 @@
 #include "ctl_auth.h"
 #include "ctl_exit.h"
 #include "ctl_opts.h"
+#include "ctl_tenant.h"
 #include "ctl_usage.h"
 #include "region_cfg.h"
 
@@ -23,6 +24,9 @@ int main(int argc, char **argv)
     if (ctl_auth_credential(&argc, argv) != 0) {
         return CTL_EXIT_USAGE;
     }
+    if (ctl_tenant_is_cmd(argc, argv)) {
+        return ctl_tenant_run(argc, argv, stdout);
+    }
     if (ctl_auth_is_cmd(argc, argv)) {
         return ctl_auth_run(argc, argv, stdout);
     }
@@ -35,6 +39,7 @@ int main(int argc, char **argv)
     if (args.help) {
         ctl_usage(stdout);
         ctl_auth_usage(stdout);
+        ctl_tenant_usage(stdout);
         return CTL_EXIT_OK;
     }
     if (args.nconfig > 0) {

@@ -32,6 +32,7 @@ static void usage(FILE *f)
             "                      [--metrics [HOST:]PORT]\n"
             "                      [--auth on|off] [--cluster-key FILE]\n"
             "                      [--rate-tenant N[:BURST]] [--rate-buyer N[:BURST]]\n"
+            "                      [--live-holds-tenant N]\n"
             "       escrow-segment --config FILE --node-id ID [--advertise URL]\n"
             "                      [--log-level error|warn|info|debug] [--sweep-ms MS]\n"
             "                      [--metrics [HOST:]PORT]\n"
@@ -56,9 +57,13 @@ static void usage(FILE *f)
             "  --cluster-key  file with the cluster key the heartbeats carry (default:\n"
             "                 $ESCROW_CLUSTER_KEY); needed in managed mode when the\n"
             "                 coordinator runs with --auth on\n"
-            "  --rate-tenant  requests per second per tenant (token bucket, burst BURST,\n"
-            "                 default one second's worth); over it: BUSY. 0 = off (default)\n"
-            "  --rate-buyer   reserves per second per buyer of a tenant; 0 = off (default)\n");
+            "  --rate-tenant  requests per second per tenant on this node (token bucket, burst\n"
+            "                 BURST, default one second's worth); over it: BUSY. 0 = off.\n"
+            "                 Default 20000:40000; a tenant's own: escrowctl tenant limits\n"
+            "  --rate-buyer   reserves per second per buyer of a tenant; 0 = off (default)\n"
+            "  --live-holds-tenant  live holds per tenant on this node; over it a reserve is\n"
+            "                 BUSY. 0 = only the node's own maximum (4194304). Default\n"
+            "                 1048576; a tenant's own: escrowctl tenant limits\n");
 }
 
 /* A random number per process start: a restarted node is a new incarnation
@@ -156,6 +161,17 @@ static int parse_value(int c, const char *arg, node_config *cfg)
         }
         esc_log_set_level(esc_log_level_parse(arg));
         return 0;
+    case 'H': {
+        char *end;
+        long v = strtol(arg, &end, 10);
+        if (*end != '\0' || v < 0 || v > (long)ESC_LIVE_HOLDS_MAX) {
+            fprintf(stderr, "escrow-segment: --live-holds-tenant must be 0..%u\n",
+                    ESC_LIVE_HOLDS_MAX);
+            return -1;
+        }
+        cfg->live_holds_tenant = (uint32_t)v;
+        return 0;
+    }
     default: { /* 's' */
         char *end;
         long v = strtol(arg, &end, 10);
@@ -186,6 +202,7 @@ static int parse_args(int argc, char **argv, node_config *cfg, cli_given *g)
                                          {"cluster-key", required_argument, NULL, 'K'},
                                          {"rate-tenant", required_argument, NULL, 'T'},
                                          {"rate-buyer", required_argument, NULL, 'B'},
+                                         {"live-holds-tenant", required_argument, NULL, 'H'},
                                          {"help", no_argument, NULL, 'h'},
                                          {NULL, 0, NULL, 0}};
     int c;
@@ -223,6 +240,7 @@ static int parse_args(int argc, char **argv, node_config *cfg, cli_given *g)
         case 'A':
         case 'T':
         case 'B':
+        case 'H':
         case 'm':
         case 'v':
         case 's':
@@ -315,6 +333,9 @@ int main(int argc, char **argv)
     node_config cfg;
     memset(&cfg, 0, sizeof cfg);
     cfg.dsn = getenv("ESCROW_DSN");
+    cfg.rate_tenant = NODE_FAIR_RATE_DEFAULT;
+    cfg.rate_tenant_burst = NODE_FAIR_BURST_DEFAULT;
+    cfg.live_holds_tenant = NODE_FAIR_LIVE_HOLDS_DEFAULT;
     char why[256];
     if (failpoint_load(FAILPOINT_NODE_EXIT, why, sizeof why) != 0) {
         fprintf(stderr, "escrow-segment: %s\n", why);
