@@ -255,6 +255,9 @@ int node_net_resume(node *n)
 int node_net_open(node *n)
 {
     int rc = nnx_open_rep(&n->sock);
+    if (rc == 0) {
+        rc = nnx_set_rcvmax(n->sock, ESC_REQUEST_BYTES_MAX); /* requests only: esc_limits.h */
+    }
     if (rc != 0) {
         ESC_LOG(ESC_LOG_ERROR, "SEG-LISTEN", "cannot open socket: %s", esc_strerror(rc));
         return rc;
