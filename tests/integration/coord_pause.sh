@@ -100,13 +100,13 @@ pause() {
     stalled=$(count_in 'COORD-STALL' <<<"$new_log")
     drops=$(node_logs_since "$n1_lines" "$n2_lines" | count_in 'SEG-DROP')
     fenced=$(node_logs_since "$n1_lines" "$n2_lines" | count_in 'SEG-FENCED')
-    refused=$(cat "$ITEST_DIR"/load-$tag-n?.out |
+    refused=$(cat "$ITEST_DIR"/load-"$tag"-n?.out |
         awk '$1 == "STATUS" && ($2 == "FENCED" || $2 == "NOT_OWNER") {n += $3} END {print n + 0}')
-    served=$(cat "$ITEST_DIR"/oks-$tag-n?.txt | awk -v t="$woke" '$2 > t' | wc -l)
+    served=$(cat "$ITEST_DIR"/oks-"$tag"-n?.txt | awk -v t="$woke" '$2 > t' | wc -l)
     after=$(owners)
     echo "pause $secs s: nodes declared dead $dead, segments dropped $drops, fenced $fenced;" \
         "FENCED/NOT_OWNER seen by the direct clients $refused; OKs after the wake-up $served"
-    cat "$ITEST_DIR"/load-$tag-n?.out
+    cat "$ITEST_DIR"/load-"$tag"-n?.out
     grep -h 'COORD-STALL\|COORD-NODE-DEAD' <<<"$new_log" || true
     itest_eq "$dead" 0 "nodes declared dead after a $secs s pause"
     itest_eq "$drops" 0 "segments dropped by the nodes after a $secs s pause"
