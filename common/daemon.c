@@ -2,6 +2,7 @@
  * daemon.c - see daemon.h.
  */
 #include "daemon.h"
+#include "daemon_fds.h"
 
 #include <inttypes.h>
 
@@ -116,6 +117,7 @@ int daemon_run(const daemon_ops *ops, void *d, const void *cfg)
         fprintf(stderr, "%s: cannot create the event loop\n", ops->name);
         return 1;
     }
+    (void)daemon_fds_raise(ops->name);
     if (handles_start() != 0 || ops->start(d, &loop, cfg) != 0) {
         ops->fini(d);
         return 1;

@@ -32,6 +32,13 @@
  * ESC_STATS_SEGMENTS_MAX segments of ~180 bytes. */
 #define ESC_STATS_SEGMENTS_MAX 256
 #define ESC_FRAME_BYTES_MAX (64 * 1024)
+/* The largest frame a segment node's client socket accepts: a request is
+ * its ids (tenant 64, item 128, buyer 128, key 128 bytes), a credential
+ * (256) and a few numbers, well under 2 KiB encoded; twice that leaves room
+ * for fields to come. A connection announcing more is dropped by nanomsg
+ * before it sends the frame, so a slow half-sent frame holds at most this
+ * much of the node's memory. */
+#define ESC_REQUEST_BYTES_MAX (4 * 1024)
 
 /* Segments per item. */
 #define ESC_SEGMENTS_PER_ITEM_MAX 256

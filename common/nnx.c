@@ -70,6 +70,14 @@ int nnx_open_req(int *sock_out)
     return open_raw(NN_REQ, sock_out);
 }
 
+int nnx_set_rcvmax(int sock, int bytes)
+{
+    if (nn_setsockopt(sock, NN_SOL_SOCKET, NN_RCVMAXSIZE, &bytes, sizeof bytes) < 0) {
+        return translate(nn_errno());
+    }
+    return 0;
+}
+
 static int set_nodelay(int sock)
 {
     int one = 1;

@@ -35,6 +35,10 @@ typedef struct nnx_hdr {
  * Returns 0 and *sock_out, or ESC_EIO. */
 int nnx_open_rep(int *sock_out);
 int nnx_open_req(int *sock_out);
+/* Frames larger than bytes are refused by nanomsg (the connection that
+ * announces one is dropped before the frame is read), for a socket whose
+ * peers send only small requests. Default: ESC_FRAME_BYTES_MAX. */
+int nnx_set_rcvmax(int sock, int bytes);
 /* Binds/connects after setting NN_TCP_NODELAY. ESC_EINVAL for a bad URL,
  * ESC_EIO otherwise. */
 int nnx_bind(int sock, const char *url);

@@ -19,6 +19,7 @@
 #include "coord_admin.h"
 #include "coord_auth.h"
 #include "coord_db.h"
+#include "coord_lease.h"
 #include "coord_metrics.h"
 #include "coord_mon.h"
 #include "coord_pass.h"
@@ -32,6 +33,9 @@
 #include "log.h"
 
 #define ROUTE_TICK_MS 100
+/* Requests the tick reads before it judges leases (the heartbeats that
+ * waited in the socket while the loop was busy or stalled). */
+#define COORD_TICK_RECV_MAX (4 * ESC_RECV_PER_CB_MAX)
 
 /* ---- heartbeats ------------------------------------------------------------ */
 
@@ -119,25 +123,43 @@ static bool reading(void *arg)
     return !((const coord *)arg)->stopping;
 }
 
-static void on_readable(nnx_watch *w, void *arg)
+static void read_requests(coord *c, int max)
 {
-    (void)w;
-    coord *c = arg;
-    int rc = daemon_drain(c->sock, ESC_RECV_PER_CB_MAX, reading, on_frame, c);
+    int rc = daemon_drain(c->sock, max, reading, on_frame, c);
     if (rc != 0) {
         ESC_LOG(ESC_LOG_WARN, "COORD-RECV", "%s", esc_strerror(rc));
     }
 }
 
+static void on_readable(nnx_watch *w, void *arg)
+{
+    (void)w;
+    read_requests(arg, ESC_RECV_PER_CB_MAX);
+}
+
 /* ---- timers ------------------------------------------------------------------ */
+
+static uint32_t tick_ms(const coord *c)
+{
+    return c->cfg.heartbeat_ms / 2 > 10 ? c->cfg.heartbeat_ms / 2 : 10;
+}
 
 static void on_tick(uv_timer_t *t)
 {
     coord *c = t->data;
+    int64_t now = esc_mono_us();
+    int64_t stall_us = coord_lease_stall_us(c->last_tick_us, now, tick_ms(c));
+    c->last_tick_us = now;
     coord_metrics_sample(c);
     if (!c->loaded) {
         return;
     }
+    if (coord_lease_stalled(stall_us, c->cfg.lease_ms)) {
+        coord_place_loop_stalled(c, stall_us);
+    }
+    /* after a stall the timers run before the socket is polled: read the
+     * heartbeats that waited before any lease is judged */
+    read_requests(c, COORD_TICK_RECV_MAX);
     coord_place_tick(c);
     coord_xfer_tick(c);
     coord_pass_tick(c);
@@ -244,8 +266,7 @@ static int start_timer(coord *c, uv_timer_t *t, uv_timer_cb cb, uint64_t every_m
 
 static int start_handles(coord *c)
 {
-    uint32_t tick = c->cfg.heartbeat_ms / 2 > 10 ? c->cfg.heartbeat_ms / 2 : 10;
-    int rc = start_timer(c, &c->tick_timer, on_tick, tick);
+    int rc = start_timer(c, &c->tick_timer, on_tick, tick_ms(c));
     rc = rc ? rc : start_timer(c, &c->rebalance_timer, on_rebalance, c->cfg.rebalance_ms);
     rc = rc ? rc : start_timer(c, &c->route_timer, on_route_timer, ROUTE_TICK_MS);
     rc = rc ? rc : start_timer(c, &c->poll_timer, on_poll, c->cfg.catalog_poll_ms);

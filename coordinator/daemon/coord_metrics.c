@@ -12,6 +12,7 @@
 #include "clock.h"
 #include "coord_state.h"
 #include "daemon.h"
+#include "daemon_fds.h"
 #include "escrow_errors.h"
 #include "log.h"
 #include "metrics_http.h"
@@ -19,8 +20,9 @@
 struct coord_metrics {
     metrics_registry *reg; /* owned */
     metrics_http *http;    /* owned; NULL until started */
+    daemon_fds fds;        /* open descriptors and their limit */
     metrics_series *nodes_up, *nodes_draining, *nodes_down;
-    metrics_series *lease_expiries, *epoch_changes;
+    metrics_series *lease_expiries, *epoch_changes, *loop_stalls;
     metrics_series *segs_active, *segs_draining, *segs_unserved, *view_gap;
     metrics_series *xf_planned_now, *xf_sent_now;
     metrics_family *xf_planned, *xf_completed, *admin;
@@ -53,6 +55,10 @@ static void register_catalog(coord_metrics *m)
     m->lease_expiries =
         metrics_get0(fam(m, METRICS_COUNTER, "escrow_coord_lease_expiries_total",
                          "Nodes that missed their lease (segments revoked).", NULL));
+    m->loop_stalls = metrics_get0(
+        fam(m, METRICS_COUNTER, "escrow_coord_loop_stalls_total",
+            "Stalls of the coordinator's own loop long enough to give every node a lease of grace.",
+            NULL));
     m->epoch_changes = metrics_get0(
         fam(m, METRICS_COUNTER, "escrow_coord_epoch_changes_total",
             "Segments granted to a node with a raised epoch (committed grants).", NULL));
@@ -117,6 +123,7 @@ int coord_metrics_open(coord *c)
     register_catalog(m);
     register_transfers(m);
     register_misc(m);
+    daemon_fds_register(&m->fds, m->reg);
     return daemon_metrics_start(m->reg, c->cfg.metrics, &m->http, "COORD-METRICS");
 }
 
@@ -143,6 +150,13 @@ void coord_metrics_lease_expired(coord *c)
 {
     if (c->metrics != NULL) {
         metrics_inc(c->metrics->lease_expiries);
+    }
+}
+
+void coord_metrics_loop_stall(coord *c)
+{
+    if (c->metrics != NULL) {
+        metrics_inc(c->metrics->loop_stalls);
     }
 }
 
@@ -221,6 +235,7 @@ void coord_metrics_sample(coord *c)
         return;
     }
     m->last_sample_us = now;
+    daemon_fds_sample(&m->fds, now);
     size_t up = 0, draining = 0, down = 0;
     for (size_t i = 0; i < c->cat.nnodes; i++) {
         const coord_node *n = c->cat.nodes[i];

@@ -12,6 +12,7 @@
  * Metrics (prefixed escrow_coord_ unless noted; counters end in _total):
  *   nodes{state}                    up / draining / down (gauge)
  *   lease_expiries_total            nodes that missed their lease
+ *   loop_stalls_total               stalls of its own loop that gave every node grace
  *   epoch_changes_total             segments granted with a raised epoch
  *   segments{state}                 active / draining (gauge), and
  *   segments_unserved               segments without a live owner (gauge)
@@ -50,6 +51,7 @@ void coord_metrics_free(coord *c);
 metrics_registry *coord_metrics_registry(coord *c);
 
 void coord_metrics_lease_expired(coord *c);
+void coord_metrics_loop_stall(coord *c);
 void coord_metrics_grant(coord *c);
 void coord_metrics_xfer_planned(coord *c, const char *reason);
 /* reason NULL = unknown. */

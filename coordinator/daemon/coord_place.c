@@ -24,6 +24,7 @@
 #include "clock.h"
 #include "coord_state.h"
 #include "coord_db.h"
+#include "coord_lease.h"
 #include "coord_metrics.h"
 #include "escrow_errors.h"
 #include "log.h"
@@ -227,7 +228,7 @@ static void expire_leases(coord *c, int64_t now)
 {
     for (size_t i = 0; i < c->cat.nnodes; i++) {
         coord_node *n = c->cat.nodes[i];
-        if (!n->alive || now - n->last_hb_us <= (int64_t)c->cfg.lease_ms * 1000) {
+        if (!coord_lease_missed(n, now, c->cfg.lease_ms)) {
             continue;
         }
         n->alive = false;
@@ -245,6 +246,16 @@ static void expire_leases(coord *c, int64_t now)
                 c->cfg.lease_ms, lost);
         coord_place_node_write(c, n, true);
     }
+}
+
+void coord_place_loop_stalled(coord *c, int64_t stall_us)
+{
+    size_t graced = coord_lease_grace(&c->cat, esc_mono_us());
+    coord_metrics_loop_stall(c);
+    ESC_LOG(ESC_LOG_WARN, "COORD-STALL",
+            "this coordinator's loop stalled for %" PRId64 " ms (over a quarter of the %u ms "
+            "lease): %zu live nodes get a lease of grace, their heartbeats were waiting",
+            stall_us / 1000, c->cfg.lease_ms, graced);
 }
 
 /* ---- placement ------------------------------------------------------------------ */

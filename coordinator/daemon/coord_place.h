@@ -8,6 +8,7 @@
 #define ESC_COORD_PLACE_H
 
 #include <stdbool.h>
+#include <stdint.h>
 
 #include "coord_cat.h"
 #include "wire.h"
@@ -17,6 +18,10 @@ typedef struct coord coord;
 /* Every coordinator tick: expires leases, writes the nodes rows that are
  * due, and places the segments that need an owner (one write at a time). */
 void coord_place_tick(coord *c);
+/* The coordinator's own loop was stalled for stall_us, long enough that
+ * the nodes' silence meant nothing (coord_lease.h): every live node gets a
+ * lease of grace from now. Logs COORD-STALL. */
+void coord_place_loop_stalled(coord *c, int64_t stall_us);
 /* A node's heartbeat (hb borrowed): registers the node (a new incarnation is
  * written with a raise of its epochs) and takes its segments' reports.
  * *out is the node, or NULL when the node table is full. */

@@ -110,6 +110,8 @@ struct coord {
     bool loaded;     /* the first catalog read completed: READY */
     bool grant_busy; /* an ownership write is in flight (coord_place.c) */
     int64_t started_us;
+    /* monotonic: the tick's last run; a late one is a stall of the loop (coord_lease.h) */
+    int64_t last_tick_us;
     coord_db db;       /* the statement queue and the catalog read (coord_db.c) */
     coord_route route; /* routing tables (coord_route.c) */
     coord_admin admin; /* admin requests waiting (coord_admin.c) */

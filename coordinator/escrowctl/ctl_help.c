@@ -12,6 +12,7 @@
 
 #include "ctl_auth.h"
 #include "ctl_opts.h"
+#include "ctl_tenant.h"
 #include "ctl_top_opts.h"
 #include "ctl_usage.h"
 
@@ -113,6 +114,7 @@ int ctl_help(FILE *f, const char *const *words, int nwords)
     if (nwords == 0) {
         ctl_usage(f);
         ctl_auth_usage(f);
+        ctl_tenant_usage(f);
         fputc('\n', f);
         ctl_top_usage(f);
         return 0;
@@ -125,6 +127,7 @@ int ctl_help(FILE *f, const char *const *words, int nwords)
     }
     ctl_usage(mem);
     ctl_auth_usage(mem);
+    ctl_tenant_usage(mem);
     fputc('\n', mem);
     ctl_top_usage(mem);
     if (fclose(mem) != 0) {

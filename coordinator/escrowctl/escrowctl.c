@@ -16,6 +16,7 @@
 #include "ctl_opts.h"
 #include "ctl_top.h"
 #include "ctl_top_opts.h"
+#include "ctl_tenant.h"
 #include "region_cfg.h"
 
 int main(int argc, char **argv)
@@ -41,6 +42,9 @@ int main(int argc, char **argv)
     }
     if (ctl_auth_credential(&argc, argv) != 0) {
         return CTL_EXIT_USAGE;
+    }
+    if (ctl_tenant_is_cmd(argc, argv)) {
+        return ctl_tenant_run(argc, argv, stdout);
     }
     if (ctl_auth_is_cmd(argc, argv)) {
         return ctl_auth_run(argc, argv, stdout);

@@ -4,6 +4,7 @@
  */
 #include "seg_core.h"
 
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -82,6 +83,48 @@ bool seg_core_knows_tenant(const seg_core *c, const char *tenant_id)
     return false;
 }
 
+seg_tenant *seg_core_find_tenant(seg_core *c, const char *tenant_id)
+{
+    for (size_t i = 0; i < c->ntenants; i++) {
+        if (strcmp(c->tenants[i]->tenant_id, tenant_id) == 0) {
+            return c->tenants[i];
+        }
+    }
+    return NULL;
+}
+
+static seg_tenant *tenant_get(seg_core *c, const char *tenant_id)
+{
+    seg_tenant *t = seg_core_find_tenant(c, tenant_id);
+    if (t != NULL) {
+        return t;
+    }
+    if (c->ntenants == c->tenants_cap) {
+        size_t cap = c->tenants_cap ? c->tenants_cap * 2 : 8;
+        seg_tenant **l = realloc(c->tenants, cap * sizeof *l);
+        if (l == NULL) {
+            return NULL;
+        }
+        c->tenants = l;
+        c->tenants_cap = cap;
+    }
+    t = calloc(1, sizeof *t);
+    if (t == NULL) {
+        return NULL;
+    }
+    snprintf(t->tenant_id, sizeof t->tenant_id, "%s", tenant_id);
+    t->live_holds_max = c->tenant_holds_max;
+    c->tenants[c->ntenants++] = t;
+    return t;
+}
+
+/* A hold of s became live (+1) or ended (-1): the node's count and its tenant's. */
+static void live_add(seg_core *c, const seg_segment *s, int d)
+{
+    c->live_holds += (size_t)d;
+    s->item->tenant->live_holds += (size_t)d;
+}
+
 static bool segment_eq(const hmap_node *n, const void *k)
 {
     return HMAP_ENTRY(n, seg_segment, by_id)->segment_id == *(const uint64_t *)k;
@@ -157,6 +200,10 @@ void seg_core_fini(seg_core *c)
         free(c->item_list[i]);
     }
     free(c->item_list);
+    for (size_t i = 0; i < c->ntenants; i++) {
+        free(c->tenants[i]);
+    }
+    free(c->tenants);
     free(c->segs);
     heap_fini(&c->expiry);
     hmap_fini(&c->items);
@@ -184,11 +231,13 @@ int seg_core_add_item(seg_core *c, const seg_item *proto, seg_item **out)
         c->item_list = l;
         c->items_cap = cap;
     }
-    it = malloc(sizeof *it);
+    seg_tenant *t = tenant_get(c, proto->tenant_id);
+    it = t != NULL ? malloc(sizeof *it) : NULL;
     if (it == NULL) {
         return ESC_ENOMEM;
     }
     *it = *proto;
+    it->tenant = t;
     it->nsegs = 0;
     it->rr = 0;
     c->item_list[c->nitems++] = it;
@@ -317,7 +366,7 @@ int seg_core_add_hold(seg_core *c, seg_segment *seg, const seg_hold *proto, cons
     index_hold(c, h);
     if (h->state == SEG_HELD) {
         seg->holds_qty += h->qty;
-        c->live_holds++;
+        live_add(c, seg, 1);
         expiry_arm(c, h);
     } else {
         retain(c, h);
@@ -513,6 +562,13 @@ static void create_hold(seg_core *c, seg_item *it, seg_segment *s, const seg_res
         res->message = "this segment's hold ids wait for the next range (its next commit)";
         return;
     }
+    const seg_tenant *t = it->tenant;
+    if (t->live_holds_max > 0 && t->live_holds >= t->live_holds_max) {
+        reply(res, ESC_EBUSY, NULL);
+        res->message = "this tenant has as many live holds on this node as its cap allows "
+                       "(escrowctl tenant limits): retry later";
+        return;
+    }
     if (c->live_holds >= ESC_LIVE_HOLDS_MAX) {
         reply(res, ESC_EBUSY, NULL);
         return;
@@ -537,7 +593,7 @@ static void create_hold(seg_core *c, seg_item *it, seg_segment *s, const seg_res
     s->available -= in->qty;
     s->held += in->qty;
     s->holds_qty += h->qty;
-    c->live_holds++;
+    live_add(c, s, 1);
     expiry_arm(c, h);
     res->disp = SEG_COMMIT;
     res->status = 0;
@@ -907,7 +963,7 @@ void seg_core_commit_op(seg_core *c, const seg_op *op, int64_t now_ms)
         h->seg->available += op->returned;
         h->seg->dry = h->seg->dry && op->returned == 0;
         h->ended_at_ms = now_ms;
-        c->live_holds--;
+        live_add(c, h->seg, -1);
         retain(c, h);
         return;
     }
@@ -929,7 +985,7 @@ void seg_core_undo_op(seg_core *c, const seg_op *op)
         s->available += h->qty;
         s->held -= h->qty;
         s->holds_qty -= h->qty;
-        c->live_holds--;
+        live_add(c, s, -1);
         expiry_disarm(c, h);
         unindex_hold(c, h);
         hold_free(h);
@@ -986,7 +1042,7 @@ void seg_core_fence(seg_core *c, seg_segment *seg, void (*waiters_cb)(void *wait
                 settle_pending_buyer(c, h);
                 if (h->state == SEG_HELD) {
                     seg->holds_qty -= h->qty;
-                    c->live_holds--;
+                    live_add(c, seg, -1);
                 }
                 expiry_disarm(c, h);
                 unindex_hold(c, h);

@@ -44,11 +44,22 @@ enum seg_op_kind {
 enum seg_pending { SEG_PENDING_NONE = 0, SEG_PENDING_CREATE, SEG_PENDING_CHANGE };
 
 typedef struct seg_item seg_item;
+typedef struct seg_tenant seg_tenant;
 typedef struct seg_segment seg_segment;
 typedef struct seg_hold seg_hold;
 
+/* A tenant of the items this node serves: its live holds here, and its cap
+ * (fairness between tenants: one tenant cannot fill the node's table of
+ * ESC_LIVE_HOLDS_MAX alone). Over the cap a reserve is ESC_EBUSY. */
+struct seg_tenant {
+    char tenant_id[ESC_TENANT_LEN_MAX + 1];
+    size_t live_holds;
+    size_t live_holds_max; /* 0 = no cap but the node's */
+};
+
 struct seg_item {
     hmap_node by_name;
+    seg_tenant *tenant; /* borrowed; owned by the core */
     char tenant_id[ESC_TENANT_LEN_MAX + 1];
     char item_id[ESC_ITEM_LEN_MAX + 1];
     int32_t max_per_order; /* 0 = none */
@@ -181,6 +192,9 @@ typedef struct seg_core {
     seg_hold *retain_head, *retain_tail; /* final holds, oldest first */
     size_t nretained;
     size_t live_holds;
+    seg_tenant **tenants; /* owned array of owned tenants (few: a linear list) */
+    size_t ntenants, tenants_cap;
+    size_t tenant_holds_max; /* a new tenant's live_holds_max; 0 = none */
     int64_t retain_ms;
     size_t retain_max;
     /* Held holds by expiry, soonest first. A held hold is in it unless the
@@ -205,6 +219,8 @@ void seg_core_fini(seg_core *c);
 int seg_core_add_item(seg_core *c, const seg_item *proto, seg_item **out);
 seg_item *seg_core_find_item(seg_core *c, const char *tenant_id, const char *item_id);
 bool seg_core_knows_tenant(const seg_core *c, const char *tenant_id);
+/* The tenant's entry, or NULL when no item of it was added. */
+seg_tenant *seg_core_find_tenant(seg_core *c, const char *tenant_id);
 /* Adds a loaded segment of item: proto->next_seq..seq_limit is the range
  * of hold sequence numbers its loader reserved (written to
  * segments.hold_seq under the new epoch). Returns ESC_EINVAL if counters

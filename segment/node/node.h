@@ -51,6 +51,7 @@
 #include <uv.h>
 
 #include "auth_guard.h"
+#include "node_fair.h"
 #include "nnx.h"
 #include "pgx.h"
 #include "ratelim.h"
@@ -88,9 +89,11 @@ typedef struct node_config {
     const char *cluster_key;
     const char *cluster_key_prev; /* borrowed: a previous cluster key, accepted too; NULL = none */
     /* Token buckets (ratelim.h), 0 = off: requests per second per tenant,
-     * reserves per second per (tenant, buyer); bursts 0 = one second's worth. */
+     * reserves per second per (tenant, buyer); bursts 0 = one second's worth.
+     * The tenant's, and its cap of live holds, are defaults (node_fair.h). */
     uint32_t rate_tenant, rate_tenant_burst;
     uint32_t rate_buyer, rate_buyer_burst;
+    uint32_t live_holds_tenant;
 } node_config;
 
 /* A transfer this node executes: in a batch, or done and reported in every
@@ -206,7 +209,7 @@ struct node {
     node_xfer xfers[ESC_HB_TRANSFERS_MAX];
     size_t nxfers;
     auth_guard auth;       /* checks every request before it is decoded */
-    ratelim rl_tenant;     /* per tenant, every request (after auth) */
+    node_fair fair;        /* per tenant: rate, live holds (after auth) */
     ratelim rl_buyer;      /* per (tenant, buyer), reserves */
     uint64_t rl_seed;      /* random per process: bucket sets cannot be aimed at */
     uint64_t rate_limited; /* requests refused by a bucket */

@@ -21,13 +21,12 @@
 
 /* ---- credentials and rate limits ----------------------------------------- */
 
-/* Slots of the bucket tables (24 bytes each): tenants are few; buyers are
- * many, and a table full of busy buyers bends (ratelim.h), never grows. */
-#define NODE_RL_TENANT_SLOTS 4096
+/* Slots of the buyers' bucket table (24 bytes each): buyers are many, and a
+ * table full of busy buyers bends (ratelim.h), never grows. */
 #define NODE_RL_BUYER_SLOTS 65536
 
 /* The outer frame's check (wire_check_fn), before the operation is decoded:
- * the credential (auth_guard.h), then the tenant's bucket. */
+ * the credential (auth_guard.h), then the tenant's bucket (node_fair.h). */
 static int node_check(const wire_head *h, char why[WIRE_WHY_MAX], void *arg)
 {
     node *n = arg;
@@ -36,14 +35,9 @@ static int node_check(const wire_head *h, char why[WIRE_WHY_MAX], void *arg)
     if (rc != 0) {
         return rc;
     }
-    if (n->rl_tenant.slots != NULL && h->access == WIRE_ACCESS_TENANT &&
-        !ratelim_take(&n->rl_tenant,
-                      hmap_hash_bytes(h->tenant_id, strlen(h->tenant_id), n->rl_seed),
-                      esc_mono_us())) {
+    if (h->access == WIRE_ACCESS_TENANT &&
+        !node_fair_admit(&n->fair, h->tenant_id, esc_mono_us(), why, WIRE_WHY_MAX)) {
         n->rate_limited++;
-        snprintf(why, WIRE_WHY_MAX,
-                 "rate limited: this tenant is over %u requests/s on this node; retry later",
-                 n->cfg.rate_tenant);
         return ESC_EBUSY;
     }
     return 0;
@@ -74,8 +68,11 @@ int node_net_guard_start(node *n)
                             .name = "segment"};
     int rc = auth_guard_start(&n->auth, n->loop, &ac);
     if (rc == 0) {
-        rc = ratelim_init(&n->rl_tenant, NODE_RL_TENANT_SLOTS, cfg->rate_tenant,
-                          cfg->rate_tenant_burst);
+        node_fair_config fc = {.dsn = cfg->dsn,
+                               .rate = cfg->rate_tenant,
+                               .burst = cfg->rate_tenant_burst,
+                               .live_holds_max = cfg->live_holds_tenant};
+        rc = node_fair_start(&n->fair, n->loop, &n->core, &fc);
     }
     if (rc == 0) {
         rc =
@@ -87,11 +84,12 @@ int node_net_guard_start(node *n)
 
 int node_net_reload(node *n, const node_config *fresh)
 {
-    int rc = ratelim_set(&n->rl_tenant, NODE_RL_TENANT_SLOTS, fresh->rate_tenant,
-                         fresh->rate_tenant_burst);
+    int rc = node_fair_set_defaults(&n->fair, fresh->rate_tenant, fresh->rate_tenant_burst,
+                                    fresh->live_holds_tenant);
     if (rc == 0) {
         n->cfg.rate_tenant = fresh->rate_tenant;
         n->cfg.rate_tenant_burst = fresh->rate_tenant_burst;
+        n->cfg.live_holds_tenant = fresh->live_holds_tenant;
     }
     int rc2 =
         ratelim_set(&n->rl_buyer, NODE_RL_BUYER_SLOTS, fresh->rate_buyer, fresh->rate_buyer_burst);
@@ -283,6 +281,9 @@ int node_net_resume(node *n)
 int node_net_open(node *n)
 {
     int rc = nnx_open_rep(&n->sock);
+    if (rc == 0) {
+        rc = nnx_set_rcvmax(n->sock, ESC_REQUEST_BYTES_MAX); /* requests only: esc_limits.h */
+    }
     if (rc != 0) {
         ESC_LOG(ESC_LOG_ERROR, "SEG-LISTEN", "cannot open socket: %s", esc_strerror(rc));
         return rc;
@@ -309,6 +310,9 @@ void node_net_close(node *n)
     if (auth_guard_close(&n->auth, on_auth_closed, n)) {
         n->handles_open++;
     }
+    if (node_fair_close(&n->fair, on_auth_closed, n)) {
+        n->handles_open++;
+    }
     n->watch.poll.data = n;
     nnx_watch_close(&n->watch, on_watch_closed);
 }
@@ -320,6 +324,6 @@ void node_net_fini(node *n)
         n->sock = -1;
     }
     auth_guard_fini(&n->auth);
-    ratelim_fini(&n->rl_tenant);
+    node_fair_fini(&n->fair);
     ratelim_fini(&n->rl_buyer);
 }

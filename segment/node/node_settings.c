@@ -31,6 +31,7 @@ static const struct option opts[] = {{"node-id", required_argument, NULL, 'n'},
                                      {"cluster-key", required_argument, NULL, 'K'},
                                      {"rate-tenant", required_argument, NULL, 'T'},
                                      {"rate-buyer", required_argument, NULL, 'B'},
+                                     {"live-holds-tenant", required_argument, NULL, 'H'},
                                      {"help", no_argument, NULL, 'h'},
                                      {"version", no_argument, NULL, 'V'},
                                      {"check-config", no_argument, NULL, 'X'},
@@ -49,6 +50,7 @@ void node_settings_usage(FILE *f)
             "                      [--sweep-ms MS] [--metrics [HOST:]PORT]\n"
             "                      [--auth on|off] [--cluster-key FILE]\n"
             "                      [--rate-tenant N[:BURST]] [--rate-buyer N[:BURST]]\n"
+            "                      [--live-holds-tenant N]\n"
             "       escrow-segment --region FILE --node-id ID [--advertise URL] [the options\n"
             "                      above but --dsn, --listen and --coordinator]\n"
             "       escrow-segment --config FILE [any option above]\n"
@@ -82,9 +84,13 @@ void node_settings_usage(FILE *f)
             "                 $ESCROW_CLUSTER_KEY), and optionally on its second line the\n"
             "                 previous key, still accepted; needed in managed mode when the\n"
             "                 coordinator runs with --auth on\n"
-            "  --rate-tenant  requests per second per tenant (token bucket, burst BURST,\n"
-            "                 default one second's worth); over it: BUSY. 0 = off (default)\n"
+            "  --rate-tenant  requests per second per tenant on this node (token bucket, burst\n"
+            "                 BURST, default one second's worth); over it: BUSY. 0 = off.\n"
+            "                 Default 20000:40000; a tenant's own: escrowctl tenant limits\n"
             "  --rate-buyer   reserves per second per buyer of a tenant; 0 = off (default)\n"
+            "  --live-holds-tenant  live holds per tenant on this node; over it a reserve is\n"
+            "                 BUSY. 0 = only the node's own maximum (4194304). Default\n"
+            "                 1048576; a tenant's own: escrowctl tenant limits\n"
             "  --check-config read and check the settings and the files they name, print\n"
             "                 \"configuration ok\" and exit 0 (2 and the error if not); opens\n"
             "                 nothing\n"
@@ -99,6 +105,9 @@ void node_settings_init(node_settings *s)
     memset(s, 0, sizeof *s);
     s->log_level = ESC_LOG_INFO;
     s->log_format = ESC_LOG_TEXT;
+    s->node.rate_tenant = NODE_FAIR_RATE_DEFAULT;
+    s->node.rate_tenant_burst = NODE_FAIR_BURST_DEFAULT;
+    s->node.live_holds_tenant = NODE_FAIR_LIVE_HOLDS_DEFAULT;
 }
 
 static int set_string(node_settings *s, int opt, const char *v, char *why, size_t why_len)
@@ -145,6 +154,16 @@ static int set_number(node_settings *s, int opt, const char *v, char *why, size_
         s->node.sweep_ms = (uint32_t)x;
         return 0;
     }
+    if (opt == 'H') {
+        char *end;
+        long x = strtol(v, &end, 10);
+        if (*v == '\0' || *end != '\0' || x < 0 || x > (long)ESC_LIVE_HOLDS_MAX) {
+            snprintf(why, why_len, "must be 0..%u, not '%s'", ESC_LIVE_HOLDS_MAX, v);
+            return -1;
+        }
+        s->node.live_holds_tenant = (uint32_t)x;
+        return 0;
+    }
     node_config *c = &s->node;
     if (ratelim_parse(v, opt == 'T' ? &c->rate_tenant : &c->rate_buyer,
                       opt == 'T' ? &c->rate_tenant_burst : &c->rate_buyer_burst) != 0) {
@@ -185,6 +204,7 @@ static int set_opt(void *arg, int opt, const char *v, char *why, size_t why_len)
     case 's':
     case 'T':
     case 'B':
+    case 'H':
         return set_number(s, opt, v, why, why_len);
     default:
         return set_string(s, opt, v, why, why_len);
@@ -386,6 +406,9 @@ int node_settings_diff(const node_settings *a, const node_settings *b)
     snprintf(nx, sizeof nx, "%u:%u", x->rate_buyer, x->rate_buyer_burst);
     snprintf(ny, sizeof ny, "%u:%u", y->rate_buyer, y->rate_buyer_burst);
     n += config_note_change(id, "rate_buyer", nx, ny, true, false);
+    snprintf(nx, sizeof nx, "%u", x->live_holds_tenant);
+    snprintf(ny, sizeof ny, "%u", y->live_holds_tenant);
+    n += config_note_change(id, "live_holds_tenant", nx, ny, true, false);
     n += diff_keys(a, b);
     n += config_note_change(id, "node_id", x->node_id, y->node_id, false, false);
     n += config_note_change(id, "listen", lx, ly, false, false);
@@ -412,6 +435,7 @@ void node_settings_take_reloadable(node_settings *running, const node_settings *
     r->rate_tenant_burst = f->rate_tenant_burst;
     r->rate_buyer = f->rate_buyer;
     r->rate_buyer_burst = f->rate_buyer_burst;
+    r->live_holds_tenant = f->live_holds_tenant;
     memcpy(running->cluster_key, fresh->cluster_key, sizeof running->cluster_key);
     memcpy(running->cluster_key_prev, fresh->cluster_key_prev, sizeof running->cluster_key_prev);
     r->cluster_key = f->cluster_key != NULL ? running->cluster_key : NULL;

@@ -2,8 +2,8 @@
 # bad_input.sh - input from the network is validated and answered, never
 # trusted (docs/guarantees.md, "Bad input changes nothing"). Through a raw nanomsg REQ socket
 # esc_probe sends malformed protobuf, out-of-range quantities, oversized ids,
-# unknown tenants and items, misused hold ids, a frame over the protocol's
-# 64 KiB maximum; through plain TCP: garbage, a wrong SP header, a frame
+# unknown tenants and items, misused hold ids, a frame over the node's 4 KiB
+# maximum for requests; through plain TCP: garbage, a wrong SP header, a frame
 # length of 140 TB, half frames, idle connections. Each gets its exact error
 # code or a dropped connection; nothing reaches the database (a snapshot
 # before equals the one after); the node still serves a valid reserve.

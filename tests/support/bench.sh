@@ -101,6 +101,8 @@ segments_served() { # ITEM COUNT
 
 create_item() { # ITEM TOTAL SEGMENTS
     esc_ctl item create "$tenant" "$1" --total "$2" --segments "$3" --hold-ttl-ms 600000 >/dev/null
+    # a benchmark of one tenant's peak: no per-tenant rate limit (node_fair.h)
+    esc_ctl tenant limits "$tenant" --rate 0 >/dev/null
     esc_wait_for 60 segments_served "$1" "$3" || esc_fail "item $1 was not placed within 60 s"
 }
 

@@ -44,6 +44,8 @@ new_item() {
     n=$((n + 1))
     item=bb-$n
     esc_ctl item create t1 "$item" --total $((2 * buyers)) --segments 8 >/dev/null
+    # a benchmark of one tenant's peak: no per-tenant rate limit (node_fair.h)
+    esc_ctl tenant limits t1 --rate 0 >/dev/null
     esc_cluster_wait_served t1 "$item"
 }
 

@@ -63,6 +63,8 @@ served() { # ITEM
 item() { # ITEM: stock for every buyer of one run
     esc_ctl item create "$tenant" "$1" --total "$buyers" --segments "$segments" \
         --hold-ttl-ms 600000 >/dev/null
+    # a benchmark of one tenant's peak: no per-tenant rate limit (node_fair.h)
+    esc_ctl tenant limits "$tenant" --rate 0 >/dev/null
     esc_wait_for 60 served "$1" || esc_fail "item $1 was not placed within 60 s"
 }
 

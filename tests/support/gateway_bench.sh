@@ -51,6 +51,8 @@ openssl req -x509 -newkey ec -pkeyopt ec_paramgen_curve:prime256v1 -nodes -days 
     -subj /CN=127.0.0.1 -addext "subjectAltName=IP:127.0.0.1" \
     -keyout "$dir/gw.key" -out "$dir/gw.crt" 2>/dev/null
 esc_ctl item create bench hot --total 10000000 --segments 8 --hold-ttl-ms 600000 >/dev/null
+# a benchmark of one tenant's peak: no per-tenant rate limit (node_fair.h)
+esc_ctl tenant limits bench --rate 0 >/dev/null
 served() {
     [[ $(esc_psql "SELECT count(*) FROM segments WHERE item_id = 'hot' AND epoch > 0") == 8 ]]
 }

@@ -347,6 +347,46 @@ static void test_undo_restores_everything(void **state)
     assert_ok(f);
 }
 
+/* A tenant's cap of live holds (seg_tenant): over it BUSY with a sentence;
+ * an ended hold, an undone reserve and a fenced segment give room back. */
+static void test_tenant_live_hold_cap(void **state)
+{
+    fixture *f = *state;
+    seg_tenant *t = seg_core_find_tenant(&f->core, "shop");
+    assert_non_null(t);
+    assert_ptr_equal(f->item->tenant, t);
+    assert_null(seg_core_find_tenant(&f->core, "other"));
+    t->live_holds_max = 2;
+    seg_result r1, r2, r3;
+    seg_hold *h = hold_committed(f, "b", "k1", 1);
+    reserve(f, "b", "k2", 1, T0, &r1);
+    assert_int_equal(r1.disp, SEG_COMMIT);
+    assert_int_equal(t->live_holds, 2);
+    reserve(f, "b", "k3", 1, T0, &r2);
+    assert_int_equal(r2.disp, SEG_REPLY);
+    assert_int_equal(r2.status, ESC_EBUSY);
+    assert_non_null(r2.message);
+    assert_int_equal(f->s1->available + f->s2->available, 1); /* nothing was taken */
+    seg_core_undo_op(&f->core, &r1.op);                       /* the batch failed */
+    assert_int_equal(t->live_holds, 1);
+    reserve(f, "b", "k3", 1, T0, &r2);
+    assert_int_equal(r2.disp, SEG_COMMIT);
+    seg_core_commit_op(&f->core, &r2.op, T0);
+    seg_core_release(&f->core, "shop", h->hold_id, T0, &r3);
+    seg_core_commit_op(&f->core, &r3.op, T0);
+    assert_int_equal(t->live_holds, 1);
+    assert_int_equal(f->core.live_holds, 1);
+    t->live_holds_max = 0; /* no cap but the node's */
+    reserve(f, "b", "k4", 1, T0, &r1);
+    assert_int_equal(r1.disp, SEG_COMMIT);
+    seg_core_commit_op(&f->core, &r1.op, T0);
+    assert_int_equal(t->live_holds, 2);
+    seg_core_fence(&f->core, f->s1, NULL, NULL);
+    seg_core_fence(&f->core, f->s2, NULL, NULL);
+    assert_int_equal(t->live_holds, 0);
+    assert_int_equal(f->core.live_holds, 0);
+}
+
 static void test_per_buyer_one_pending(void **state)
 {
     fixture *f = *state;
@@ -935,6 +975,7 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_lapse_during_commit_is_swept, setup, teardown),
         cmocka_unit_test_setup_teardown(test_undo_restores_everything, setup, teardown),
         cmocka_unit_test_setup_teardown(test_per_buyer_one_pending, setup_limited, teardown),
+        cmocka_unit_test_setup_teardown(test_tenant_live_hold_cap, setup, teardown),
         cmocka_unit_test_setup_teardown(test_tenant_isolation_and_lookup, setup, teardown),
         cmocka_unit_test_setup_teardown(test_fence_drops_segment, setup, teardown),
         cmocka_unit_test_setup_teardown(test_check_catches_drift, setup, teardown),

@@ -275,21 +275,21 @@ static void raw_cases_holds(raw_ctx *x)
     raw_expect_req(x, "reserve_key_mismatch", &q, ESC_EIDEMPOTENCY_MISMATCH);
 }
 
-/* Frames near and over the protocol's size limit. */
+/* Frames near and over the node's size limit (ESC_REQUEST_BYTES_MAX). */
 static void raw_cases_size(raw_ctx *x)
 {
-    /* A 60 KiB field in a frame under the limit: refused by the field's own
+    /* A 3 KiB field in a frame under the limit: refused by the field's own
      * bound (TOOBIG), not by the decoder running out of room (PROTO). */
-    char *big = repeat_char('b', 60 * 1024);
+    char *big = repeat_char('b', 3 * 1024);
     raw_req q = raw_base(x->args);
     q.tenant = big;
-    raw_expect(x, "tenant_60_kib", raw_pack(&q, x->buf, RAW_BUF_BYTES), ESC_ETOOBIG);
+    raw_expect(x, "tenant_3_kib", raw_pack(&q, x->buf, RAW_BUF_BYTES), ESC_ETOOBIG);
     q = raw_base(x->args);
-    q.credential_len = 60 * 1024;
-    raw_expect(x, "credential_60_kib", raw_pack(&q, x->buf, RAW_BUF_BYTES), ESC_ETOOBIG);
+    q.credential_len = 3 * 1024;
+    raw_expect(x, "credential_3_kib", raw_pack(&q, x->buf, RAW_BUF_BYTES), ESC_ETOOBIG);
     free(big);
     /* Over NN_RCVMAXSIZE: nanomsg drops the connection; no reply is fine. */
-    size_t len = ESC_FRAME_BYTES_MAX + 4096;
+    size_t len = ESC_REQUEST_BYTES_MAX + 4096;
     memset(x->buf, 0x0a, len);
     wire_reply rep = {0};
     x->cases++;
