@@ -30,7 +30,7 @@ static void usage(FILE *f)
             "                      [--coordinator URL [--advertise URL]]\n"
             "                      [--log-level error|warn|info|debug] [--sweep-ms MS]\n"
             "                      [--metrics [HOST:]PORT]\n"
-            "                      [--auth on|off] [--cluster-key FILE]\n"
+            "                      [--auth on|off] [--cluster-key FILE] [--auth-window-ms MS]\n"
             "                      [--rate-tenant N[:BURST]] [--rate-buyer N[:BURST]]\n"
             "       escrow-segment --config FILE --node-id ID [--advertise URL]\n"
             "                      [--log-level error|warn|info|debug] [--sweep-ms MS]\n"
@@ -49,10 +49,12 @@ static void usage(FILE *f)
             "                 --listen)\n"
             "  --sweep-ms     expiry sweeper period (default 50)\n"
             "  --metrics      serve Prometheus metrics over HTTP at http://HOST:PORT/metrics\n"
-            "                 (e.g. 127.0.0.1:9101; a bare PORT listens on every interface;\n"
-            "                 off when not given)\n"
-            "  --auth         on: every request needs a valid key (tenant key for its own\n"
-            "                 tenant, admin key for operator release); off (default): none\n"
+            "                 (e.g. 9101 = 127.0.0.1:9101, the default host; 0.0.0.0:9101\n"
+            "                 listens on every interface; off when not given)\n"
+            "  --auth         on: every request needs a valid signature (tenant key for its\n"
+            "                 own tenant, admin key for operator release); off (default): none\n"
+            "  --auth-window-ms  a signed frame is accepted this long before or after this\n"
+            "                 node's clock (default 30000, 1000..600000)\n"
             "  --cluster-key  file with the cluster key the heartbeats carry (default:\n"
             "                 $ESCROW_CLUSTER_KEY); needed in managed mode when the\n"
             "                 coordinator runs with --auth on\n"
@@ -128,6 +130,12 @@ static int parse_value(int c, const char *arg, node_config *cfg)
             return -1;
         }
         return 0;
+    case 'W':
+        if (auth_parse_window(arg, &cfg->auth_window_ms) != 0) {
+            fprintf(stderr, "escrow-segment: --auth-window-ms takes 1000..600000\n");
+            return -1;
+        }
+        return 0;
     case 'T':
     case 'B':
         if (ratelim_parse(arg, c == 'T' ? &cfg->rate_tenant : &cfg->rate_buyer,
@@ -184,6 +192,7 @@ static int parse_args(int argc, char **argv, node_config *cfg, cli_given *g)
                                          {"config", required_argument, NULL, 'F'},
                                          {"auth", required_argument, NULL, 'A'},
                                          {"cluster-key", required_argument, NULL, 'K'},
+                                         {"auth-window-ms", required_argument, NULL, 'W'},
                                          {"rate-tenant", required_argument, NULL, 'T'},
                                          {"rate-buyer", required_argument, NULL, 'B'},
                                          {"help", no_argument, NULL, 'h'},
@@ -221,6 +230,7 @@ static int parse_args(int argc, char **argv, node_config *cfg, cli_given *g)
             usage(stdout);
             return 1;
         case 'A':
+        case 'W':
         case 'T':
         case 'B':
         case 'm':

@@ -31,8 +31,7 @@
 static int node_check(const wire_head *h, char why[WIRE_WHY_MAX], void *arg)
 {
     node *n = arg;
-    int rc = auth_guard_check(&n->auth, (int)h->access, h->tenant_id, h->credential,
-                              h->credential_len, why, WIRE_WHY_MAX);
+    int rc = auth_guard_check(&n->auth, (int)h->access, h->tenant_id, &h->sig, why, WIRE_WHY_MAX);
     if (rc != 0) {
         return rc;
     }
@@ -67,8 +66,11 @@ static bool buyer_allowed(node *n, const wire_request *q)
 int node_net_guard_start(node *n)
 {
     const node_config *cfg = &n->cfg;
-    auth_guard_config ac = {
-        .on = cfg->auth, .dsn = cfg->dsn, .cluster_key = cfg->cluster_key, .name = "segment"};
+    auth_guard_config ac = {.on = cfg->auth,
+                            .dsn = cfg->dsn,
+                            .cluster_key = cfg->cluster_key,
+                            .window_ms = cfg->auth_window_ms,
+                            .name = "segment"};
     int rc = auth_guard_start(&n->auth, n->loop, &ac);
     if (rc == 0) {
         rc = ratelim_init(&n->rl_tenant, NODE_RL_TENANT_SLOTS, cfg->rate_tenant,
