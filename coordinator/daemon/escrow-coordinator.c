@@ -28,8 +28,9 @@ static void usage(FILE *f)
         "                          [--lease-ms 2000] [--heartbeat-ms 200] [--rebalance-ms 200]\n"
         "                          [--collapse-pct 5] [--low-water-pct 25]\n"
         "                          [--catalog-poll-ms 1000] [--log-level error|warn|info|debug]\n"
-        "                          [--metrics [HOST:]PORT] [--check-ms 5000]\n"
-        "                          [--auth on|off] [--cluster-key FILE]\n"
+        "                          [--metrics [HOST:]PORT] [--metrics-labels on|off]\n"
+        "                          [--check-ms 5000]\n"
+        "                          [--auth on|off] [--cluster-key FILE] [--auth-window-ms MS]\n"
         "       escrow-coordinator --config FILE [the options above but --dsn, --listen and\n"
         "                          --publish]\n"
         "\n"
@@ -53,17 +54,23 @@ static void usage(FILE *f)
         "                     (0..100)\n"
         "  --catalog-poll-ms  re-read items, segments and nodes this often (100..600000)\n"
         "  --metrics          serve Prometheus metrics over HTTP at http://HOST:PORT/metrics\n"
-        "                     (e.g. 127.0.0.1:9100; a bare PORT listens on every interface;\n"
-        "                     off when not given)\n"
+        "                     (e.g. 9100 = 127.0.0.1:9100, the default host; 0.0.0.0:9100\n"
+        "                     listens on every interface; off when not given)\n"
+        "  --metrics-labels   on: series may name a tenant and an item (the invariant\n"
+        "                     monitor's escrow_conservation_divergence_units{tenant,item});\n"
+        "                     off (default): no series names a tenant or an item\n"
         "  --check-ms         run the conservation check (invariant monitor) this often\n"
         "                     (50..3600000, default 5000); the result is exported as\n"
         "                     escrow_conservation_* metrics, logged (COORD-INVARIANT) and\n"
         "                     written for escrowctl status\n"
-        "  --auth             on: every request needs a valid key: routes the tenant's key,\n"
-        "                     escrowctl's operations an admin key, heartbeats and peer\n"
-        "                     coordinators' quota messages the cluster key; off (default)\n"
+        "  --auth             on: every request needs a valid signature: routes the tenant's\n"
+        "                     key, escrowctl's operations an admin key, heartbeats and peer\n"
+        "                     coordinators' quota messages the cluster key; routing updates\n"
+        "                     are published sealed per tenant key; off (default)\n"
         "  --cluster-key      file with the cluster key (default: $ESCROW_CLUSTER_KEY);\n"
-        "                     required with --auth on; sent with quota messages to peers\n"
+        "                     required with --auth on; signs quota messages to peers\n"
+        "  --auth-window-ms   a signed frame is accepted this long before or after this\n"
+        "                     coordinator's clock (1000..600000, default 30000)\n"
         "Environment: ESC_FAILPOINT_COORD_EXIT_AFTER_SENT=1 exits with status 99 the first\n"
         "time a segment-to-segment transfer is known to be sent (crash tests).\n");
 }
@@ -139,6 +146,12 @@ static int take_opt(int ch, coord_config *cfg, cli_given *given)
     case 'm':
         cfg->metrics = optarg;
         return parse_metrics(optarg);
+    case 'b':
+        if (auth_parse_onoff(optarg, &cfg->metrics_labels) != 0) {
+            fprintf(stderr, "escrow-coordinator: --metrics-labels takes on or off\n");
+            return -1;
+        }
+        return 0;
     case 'v':
         if (esc_log_level_parse(optarg) < 0) {
             fprintf(stderr, "escrow-coordinator: unknown log level '%s'\n", optarg);
@@ -158,6 +171,9 @@ static int take_opt(int ch, coord_config *cfg, cli_given *given)
     case 'k':
         given->cluster_key = optarg;
         return 0;
+    case 'w':
+        return parse_ms("auth-window-ms", optarg, AUTH_WINDOW_MS_MIN, AUTH_WINDOW_MS_MAX,
+                        &cfg->auth_window_ms);
     case 'h':
         usage(stdout);
         exit(0);
@@ -183,6 +199,8 @@ static int parse_args(int argc, char **argv, coord_config *cfg, cli_given *given
                                          {"config", required_argument, NULL, 'F'},
                                          {"auth", required_argument, NULL, 'a'},
                                          {"cluster-key", required_argument, NULL, 'k'},
+                                         {"auth-window-ms", required_argument, NULL, 'w'},
+                                         {"metrics-labels", required_argument, NULL, 'b'},
                                          {"help", no_argument, NULL, 'h'},
                                          {NULL, 0, NULL, 0}};
     int ch, rc = 0;
