@@ -307,7 +307,8 @@ static int load_cluster_key(const cli_given *given, coord_config *cfg)
     }
     if (have_key) {
         cfg->cluster_key = cluster_key;
-        (void)wire_set_credential(cluster_key); /* quota messages to peers carry it */
+        (void)wire_set_credential(
+            cluster_key); /* well-formed (loaded above): signs quota messages to peers */
     }
     return 0;
 }

@@ -294,7 +294,8 @@ static int load_cluster_key(const char *file, node_config *cfg)
     }
     if (have) {
         cfg->cluster_key = key;
-        (void)wire_set_credential(key); /* the heartbeats carry it */
+        (void)wire_set_credential(
+            key); /* a well-formed key (loaded above): it signs the heartbeats */
     }
     return 0;
 }
