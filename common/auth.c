@@ -3,6 +3,7 @@
  */
 #include "auth.h"
 
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -129,7 +130,11 @@ void auth_keys_init(auth_keys *k)
 
 void auth_keys_fini(auth_keys *k)
 {
+    if (k->v != NULL) {
+        sodium_memzero(k->v, k->cap * sizeof *k->v); /* signing keys */
+    }
     free(k->v);
+    free(k->by_tenant);
     memset(k, 0, sizeof *k);
 }
 
@@ -167,6 +172,8 @@ int auth_keys_add(auth_keys *k, const auth_key *key)
         k->cap = cap;
     }
     k->v[k->n++] = *key;
+    free(k->by_tenant); /* stale until the next auth_keys_sort */
+    k->by_tenant = NULL;
     return 0;
 }
 
@@ -175,11 +182,65 @@ static int key_cmp(const void *a, const void *b)
     return strcmp(((const auth_key *)a)->key_id, ((const auth_key *)b)->key_id);
 }
 
-void auth_keys_sort(auth_keys *k)
+/* qsort has no context argument: the table being indexed, one sort at a
+ * time per thread. */
+static _Thread_local const auth_keys *g_sorting;
+
+static int tenant_cmp(const void *a, const void *b)
+{
+    const auth_key *x = &g_sorting->v[*(const uint32_t *)a];
+    const auth_key *y = &g_sorting->v[*(const uint32_t *)b];
+    int c = strcmp(x->tenant_id, y->tenant_id);
+    return c != 0 ? c : strcmp(x->key_id, y->key_id);
+}
+
+int auth_keys_sort(auth_keys *k)
 {
     if (k->n > 1) {
         qsort(k->v, k->n, sizeof *k->v, key_cmp);
     }
+    free(k->by_tenant);
+    k->by_tenant = malloc((k->n > 0 ? k->n : 1) * sizeof *k->by_tenant);
+    if (k->by_tenant == NULL) {
+        return ESC_ENOMEM;
+    }
+    for (size_t i = 0; i < k->n; i++) {
+        k->by_tenant[i] = (uint32_t)i;
+    }
+    g_sorting = k;
+    if (k->n > 1) {
+        qsort(k->by_tenant, k->n, sizeof *k->by_tenant, tenant_cmp);
+    }
+    g_sorting = NULL;
+    return 0;
+}
+
+size_t auth_keys_tenant(const auth_keys *k, const char *tenant_id, size_t *first)
+{
+    *first = 0;
+    if (k->by_tenant == NULL) {
+        return 0;
+    }
+    size_t lo = 0, hi = k->n;
+    while (lo < hi) { /* the first index whose tenant is >= tenant_id */
+        size_t mid = lo + (hi - lo) / 2;
+        if (strcmp(k->v[k->by_tenant[mid]].tenant_id, tenant_id) < 0) {
+            lo = mid + 1;
+        } else {
+            hi = mid;
+        }
+    }
+    size_t end = lo;
+    while (end < k->n && strcmp(k->v[k->by_tenant[end]].tenant_id, tenant_id) == 0) {
+        end++;
+    }
+    *first = lo;
+    return end - lo;
+}
+
+const auth_key *auth_keys_tenant_at(const auth_keys *k, size_t i)
+{
+    return &k->v[k->by_tenant[i]];
 }
 
 const auth_key *auth_keys_find(const auth_keys *k, const char *key_id)
@@ -198,6 +259,35 @@ const auth_key *auth_keys_find(const auth_keys *k, const char *key_id)
         }
     }
     return NULL;
+}
+
+/* ---- signing ------------------------------------------------------------ */
+
+/* Domain separation: a frame's MAC is never a MAC of anything else made
+ * with the same key (route sealing derives its own keys, auth_route.c). */
+static const char mac_context[] = "escrow-frame-v1";
+
+void auth_mac(const uint8_t key[AUTH_HASH_BYTES], const void *bytes, size_t len,
+              uint8_t mac[AUTH_MAC_BYTES])
+{
+    crypto_generichash_state st;
+    crypto_generichash_init(&st, key, AUTH_HASH_BYTES, AUTH_MAC_BYTES);
+    crypto_generichash_update(&st, (const unsigned char *)mac_context, sizeof mac_context - 1);
+    crypto_generichash_update(&st, bytes, len);
+    crypto_generichash_final(&st, mac, AUTH_MAC_BYTES);
+}
+
+static _Atomic uint64_t g_nonce;
+
+uint64_t auth_nonce(void)
+{
+    uint64_t n = atomic_load_explicit(&g_nonce, memory_order_relaxed);
+    if (n == 0) {
+        uint64_t start = auth_random_u64() | 1; /* never 0 again */
+        uint64_t zero = 0;
+        (void)atomic_compare_exchange_strong(&g_nonce, &zero, start);
+    }
+    return atomic_fetch_add_explicit(&g_nonce, 1, memory_order_relaxed);
 }
 
 /* ---- verification ------------------------------------------------------- */
@@ -227,31 +317,44 @@ static bool key_fits(const auth_key *key, int access, const char *tenant_id)
     }
 }
 
+/* Who signed: the key named by sig's key id, or NULL (unknown). */
+static const auth_key *signer_of(const auth_keys *keys, const auth_key *cluster,
+                                 const auth_sig *sig)
+{
+    if (cluster != NULL && strcmp(cluster->key_id, sig->key_id) == 0) {
+        return cluster;
+    }
+    return auth_keys_find(keys, sig->key_id);
+}
+
 int auth_verify(const auth_keys *keys, const auth_key *cluster, int access, const char *tenant_id,
-                const void *cred, size_t len, bool *unknown_id, char *why, size_t why_len)
+                const auth_sig *sig, int64_t now_ms, uint32_t window_ms, bool *unknown_id,
+                char *why, size_t why_len)
 {
     *unknown_id = false;
-    if (len == 0) {
-        return refuse(why, why_len, "credentials missing");
+    if (sig->cleartext_len > 0) {
+        return refuse(why, why_len,
+                      "a cleartext credential is refused: keys are never sent, frames are signed "
+                      "(upgrade the client)");
     }
-    char id[AUTH_KEY_ID_LEN + 1];
-    uint8_t hash[AUTH_HASH_BYTES];
-    if (auth_key_parse(cred, len, id, hash) != 0) {
-        return refuse(why, why_len, "credentials malformed (expected esk_<key id>_<secret>)");
+    if (sig->key_id[0] == '\0' || sig->mac == NULL) {
+        return refuse(why, why_len, "credentials missing (the frame is not signed)");
     }
-    const auth_key *key = NULL;
-    if (cluster != NULL && strcmp(cluster->key_id, id) == 0) {
-        key = cluster;
-    } else {
-        key = auth_keys_find(keys, id);
-    }
+    const auth_key *key = signer_of(keys, cluster, sig);
     if (key == NULL) {
         *unknown_id = true;
         return refuse(why, why_len, "credentials not valid (unknown or revoked key)");
     }
-    /* the secret first, so a wrong secret and a wrong tenant answer alike */
-    if (sodium_memcmp(hash, key->hash, AUTH_HASH_BYTES) != 0) {
+    uint8_t mac[AUTH_MAC_BYTES];
+    auth_mac(key->hash, sig->signed_bytes, sig->signed_len, mac);
+    /* the MAC first, so a wrong secret and a wrong tenant answer alike */
+    if (sodium_memcmp(mac, sig->mac, AUTH_MAC_BYTES) != 0) {
         return refuse(why, why_len, "credentials not valid (unknown or revoked key)");
+    }
+    int64_t skew = sig->sent_at_ms - now_ms;
+    if (skew > (int64_t)window_ms || skew < -(int64_t)window_ms) {
+        return refuse(why, why_len,
+                      "frame signed outside the time window (a replay, or clocks apart)");
     }
     if (!key_fits(key, access, tenant_id)) {
         return refuse(why, why_len,

@@ -1,20 +1,33 @@
 /*
- * auth.h - escrow credentials: the key format, key generation, and the
- * verification of one request's credential against a table of key hashes.
+ * auth.h - escrow credentials: the key format, key generation, the
+ * signature of a request frame, and the verification of one signed frame
+ * against a table of keys.
  *
- * Pure: libsodium for randomness, hashing and constant-time comparison
- * (no hand-written crypto), no I/O. The daemons load the table from
- * PostgreSQL (auth_guard.h); escrowctl generates keys with auth_key_new.
+ * Pure: libsodium for randomness, hashing, MACs and constant-time
+ * comparison (no hand-written crypto), no I/O; time is a parameter. The
+ * daemons load the table from PostgreSQL (auth_guard.h); escrowctl
+ * generates keys with auth_key_new; proto/ signs every frame it encodes.
  *
  * A key is shown once, as text:  esk_<key_id>_<secret>
  *   key_id  AUTH_KEY_ID_LEN lowercase hex characters (8 random bytes): names
  *           the key in the table, in logs and in `escrowctl key revoke`;
  *   secret  32 random bytes (randombytes_buf), base64url without padding.
  * The database stores only hash = BLAKE2b-256(secret || key_id)
- * (crypto_generichash), per key: a stolen table does not let anyone
- * authenticate, and a hash copied to another key id does not verify.
- * Because the secret is 256 random bits, a fast hash is enough (no password
- * hashing); verifying costs one BLAKE2b of 48 bytes and one sodium_memcmp.
+ * (crypto_generichash), per key, never the text: a hash copied to another
+ * key id does not verify. Because the secret is 256 random bits, a fast
+ * hash is enough (no password hashing).
+ *
+ * Signing. The key's text never travels. The hash above is also the key's
+ * signing key: a client derives it from the text (auth_key_parse), a daemon
+ * reads it from the table. A frame carries the key id, the signer's wall
+ * clock (sent_at_ms), a nonce and MAC = BLAKE2b-256 keyed with the signing
+ * key over "escrow-frame-v1" and the frame's bytes up to the MAC
+ * (auth_mac). A verifier accepts a frame whose MAC is right and whose
+ * sent_at_ms is within window_ms of its own clock, either way. So the table
+ * now holds what signs frames: whoever reads it can sign as any of its keys
+ * (the same is true of every shared-key MAC); it stays useless for the key's
+ * text, which the database never had. Verifying costs one keyed BLAKE2b of
+ * the frame (a few hundred bytes) and one sodium_memcmp.
  *
  * Kinds. A tenant key (tenant_id = the shop) may send that tenant's
  * requests only. An admin key (tenant_id "*") may send the operator's
@@ -24,8 +37,9 @@
  * status/offers between coordinators.
  *
  * Invariants: a request is accepted only when its key id is in the table
- * (or is the cluster key's), the hash of its secret equals the stored one,
- * and the key's kind and tenant fit the request's access class and tenant.
+ * (or is the cluster key's), its MAC is the one that key makes over its
+ * bytes, its sent_at_ms is inside the window, and the key's kind and
+ * tenant fit the request's access class and tenant.
  * Everything else is ESC_EAUTH, with one sentence that does not say which
  * condition failed beyond what the sender already knows.
  */
@@ -52,6 +66,14 @@
 /* Keys one daemon keeps in memory (~120 bytes each); more rows are ignored
  * with a warning. */
 #define AUTH_KEYS_MAX 65536
+#define AUTH_MAC_BYTES 32
+/* How far a frame's sent_at_ms may be from the verifier's clock, either
+ * way: the default and the bounds of the daemons' --auth-window-ms. It
+ * must cover clock skew between machines plus the time a frame waits in
+ * queues; a frame replayed later than this is refused. */
+#define AUTH_WINDOW_MS_DEFAULT 30000u
+#define AUTH_WINDOW_MS_MIN 1000u
+#define AUTH_WINDOW_MS_MAX 600000u
 
 /* Who may send an operation (wire.h's WIRE_ACCESS_* use these values). */
 enum { AUTH_ACCESS_TENANT = 1, AUTH_ACCESS_ADMIN = 2, AUTH_ACCESS_INTERNAL = 3 };
@@ -71,7 +93,19 @@ typedef struct auth_key {
 typedef struct auth_keys {
     auth_key *v; /* owned */
     size_t n, cap;
+    uint32_t *by_tenant; /* owned: indexes into v by (tenant_id, key_id), from auth_keys_sort */
 } auth_keys;
+
+/* A frame's signature as the decoder found it (wire.h's wire_head): every
+ * pointer is borrowed from the frame, valid during the check only. */
+typedef struct auth_sig {
+    const char *key_id;       /* "" when the frame is not signed */
+    int64_t sent_at_ms;       /* the signer's wall clock, unix ms */
+    const uint8_t *mac;       /* AUTH_MAC_BYTES, NULL when not signed */
+    const void *signed_bytes; /* the frame up to its MAC field */
+    size_t signed_len;
+    size_t cleartext_len; /* bytes in the retired cleartext credential field */
+} auth_sig;
 
 /* sodium_init(); call once before anything else here. Returns 0 or ESC_EINTERNAL. */
 int auth_init(void);
@@ -102,16 +136,35 @@ void auth_keys_fini(auth_keys *k);
 /* Appends a key (unsorted until auth_keys_sort). Returns 0, ESC_EINVAL (bad
  * id, tenant or kind), ESC_ETOOBIG over AUTH_KEYS_MAX, or ESC_ENOMEM. */
 int auth_keys_add(auth_keys *k, const auth_key *key);
-void auth_keys_sort(auth_keys *k);
+/* Sorts by key id and builds the tenant index. Returns 0 or ESC_ENOMEM
+ * (the table then has no tenant index: auth_keys_tenant finds nothing). */
+int auth_keys_sort(auth_keys *k);
 const auth_key *auth_keys_find(const auth_keys *k, const char *key_id);
+/* The keys of one tenant: returns how many, and *first such that
+ * auth_keys_tenant_at(k, *first + i) for i < that count are they. */
+size_t auth_keys_tenant(const auth_keys *k, const char *tenant_id, size_t *first);
+const auth_key *auth_keys_tenant_at(const auth_keys *k, size_t i);
 
-/* Checks a credential for a request of access class `access` (AUTH_ACCESS_*)
- * about tenant_id ("" when the request names none). cluster: the cluster
- * key, or NULL when none is configured. Returns 0 or ESC_EAUTH with a
- * sentence in why (why_len bytes); *unknown_id is set when the credential
- * was well formed but its key id is in neither table (the caller may
- * re-read its keys: the key may be new). */
+/* The MAC of a frame's signed bytes with a key's signing key (its hash). */
+void auth_mac(const uint8_t key[AUTH_HASH_BYTES], const void *bytes, size_t len,
+              uint8_t mac[AUTH_MAC_BYTES]);
+
+/* A nonce for the next signed frame: unique within this process (a random
+ * start, then a counter; thread-safe), so that two equal requests signed
+ * in the same millisecond still differ. */
+uint64_t auth_nonce(void);
+
+/* Checks a frame's signature for a request of access class `access`
+ * (AUTH_ACCESS_*) about tenant_id ("" when the request names none), at the
+ * verifier's wall clock now_ms with a window of window_ms. cluster: the
+ * cluster key, or NULL when none is configured. Refused: no signature, a
+ * cleartext credential (the retired field: the key crossed the network),
+ * an unknown key id, a wrong MAC, a sent_at_ms outside the window, a key
+ * whose kind or tenant does not fit. Returns 0 or ESC_EAUTH with a sentence
+ * in why (why_len bytes); *unknown_id is set when the key id is in neither
+ * table (the caller may re-read its keys: the key may be new). */
 int auth_verify(const auth_keys *keys, const auth_key *cluster, int access, const char *tenant_id,
-                const void *cred, size_t len, bool *unknown_id, char *why, size_t why_len);
+                const auth_sig *sig, int64_t now_ms, uint32_t window_ms, bool *unknown_id,
+                char *why, size_t why_len);
 
 #endif

@@ -51,7 +51,6 @@ static int keys_from_result(PGresult *res, auth_keys *out)
             ESC_LOG(ESC_LOG_WARN, "AUTH-KEYS", "key=%.16s skipped: malformed row", k.key_id);
         }
     }
-    auth_keys_sort(out);
     return 0;
 }
 
@@ -68,7 +67,7 @@ static void on_keys(pgx_conn *c, PGresult *res, const pgx_err *err, void *arg)
     }
     auth_keys fresh;
     auth_keys_init(&fresh);
-    if (keys_from_result(res, &fresh) != 0) {
+    if (keys_from_result(res, &fresh) != 0 || auth_keys_sort(&fresh) != 0) {
         auth_keys_fini(&fresh);
         g->reload_failures++;
         return;
@@ -120,18 +119,28 @@ int auth_guard_start(auth_guard *g, uv_loop_t *loop, const auth_guard_config *cf
     g->loop = loop;
     g->name = cfg->name ? cfg->name : "daemon";
     g->reload_ms = cfg->reload_ms ? cfg->reload_ms : AUTH_GUARD_RELOAD_MS_DEFAULT;
+    g->window_ms = cfg->window_ms ? cfg->window_ms : AUTH_WINDOW_MS_DEFAULT;
     if (!cfg->on) {
         return 0;
     }
+    if (g->window_ms < AUTH_WINDOW_MS_MIN || g->window_ms > AUTH_WINDOW_MS_MAX) {
+        ESC_LOG(ESC_LOG_ERROR, "AUTH-START", "the time window must be %u..%u ms",
+                AUTH_WINDOW_MS_MIN, AUTH_WINDOW_MS_MAX);
+        return ESC_ECONFIG;
+    }
     if (auth_init() != 0) {
         return ESC_EINTERNAL;
+    }
+    int rc = auth_replay_init(&g->replay, AUTH_REPLAY_MAX);
+    if (rc != 0) {
+        return rc;
     }
     g->on = true;
     if (auth_guard_set_cluster(g, cfg->cluster_key, cfg->cluster_key_prev) != 0) {
         ESC_LOG(ESC_LOG_ERROR, "AUTH-START", "the cluster key is not a well-formed key");
         return ESC_ECONFIG;
     }
-    int rc = pgx_open(loop, &g->conn, cfg->dsn, "auth", NULL, NULL, 0, on_state, g);
+    rc = pgx_open(loop, &g->conn, cfg->dsn, "auth", NULL, NULL, 0, on_state, g);
     if (rc != 0) {
         return rc;
     }
@@ -144,8 +153,9 @@ int auth_guard_start(auth_guard *g, uv_loop_t *loop, const auth_guard_config *cf
     if (uv_timer_start(&g->timer, on_timer, g->reload_ms, g->reload_ms) != 0) {
         return ESC_EINTERNAL;
     }
-    ESC_LOG(ESC_LOG_INFO, "AUTH-START", "%s: auth on, cluster key %s, reload every %u ms", g->name,
-            g->has_cluster ? g->cluster.key_id : "none", g->reload_ms);
+    ESC_LOG(ESC_LOG_INFO, "AUTH-START",
+            "%s: auth on, cluster key %s, reload every %u ms, window %u ms", g->name,
+            g->has_cluster ? g->cluster.key_id : "none", g->reload_ms, g->window_ms);
     return 0;
 }
 
@@ -206,7 +216,20 @@ static int refused(auth_guard *g, int rc, int access, const char *tenant_id, con
     return rc;
 }
 
-int auth_guard_check(auth_guard *g, int access, const char *tenant_id, const void *cred, size_t len,
+/* An admin or cluster frame that passed: the first copy only. */
+static int once(auth_guard *g, const auth_sig *sig, int64_t now_ms, char *why, size_t why_len)
+{
+    int rc = auth_replay_add(&g->replay, sig->mac, sig->sent_at_ms + g->window_ms + 1, now_ms);
+    if (rc == ESC_EAUTH) {
+        g->replays_refused++;
+        snprintf(why, why_len, "this frame was accepted before: a replay is refused");
+    } else if (rc == ESC_EBUSY) {
+        snprintf(why, why_len, "too many signed admin or cluster frames in the window; retry");
+    }
+    return rc;
+}
+
+int auth_guard_check(auth_guard *g, int access, const char *tenant_id, const auth_sig *sig,
                      char *why, size_t why_len)
 {
     if (!g->on) {
@@ -217,12 +240,16 @@ int auth_guard_check(auth_guard *g, int access, const char *tenant_id, const voi
         return refused(g, ESC_EUNAVAILABLE, access, tenant_id, why);
     }
     bool unknown = false;
-    int rc = auth_verify(&g->keys, g->has_cluster ? &g->cluster : NULL, access, tenant_id, cred,
-                         len, &unknown, why, why_len);
+    int64_t now_ms = esc_wall_ms();
+    int rc = auth_verify(&g->keys, g->has_cluster ? &g->cluster : NULL, access, tenant_id, sig,
+                         now_ms, g->window_ms, &unknown, why, why_len);
     if (rc != 0 && g->has_cluster_prev && access == AUTH_ACCESS_INTERNAL) {
-        /* a rotation is under way: a peer may still send the previous key */
-        rc = auth_verify(&g->keys, &g->cluster_prev, access, tenant_id, cred, len, &unknown, why,
-                         why_len);
+        /* a rotation is under way: a peer may still sign with the previous key */
+        rc = auth_verify(&g->keys, &g->cluster_prev, access, tenant_id, sig, now_ms, g->window_ms,
+                         &unknown, why, why_len);
+    }
+    if (rc == 0 && access != AUTH_ACCESS_TENANT) {
+        rc = once(g, sig, now_ms, why, why_len);
     }
     if (rc == 0) {
         g->accepted++;
@@ -282,6 +309,7 @@ bool auth_guard_close(auth_guard *g, void (*done)(void *arg), void *arg)
 void auth_guard_fini(auth_guard *g)
 {
     auth_keys_fini(&g->keys);
+    auth_replay_fini(&g->replay);
 }
 
 /* ---- key files ---------------------------------------------------------- */
@@ -316,6 +344,19 @@ int auth_read_key_file(const char *path, char *out, size_t cap, char *why, size_
         return ESC_EAUTH;
     }
     memcpy(out, line, n + 1);
+    return 0;
+}
+
+int auth_parse_window(const char *s, uint32_t *window_ms)
+{
+    char *end = NULL;
+    errno = 0;
+    unsigned long v = strtoul(s, &end, 10);
+    if (s[0] < '0' || s[0] > '9' || *end != '\0' || errno != 0 || v < AUTH_WINDOW_MS_MIN ||
+        v > AUTH_WINDOW_MS_MAX) {
+        return ESC_EINVAL;
+    }
+    *window_ms = (uint32_t)v;
     return 0;
 }
 

@@ -5,8 +5,11 @@
  * coordinator call auth_guard_check from their wire_check_fn).
  *
  * Off (the default, `--auth off`): every request passes, nothing is opened.
- * On: a request needs a credential that auth_verify accepts for its access
- * class and tenant. The table (`credentials`, migration 0009: only live,
+ * On: a request needs a signature that auth_verify accepts for its access
+ * class and tenant, made within window_ms of this daemon's clock; an admin
+ * or cluster frame is accepted once (auth_replay.h: a copy replayed inside
+ * the window is refused; tenant requests are idempotent, so a copy of one
+ * does nothing new and is not remembered). The table (`credentials`, migration 0009: only live,
  * unrevoked keys) is read on its own connection every reload_ms and, at
  * most every AUTH_GUARD_RELOAD_GAP_MS, when a request names a key id the
  * table does not have (a key created a moment ago). So a new key works
@@ -25,6 +28,7 @@
 #include <uv.h>
 
 #include "auth.h"
+#include "auth_replay.h"
 #include "pgx.h"
 
 #define AUTH_GUARD_RELOAD_MS_DEFAULT 1000u
@@ -37,10 +41,11 @@ typedef struct auth_guard_config {
     bool on;
     const char *dsn;         /* borrowed: where the credentials table is */
     const char *cluster_key; /* borrowed: the cluster key's text; NULL = none */
-    /* borrowed: a previous cluster key, still accepted (never sent) while
-     * a rotation is under way; NULL = none */
+    /* borrowed: a previous cluster key, still accepted (never used to sign)
+     * while a rotation is under way; NULL = none */
     const char *cluster_key_prev;
     uint32_t reload_ms; /* 0 = AUTH_GUARD_RELOAD_MS_DEFAULT */
+    uint32_t window_ms; /* 0 = AUTH_WINDOW_MS_DEFAULT; else AUTH_WINDOW_MS_MIN..MAX */
     const char *name;   /* borrowed, for logs: "segment", "coordinator" */
 } auth_guard_config;
 
@@ -49,7 +54,9 @@ typedef struct auth_guard {
     uv_loop_t *loop; /* borrowed */
     const char *name;
     uint32_t reload_ms;
-    auth_keys keys; /* owned: the table in use */
+    uint32_t window_ms;
+    auth_keys keys;     /* owned: the table in use */
+    auth_replay replay; /* owned when on: admin and cluster frames seen */
     auth_key cluster;
     bool has_cluster;
     auth_key cluster_prev; /* accepted too, during a rotation */
@@ -65,7 +72,7 @@ typedef struct auth_guard {
     void *close_arg;
     int64_t log_second;
     int log_count;
-    uint64_t accepted, refused, reloads, reload_failures;
+    uint64_t accepted, refused, reloads, reload_failures, replays_refused;
 } auth_guard;
 
 /* Zeroes g (a guard that is off until auth_guard_start turns it on). */
@@ -73,14 +80,16 @@ void auth_guard_init(auth_guard *g);
 
 /* Starts g on loop per cfg (borrowed during the call). With cfg->on it
  * parses the cluster key, opens the connection and the reload timer.
- * Returns 0, ESC_ECONFIG (a cluster key that is not a well-formed key) or
- * ESC_ENOMEM / ESC_EINTERNAL. */
+ * Returns 0, ESC_ECONFIG (a cluster key that is not a well-formed key, a
+ * window out of bounds) or ESC_ENOMEM / ESC_EINTERNAL. */
 int auth_guard_start(auth_guard *g, uv_loop_t *loop, const auth_guard_config *cfg);
 
-/* The check (access: AUTH_ACCESS_*, tenant_id "" when none, cred len bytes,
- * borrowed). Returns 0, ESC_EAUTH or ESC_EUNAVAILABLE (keys not read yet),
- * with a sentence in why (why_len bytes). Never allocates. */
-int auth_guard_check(auth_guard *g, int access, const char *tenant_id, const void *cred, size_t len,
+/* The check (access: AUTH_ACCESS_*, tenant_id "" when none, sig the
+ * frame's signature, borrowed). Returns 0, ESC_EAUTH (not valid, or a
+ * replayed admin/cluster frame), ESC_EUNAVAILABLE (keys not read yet) or
+ * ESC_EBUSY (the replay cache is full: retry), with a sentence in why
+ * (why_len bytes). Never allocates. */
+int auth_guard_check(auth_guard *g, int access, const char *tenant_id, const auth_sig *sig,
                      char *why, size_t why_len);
 
 /* Replaces the cluster keys of a running guard (SIGHUP: a rotation
@@ -92,6 +101,10 @@ int auth_guard_set_cluster(auth_guard *g, const char *key, const char *prev);
 /* Re-reads the credentials table now (SIGHUP), unless a read is running
  * or the guard is off. */
 void auth_guard_reload_now(auth_guard *g);
+
+/* Parses --auth-window-ms (AUTH_WINDOW_MS_MIN..AUTH_WINDOW_MS_MAX).
+ * Returns 0 or ESC_EINVAL. */
+int auth_parse_window(const char *s, uint32_t *window_ms);
 
 /* Closes g's handles. Returns true if done(arg) will run once they closed,
  * false if there was nothing to close (done is never called then). */

@@ -92,7 +92,7 @@ static int resolve(const char *host, uint16_t port, struct sockaddr_storage *ss,
         struct sockaddr_in *in = (struct sockaddr_in *)ss;
         in->sin_family = AF_INET;
         in->sin_port = htons(port);
-        in->sin_addr.s_addr = htonl(INADDR_ANY);
+        in->sin_addr.s_addr = htonl(INADDR_LOOPBACK); /* a bare port: this machine only */
         *v6 = false;
         return 0;
     }

@@ -15,13 +15,15 @@
  * slow or stuck scraper cannot delay a request or a commit. That thread
  * only calls metrics_render(), which is safe against the loop's writes
  * (see metrics.h). At most METRICS_HTTP_CONNECTIONS_MAX connections at a
- * time, each closed after METRICS_HTTP_TIMEOUT_S idle seconds.
+ * time, each closed after METRICS_HTTP_TIMEOUT_S idle second (libmicrohttpd
+ * counts whole seconds), so a scraper that connects and sends nothing, or
+ * half a request, holds a slot for about a second.
  *
- * The address: "PORT" (every interface, like other exporters),
- * "HOST:PORT", "[IPV6]:PORT", with an optional "http://" in front and an
- * optional "/metrics" path after. HOST is a numeric address or a name
- * resolved once at start. PORT 0 picks a free port (metrics_http_port
- * tells which).
+ * The address: "PORT" (127.0.0.1 only: metrics name items and nodes, so
+ * another interface is a choice, e.g. "0.0.0.0:PORT"), "HOST:PORT",
+ * "[IPV6]:PORT", with an optional "http://" in front and an optional
+ * "/metrics" path after. HOST is a numeric address or a name resolved once
+ * at start. PORT 0 picks a free port (metrics_http_port tells which).
  */
 #ifndef ESC_METRICS_HTTP_H
 #define ESC_METRICS_HTTP_H
@@ -32,12 +34,12 @@
 #include "metrics.h"
 
 #define METRICS_HTTP_CONNECTIONS_MAX 16
-#define METRICS_HTTP_TIMEOUT_S 10
+#define METRICS_HTTP_TIMEOUT_S 1
 #define METRICS_HTTP_ADDR_LEN_MAX 256
 
 typedef struct metrics_http metrics_http;
 
-/* Parses addr (borrowed) into host ("" = every interface) and port.
+/* Parses addr (borrowed) into host ("" = 127.0.0.1) and port.
  * Returns 0 or ESC_EINVAL. For argv checking before anything starts. */
 int metrics_http_parse(const char *addr, char *host, size_t host_cap, uint16_t *port);
 

@@ -168,6 +168,14 @@ int nnx_open_sub(int *sock_out, const void *prefix, size_t len)
     return 0;
 }
 
+int nnx_subscribe(int sock, const void *prefix, size_t len)
+{
+    if (nn_setsockopt(sock, NN_SUB, NN_SUB_SUBSCRIBE, len ? prefix : "", len) < 0) {
+        return translate(nn_errno());
+    }
+    return 0;
+}
+
 int nnx_publish(int sock, const void *buf, size_t len)
 {
     if (nn_send(sock, buf, len, NN_DONTWAIT) < 0) {

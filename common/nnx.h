@@ -59,6 +59,8 @@ void nnx_close(int sock);
  * *sock_out, or ESC_EIO. */
 int nnx_open_pub(int *sock_out);
 int nnx_open_sub(int *sock_out, const void *prefix, size_t len);
+/* Subscribes a SUB socket to one more prefix. Returns 0 or ESC_EIO. */
+int nnx_subscribe(int sock, const void *prefix, size_t len);
 /* Publishes buf (copied) without blocking; subscribers that cannot keep up
  * lose messages (the publisher resends everything periodically). Returns 0,
  * ESC_EBUSY or ESC_EIO. */

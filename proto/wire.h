@@ -20,10 +20,15 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "auth.h"
 #include "esc_limits.h"
 
 #define WIRE_VERSION 1
 #define WIRE_WHY_MAX 160
+/* A signed frame ends with its MAC field: tag, length, AUTH_MAC_BYTES. */
+#define WIRE_MAC_TRAILER_BYTES (2 + AUTH_MAC_BYTES)
+/* sent_at_ms above this (the year 6429) is not a clock: refused. */
+#define WIRE_SENT_AT_MS_MAX (1LL << 47)
 
 typedef enum wire_op {
     WIRE_OP_NONE = 0,
@@ -126,10 +131,12 @@ typedef struct wire_request {
     const struct wire_heartbeat *hb;
     /* quota: the same (item_id and qty above carry offer/move's) */
     const wire_quota *quota;
-    /* Encode only (borrowed, NUL-terminated): the credential to send; NULL =
-     * the process's (wire_set_credential). Decoding leaves it NULL: the
-     * credential is checked during decoding (wire_decode_request_checked). */
-    const char *credential;
+    /* Encode only: the key that signs the frame (borrowed); NULL = the
+     * process's (wire_set_credential), unless unsigned_frame. Decoding
+     * leaves both zero: the signature is checked during decoding
+     * (wire_decode_request_checked). */
+    const auth_key *signer;
+    bool unsigned_frame;
 } wire_request;
 
 typedef struct wire_hold {
@@ -273,8 +280,7 @@ typedef enum wire_access {
 typedef struct wire_head {
     uint64_t corr_id;
     const char *tenant_id; /* validated; "" when the operation names none */
-    const uint8_t *credential;
-    size_t credential_len; /* 0..ESC_CREDENTIAL_LEN_MAX */
+    auth_sig sig;          /* the signature, bounded (key id well formed, MAC last) */
     wire_op op;
     wire_access access;
 } wire_head;
@@ -285,22 +291,37 @@ typedef struct wire_head {
 typedef int (*wire_check_fn)(const wire_head *head, char why[WIRE_WHY_MAX], void *arg);
 
 /* wire_decode_request with check (NULL: none) called right after the outer
- * frame (version, credential length, tenant) parsed and before the
- * operation is decoded into out. */
+ * frame (version, signature fields, tenant) parsed and before the
+ * operation is decoded into out. The signature fields are bounded here
+ * whether or not a check runs: key_id empty or AUTH_KEY_ID_LEN lowercase
+ * hex, all four fields or none, the MAC AUTH_MAC_BYTES long and the
+ * frame's last field, sent_at_ms <= WIRE_SENT_AT_MS_MAX, the retired
+ * cleartext credential <= ESC_CREDENTIAL_LEN_MAX bytes. */
 int wire_decode_request_checked(const void *buf, size_t len, wire_request *out,
                                 char why[WIRE_WHY_MAX], wire_check_fn check, void *arg);
 
-/* The process's own credential (NUL-terminated, copied; NULL or "" = none),
- * sent by wire_encode_heartbeat, wire_encode_admin, wire_encode_quota and
- * by wire_encode_request when req->credential is NULL. Set once at start,
- * before any thread encodes: the daemons' cluster key, escrowctl's admin
- * key. libescrow never sets it (each handle sends its own). Returns 0 or
- * ESC_ETOOBIG. */
+/* The process's own key (its text, NUL-terminated; NULL or "" = none): it
+ * signs wire_encode_heartbeat's, wire_encode_admin's and
+ * wire_encode_quota's frames, and wire_encode_request's when req->signer
+ * is NULL. The text is parsed here and never kept: only the key id and the
+ * signing key. Set once at start, before any thread encodes: the daemons'
+ * cluster key, escrowctl's admin key. libescrow never sets it (each handle
+ * signs with its own). Returns 0 or ESC_EAUTH (not a well-formed key; the
+ * process then has none). */
 int wire_set_credential(const char *credential);
-/* Encodes req into buf. It does not validate the fields (libescrow does,
- * before it sends; the server validates again on decode). Returns 0 and
- * *len, ESC_EINVAL for an unknown op, ESC_ETOOBIG if cap is too small. */
+/* Encodes req into buf, signed (see wire_request.signer). It does not
+ * validate the fields (libescrow does, before it sends; the server
+ * validates again on decode). Returns 0 and *len, ESC_EINVAL for an
+ * unknown op, ESC_ETOOBIG if cap is too small. */
 int wire_encode_request(const wire_request *req, void *buf, size_t cap, size_t *len);
+
+/* Signs an encoded request again: frame (len bytes, signed or not) is
+ * copied into out (cap bytes) with its signature fields replaced by
+ * signer's (NULL: none) made at sent_at_ms (0: now). For tools and tests
+ * that need a frame signed at another time; the encoders sign on their
+ * own. Returns 0 and *out_len, ESC_EPROTO (not a request), ESC_ETOOBIG. */
+int wire_sign_frame(const void *frame, size_t len, const auth_key *signer, int64_t sent_at_ms,
+                    void *out, size_t cap, size_t *out_len);
 
 /* Every field of a Request, unvalidated and unbounded (pointers, any
  * version, any credential length): what a careless or hostile client could
@@ -309,10 +330,12 @@ int wire_encode_request(const wire_request *req, void *buf, size_t cap, size_t *
 typedef struct wire_raw_request {
     uint32_t version;
     uint64_t corr_id;
-    const char *tenant_id; /* borrowed, as every pointer here */
-    const void *credential;
+    const char *tenant_id;  /* borrowed, as every pointer here */
+    const void *credential; /* the retired cleartext field */
     size_t credential_len;
-    int op; /* WIRE_OP_*; anything else encodes a frame without an operation */
+    const auth_key *signer; /* NULL: unsigned */
+    int64_t sent_at_ms;     /* the signature's clock; 0 = now */
+    int op;                 /* WIRE_OP_*; anything else encodes a frame without an operation */
     const char *item_id, *buyer_id, *key;
     int64_t qty;
     uint32_t ttl_ms;

@@ -8,12 +8,18 @@
  * Decoding unpacks with protobuf-c into the thread's arena (wire_arena.h: no
  * heap on the hot path), validates every field, copies it into the caller's
  * wire_request and frees nothing but the arena.
+ *
+ * Every encoder ends in pack_signed: the frame is packed with its key id,
+ * clock and nonce, and the MAC of those bytes is appended as the frame's
+ * last field (escrow.proto, Request.mac), so a verifier MACs the bytes
+ * before it without decoding and re-encoding anything.
  */
 #include "wire_request.h"
 
 #include <stdio.h>
 #include <string.h>
 
+#include "clock.h"
 #include "escrow_errors.h"
 #include "wire.h"
 #include "wire_arena.h"
@@ -192,19 +198,62 @@ static wire_access access_of(const Escrow__Request *m)
     }
 }
 
-/* The outer frame: version, credential length, tenant, then the check. */
-static int decode_head(const Escrow__Request *m, wire_request *out, char *why, wire_check_fn check,
-                       void *arg)
+/* The signature fields (wire.h: their bounds) into sig. buf and len are
+ * the whole frame: a signed frame's MAC must be its last field, so that
+ * the bytes before it are what was signed. */
+static int decode_sig(const Escrow__Request *m, const uint8_t *buf, size_t len, auth_sig *sig,
+                      char *why)
+{
+    memset(sig, 0, sizeof *sig);
+    sig->key_id = "";
+    if (m->credential.len > ESC_CREDENTIAL_LEN_MAX) {
+        return wire_why(why, ESC_ETOOBIG, "credential too long");
+    }
+    sig->cleartext_len = m->credential.len;
+    bool has_id = m->key_id != NULL && m->key_id[0] != '\0';
+    if (!has_id) {
+        if (m->mac.len != 0 || m->sent_at_ms != 0 || m->nonce != 0) {
+            return wire_why(why, ESC_EPROTO, "signature fields without a key_id");
+        }
+        return 0;
+    }
+    if (!auth_key_id_valid(m->key_id)) {
+        return wire_why(why, ESC_EPROTO, "key_id must be 16 lowercase hex characters");
+    }
+    if (m->mac.len != AUTH_MAC_BYTES || len < WIRE_MAC_TRAILER_BYTES) {
+        return wire_why(why, ESC_EPROTO, "a signed frame needs a 32-byte mac");
+    }
+    const uint8_t *t = buf + len - WIRE_MAC_TRAILER_BYTES;
+    if (t[0] != WIRE_MAC_TAG || t[1] != AUTH_MAC_BYTES ||
+        memcmp(t + 2, m->mac.data, AUTH_MAC_BYTES) != 0) {
+        return wire_why(why, ESC_EPROTO, "the mac must be the frame's last field");
+    }
+    if (m->sent_at_ms > (uint64_t)WIRE_SENT_AT_MS_MAX) {
+        return wire_why(why, ESC_EINVAL, "sent_at_ms out of range");
+    }
+    sig->key_id = m->key_id;
+    sig->sent_at_ms = (int64_t)m->sent_at_ms;
+    sig->mac = t + 2;
+    sig->signed_bytes = buf;
+    sig->signed_len = len - WIRE_MAC_TRAILER_BYTES;
+    return 0;
+}
+
+/* The outer frame: version, signature, tenant, then the check. */
+static int decode_head(const Escrow__Request *m, const uint8_t *buf, size_t len, wire_request *out,
+                       char *why, wire_check_fn check, void *arg)
 {
     out->corr_id = m->corr_id;
     if (m->version != WIRE_VERSION) {
         return wire_why(why, ESC_EPROTO, "unsupported protocol version");
     }
-    if (m->credential.len > ESC_CREDENTIAL_LEN_MAX) {
-        return wire_why(why, ESC_ETOOBIG, "credential too long");
+    wire_head head = {.corr_id = out->corr_id, .op = op_of(m), .access = access_of(m)};
+    int rc = decode_sig(m, buf, len, &head.sig, why);
+    if (rc < 0) {
+        return rc;
     }
     if (!tenant_optional(m) || (m->tenant_id != NULL && m->tenant_id[0] != '\0')) {
-        int rc = wire_copy_id(out->tenant_id, ESC_TENANT_LEN_MAX, m->tenant_id, why, "tenant_id");
+        rc = wire_copy_id(out->tenant_id, ESC_TENANT_LEN_MAX, m->tenant_id, why, "tenant_id");
         if (rc < 0) {
             return rc;
         }
@@ -212,14 +261,7 @@ static int decode_head(const Escrow__Request *m, wire_request *out, char *why, w
     if (check == NULL) {
         return 0;
     }
-    wire_head head = {
-        .corr_id = out->corr_id,
-        .tenant_id = out->tenant_id,
-        .credential = m->credential.data,
-        .credential_len = m->credential.len,
-        .op = op_of(m),
-        .access = access_of(m),
-    };
+    head.tenant_id = out->tenant_id;
     return check(&head, why, arg);
 }
 
@@ -245,7 +287,7 @@ int wire_decode_request_checked(const void *buf, size_t len, wire_request *out,
     if (m == NULL) {
         return wire_why(why, ESC_EPROTO, "frame is not a valid escrow request");
     }
-    int rc = decode_head(m, out, why, check, arg);
+    int rc = decode_head(m, buf, len, out, why, check, arg);
     if (rc < 0) {
         return rc;
     }
@@ -254,16 +296,49 @@ int wire_decode_request_checked(const void *buf, size_t len, wire_request *out,
 
 /* ---- encoding ------------------------------------------------------------ */
 
-static char g_credential[ESC_CREDENTIAL_LEN_MAX + 1];
+/* The process's key (wire_set_credential): its id and signing key only. */
+static auth_key g_signer;
+static bool g_has_signer;
 
 int wire_set_credential(const char *credential)
 {
-    size_t n = credential != NULL ? strlen(credential) : 0;
-    if (n > ESC_CREDENTIAL_LEN_MAX) {
+    g_has_signer = false;
+    memset(&g_signer, 0, sizeof g_signer);
+    if (credential == NULL || credential[0] == '\0') {
+        return 0;
+    }
+    if (auth_key_parse(credential, strlen(credential), g_signer.key_id, g_signer.hash) != 0) {
+        return ESC_EAUTH;
+    }
+    g_has_signer = true;
+    return 0;
+}
+
+/* Packs m into buf, signed by key (NULL: unsigned) at sent_at_ms (0: now):
+ * the signature fields first, then everything is packed, then the MAC of
+ * those bytes is appended as the frame's last field. Returns 0 and *len,
+ * or ESC_ETOOBIG when it does not fit cap. */
+static int pack_signed(Escrow__Request *m, const auth_key *key, int64_t sent_at_ms, void *buf,
+                       size_t cap, size_t *len)
+{
+    m->key_id = key != NULL ? (char *)key->key_id : "";
+    m->sent_at_ms = key == NULL ? 0 : (uint64_t)(sent_at_ms != 0 ? sent_at_ms : esc_wall_ms());
+    m->nonce = key != NULL ? auth_nonce() : 0;
+    m->mac.data = NULL;
+    m->mac.len = 0;
+    size_t n = escrow__request__get_packed_size(m);
+    size_t trailer = key != NULL ? WIRE_MAC_TRAILER_BYTES : 0;
+    if (n > cap || trailer > cap - n) {
         return ESC_ETOOBIG;
     }
-    memcpy(g_credential, credential != NULL ? credential : "", n);
-    g_credential[n] = '\0';
+    n = escrow__request__pack(m, buf);
+    if (key != NULL) {
+        uint8_t *t = (uint8_t *)buf + n;
+        t[0] = WIRE_MAC_TAG;
+        t[1] = AUTH_MAC_BYTES;
+        auth_mac(key->hash, buf, n, t + 2);
+    }
+    *len = n + trailer;
     return 0;
 }
 
@@ -274,18 +349,12 @@ void wire_request_head(Escrow__Request *m, uint64_t corr_id, const char *tenant_
     if (tenant_id != NULL) {
         m->tenant_id = (char *)tenant_id;
     }
-    m->credential.data = (uint8_t *)g_credential;
-    m->credential.len = strnlen(g_credential, ESC_CREDENTIAL_LEN_MAX);
 }
 
-int wire_request_pack(const Escrow__Request *m, void *buf, size_t cap, size_t *len)
+int wire_request_pack(Escrow__Request *m, void *buf, size_t cap, size_t *len)
 {
-    size_t n = escrow__request__get_packed_size(m);
-    if (n > cap || n > ESC_FRAME_BYTES_MAX) {
-        return ESC_ETOOBIG;
-    }
-    *len = escrow__request__pack(m, buf);
-    return 0;
+    return pack_signed(m, g_has_signer ? &g_signer : NULL, 0, buf,
+                       cap < ESC_FRAME_BYTES_MAX ? cap : ESC_FRAME_BYTES_MAX, len);
 }
 
 /* The bodies wire_encode_raw may point its Request at (on its stack). */
@@ -377,12 +446,7 @@ int wire_encode_raw(const wire_raw_request *r, void *buf, size_t cap, size_t *le
     m.credential.data = (uint8_t *)r->credential;
     m.credential.len = r->credential_len;
     raw_body(r, &m, &b);
-    size_t n = escrow__request__get_packed_size(&m);
-    if (n > cap) {
-        return ESC_ETOOBIG;
-    }
-    *len = escrow__request__pack(&m, buf);
-    return 0;
+    return pack_signed(&m, r->signer, r->sent_at_ms, buf, cap, len);
 }
 
 int wire_encode_request(const wire_request *req, void *buf, size_t cap, size_t *len)
@@ -406,8 +470,29 @@ int wire_encode_request(const wire_request *req, void *buf, size_t cap, size_t *
         .attempt = req->attempt,
         .resolve = req->resolve,
     };
-    const char *cred = req->credential != NULL ? req->credential : g_credential;
-    r.credential = cred;
-    r.credential_len = strnlen(cred, ESC_CREDENTIAL_LEN_MAX);
+    if (req->signer != NULL) {
+        r.signer = req->signer;
+    } else if (!req->unsigned_frame && g_has_signer) {
+        r.signer = &g_signer;
+    }
     return wire_encode_raw(&r, buf, cap < ESC_FRAME_BYTES_MAX ? cap : ESC_FRAME_BYTES_MAX, len);
+}
+
+int wire_sign_frame(const void *frame, size_t len, const auth_key *signer, int64_t sent_at_ms,
+                    void *out, size_t cap, size_t *out_len)
+{
+    if (len > ESC_FRAME_BYTES_MAX) {
+        return ESC_ETOOBIG;
+    }
+    Escrow__Request *m = escrow__request__unpack(NULL, len, frame);
+    if (m == NULL) {
+        return ESC_EPROTO;
+    }
+    char *key_id = m->key_id; /* the unpacked strings are freed with m */
+    ProtobufCBinaryData mac = m->mac;
+    int rc = pack_signed(m, signer, sent_at_ms, out, cap, out_len);
+    m->key_id = key_id;
+    m->mac = mac;
+    escrow__request__free_unpacked(m, NULL);
+    return rc;
 }

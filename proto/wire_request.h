@@ -10,12 +10,17 @@
 
 #include "escrow.pb-c.h"
 
+/* The MAC field's tag byte: field 8, length-delimited. */
+#define WIRE_MAC_TAG ((8 << 3) | 2)
+
 /* Fills m's outer frame: version, corr_id, tenant_id (borrowed; NULL leaves
- * the field unset) and the process's credential (wire_set_credential). */
+ * the field unset). */
 void wire_request_head(Escrow__Request *m, uint64_t corr_id, const char *tenant_id);
 
-/* Packs m into buf. Returns 0 and *len, or ESC_ETOOBIG when the frame is
- * larger than cap or than ESC_FRAME_BYTES_MAX. */
-int wire_request_pack(const Escrow__Request *m, void *buf, size_t cap, size_t *len);
+/* Packs m into buf, signed with the process's key (wire_set_credential)
+ * when it has one; m's signature fields are overwritten. Returns 0 and
+ * *len, or ESC_ETOOBIG when the frame is larger than cap or than
+ * ESC_FRAME_BYTES_MAX. */
+int wire_request_pack(Escrow__Request *m, void *buf, size_t cap, size_t *len);
 
 #endif

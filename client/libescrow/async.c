@@ -72,6 +72,7 @@ static void free_all(esc_async *a)
     cli_routing_fini(a);
     cli_slot_fini(a);
     cli_timer_fini(a);
+    cli_opts_fini(&a->opts);
     if (!a->leaked) {
         free(a);
     }
@@ -141,10 +142,12 @@ int esc_async_new(uv_loop_t *loop, const esc_options *opts, esc_async **out)
     }
     esc_async *a = calloc(1, sizeof *a);
     if (a == NULL) {
+        cli_opts_fini(&o);
         return ESC_ENOMEM;
     }
     a->loop = loop;
     a->opts = o;
+    cli_opts_fini(&o); /* the copy in a is the one kept */
     heap_init(&a->heap);
     a->sub = -1;
     a->seq = 1;

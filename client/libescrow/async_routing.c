@@ -18,6 +18,7 @@
 #include "async_conn.h"
 #include "async_slot.h"
 #include "async_timer.h"
+#include "auth_route.h"
 #include "clock.h"
 #include "esc_assert.h"
 
@@ -414,9 +415,32 @@ void cli_routing_distrust(esc_async *a, const call *c)
     }
 }
 
+/* Decodes a routing update into a->scratch: a clear one as it is, a
+ * sealed one (auth_route.h) after opening it with the handle's key. */
+static int decode_push(esc_async *a, const uint8_t *msg, size_t len)
+{
+    if (len == 0 || msg[0] != AUTH_ROUTE_MARK) {
+        return wire_decode_route_pub(msg, len, a->scratch);
+    }
+    if (!a->opts.has_signer || len < AUTH_ROUTE_OVERHEAD) {
+        return ESC_EPROTO;
+    }
+    size_t cap = len - AUTH_ROUTE_OVERHEAD, n = 0;
+    uint8_t *plain = malloc(cap > 0 ? cap : 1);
+    if (plain == NULL) {
+        return ESC_ENOMEM;
+    }
+    int rc = auth_route_open(&a->opts.route_key, msg, len, plain, cap, &n);
+    if (rc == 0) {
+        rc = wire_decode_route_pub(plain, n, a->scratch);
+    }
+    free(plain);
+    return rc;
+}
+
 void cli_routing_push(esc_async *a, void *msg, size_t len)
 {
-    int rc = wire_decode_route_pub(msg, len, a->scratch);
+    int rc = decode_push(a, msg, len);
     nnx_free(msg);
     if (rc < 0) {
         cli_log(&a->opts, 1, "ESC-CLIENT-ROUTES-BAD bytes=%zu err=%s", len, esc_err_name(rc));

@@ -157,7 +157,9 @@ int cli_slot_encode(const esc_async *a, call *c, wire_request *req)
     uint8_t buf[CLI_FRAME_BYTES_MAX];
     size_t len = 0;
     req->corr_id = c->corr_id;
-    req->credential = a->opts.credential; /* "" = none, never the process's */
+    /* the handle's key or none, never the process's */
+    req->signer = a->opts.has_signer ? &a->opts.signer : NULL;
+    req->unsigned_frame = !a->opts.has_signer;
     if (wire_encode_request(req, buf, sizeof buf, &len) < 0) {
         return ESC_EINVAL;
     }

@@ -7,6 +7,8 @@
 #include <stdio.h>
 #include <string.h>
 
+#include <sodium.h>
+
 #include "wire.h"
 
 /* NULL is fine (absent); otherwise 1..CLI_ENDPOINT_LEN_MAX bytes. */
@@ -38,6 +40,14 @@ int cli_opts_init(cli_opts *out, const esc_options *in)
         return ESC_EINVAL;
     }
     memset(out, 0, sizeof *out);
+    if (in->credential != NULL && in->credential[0] != '\0') {
+        if (auth_init() != 0 || auth_key_parse(in->credential, strlen(in->credential),
+                                               out->signer.key_id, out->signer.hash) != 0) {
+            return ESC_EINVAL;
+        }
+        out->has_signer = true;
+        auth_route_key_derive(out->signer.hash, &out->route_key);
+    }
     out->routing = in->coordinator != NULL;
     const char *ep = out->routing ? in->coordinator : in->endpoint;
     memcpy(out->endpoint, ep, strlen(ep) + 1);
@@ -49,10 +59,14 @@ int cli_opts_init(cli_opts *out, const esc_options *in)
     out->resend_ms = in->resend_ms != 0 ? in->resend_ms : CLI_RESEND_MS_DEFAULT;
     out->log_fn = in->log_fn;
     out->log_arg = in->log_arg;
-    if (in->credential != NULL) {
-        memcpy(out->credential, in->credential, strlen(in->credential) + 1);
-    }
     return 0;
+}
+
+void cli_opts_fini(cli_opts *o)
+{
+    sodium_memzero(&o->signer, sizeof o->signer);
+    sodium_memzero(&o->route_key, sizeof o->route_key);
+    o->has_signer = false;
 }
 
 int cli_opts_deadline(const cli_opts *o, uint32_t deadline_ms, uint32_t *out)

@@ -13,6 +13,8 @@
 #include <stdbool.h>
 #include <stdint.h>
 
+#include "auth.h"
+#include "auth_route.h"
 #include "escrow.h"
 #include "esc_limits.h"
 
@@ -49,15 +51,23 @@ typedef struct cli_opts {
     uint32_t resend_ms;   /* never 0 after cli_opts_init */
     esc_log_fn log_fn;    /* may be NULL */
     void *log_arg;        /* borrowed */
-    /* "" = none; sent with every request */
-    char credential[ESC_CREDENTIAL_LEN_MAX + 1];
+    /* The tenant's key, parsed from esc_options.credential (its text is
+     * not kept): has_signer = every request is signed with signer (its id
+     * and signing key), and routing updates sealed for it are opened with
+     * route_key (auth_route.h). Wiped by cli_opts_fini. */
+    bool has_signer;
+    auth_key signer;
+    auth_route_key route_key;
 } cli_opts;
 
 /* Copies and validates in (borrowed). Returns 0 and fills *out, or
  * ESC_EINVAL: a missing tenant or bad tenant id, neither or both of
  * endpoint and coordinator, routes without coordinator, an empty or too
- * long address, bounds. */
+ * long address, bounds, a credential that is not a well-formed key. */
 int cli_opts_init(cli_opts *out, const esc_options *in);
+
+/* Wipes the key material of o (the signing and route keys). */
+void cli_opts_fini(cli_opts *o);
 
 /* Resolves a per-call deadline: 0 means the options' default. Returns 0 and
  * *out, or ESC_EINVAL above ESC_DEADLINE_MS_MAX. */

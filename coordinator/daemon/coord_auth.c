@@ -1,9 +1,9 @@
 /*
  * coord_auth.c - the coordinator's credential check (auth_guard.h): every
  * request on its REP socket goes through coord_auth_check before it is
- * decoded. Route requests need the tenant's key (or an admin key), admin
- * requests and quota moves an admin key, heartbeats and quota status/offers
- * from peer coordinators the cluster key. With --auth off nothing is
+ * decoded. Route requests need the tenant's signature (or an admin key's),
+ * admin requests and quota moves an admin key's, heartbeats and quota
+ * status/offers from peer coordinators the cluster key's. With --auth off nothing is
  * checked and nothing is opened.
  */
 #include "coord_auth.h"
@@ -21,6 +21,7 @@ int coord_auth_start(coord *c)
                             .dsn = c->cfg.dsn,
                             .cluster_key = c->cfg.cluster_key,
                             .cluster_key_prev = c->cfg.cluster_key_prev,
+                            .window_ms = c->cfg.auth_window_ms,
                             .name = "coordinator"};
     return auth_guard_start(c->auth, c->loop, &ac);
 }
@@ -28,8 +29,7 @@ int coord_auth_start(coord *c)
 int coord_auth_check(const wire_head *h, char why[WIRE_WHY_MAX], void *arg)
 {
     coord *c = arg;
-    return auth_guard_check(c->auth, (int)h->access, h->tenant_id, h->credential, h->credential_len,
-                            why, WIRE_WHY_MAX);
+    return auth_guard_check(c->auth, (int)h->access, h->tenant_id, &h->sig, why, WIRE_WHY_MAX);
 }
 
 int coord_auth_reload(coord *c, const char *key, const char *prev)

@@ -81,7 +81,9 @@ typedef struct mon_result {
 
 /* ---- metrics ------------------------------------------------------------------ */
 
-static void register_metrics(coord_mon *m, metrics_registry *reg)
+/* The per-item divergence names the tenant and the item: registered only
+ * with --metrics-labels on (m->f_div stays NULL otherwise). */
+static void register_metrics(coord_mon *m, metrics_registry *reg, bool labels)
 {
     static const char *const item[] = {"tenant", "item", NULL};
     static const char *const result[] = {"result", NULL};
@@ -95,9 +97,12 @@ static void register_metrics(coord_mon *m, metrics_registry *reg)
         reg, METRICS_GAUGE, "escrow_conservation_segment_violations",
         "Segments whose counters disagree with their holds (or are negative) at the last check.",
         NULL, NULL, 0);
-    m->f_div = metrics_family_add(reg, METRICS_GAUGE, "escrow_conservation_divergence_units",
-                                  "Per violating item: total minus the units accounted for.", item,
-                                  NULL, 0);
+    if (labels) {
+        m->f_div = metrics_family_add(reg, METRICS_GAUGE, "escrow_conservation_divergence_units",
+                                      "Per violating item: total minus the units accounted for.",
+                                      item, NULL, 0);
+        ESC_ASSERT(m->f_div != NULL);
+    }
     m->f_ts =
         metrics_family_add(reg, METRICS_GAUGE, "escrow_conservation_last_check_timestamp_seconds",
                            "When the last completed conservation check took its snapshot "
@@ -107,14 +112,11 @@ static void register_metrics(coord_mon *m, metrics_registry *reg)
                                      "Conservation checks, by result (ok, violated, failed).",
                                      result, NULL, 0);
     /* every name is a literal: NULL here is a programmer error */
-    ESC_ASSERT(m->f_ok && m->f_items && m->f_segs && m->f_div && m->f_ts && m->f_checks);
+    ESC_ASSERT(m->f_ok && m->f_items && m->f_segs && m->f_ts && m->f_checks);
 }
 
-static void export_result(coord_mon *m, const PGresult *res, const mon_result *r)
+static void export_divergence(coord_mon *m, const PGresult *res)
 {
-    if (m->f_ok == NULL) {
-        return;
-    }
     metrics_family_clear(m->f_div); /* only items that violate now */
     for (int i = 0; i < PQntuples(res); i++) {
         if (strcmp(PQgetvalue(res, i, K_KIND), "item") == 0) {
@@ -124,6 +126,16 @@ static void export_result(coord_mon *m, const PGresult *res, const mon_result *r
                 metrics_get2(m->f_div, PQgetvalue(res, i, K_TENANT), PQgetvalue(res, i, K_ITEM)),
                 (double)(total - accounted));
         }
+    }
+}
+
+static void export_result(coord_mon *m, const PGresult *res, const mon_result *r)
+{
+    if (m->f_ok == NULL) {
+        return;
+    }
+    if (m->f_div != NULL) {
+        export_divergence(m, res);
     }
     bool ok = r->items_bad == 0 && r->segs_bad == 0;
     metrics_set(metrics_get0(m->f_ok), ok ? 1 : 0);
@@ -278,7 +290,7 @@ int coord_mon_start(coord *c)
     c->mon = m;
     metrics_registry *reg = coord_metrics_registry(c);
     if (reg != NULL) {
-        register_metrics(m, reg);
+        register_metrics(m, reg, c->cfg.metrics_labels);
     }
     int rc = pgx_open(c->loop, &m->db, c->cfg.dsn, "monitor", NULL, NULL, 0, on_db_state, m);
     if (rc != 0) {

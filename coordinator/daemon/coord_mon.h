@@ -17,7 +17,8 @@
  *     escrow_conservation_violations (items violating),
  *     escrow_conservation_segment_violations (segments disagreeing with
  *     their holds), escrow_conservation_divergence_units{tenant,item}
- *     (total minus accounted, per violating item, at most
+ *     (total minus accounted, per violating item, only with
+ *     --metrics-labels on: it names the tenant and the item; at most
  *     COORD_MON_ITEMS_MAX), escrow_conservation_last_check_timestamp_seconds
  *     and escrow_conservation_checks_total{result="ok|violated|failed"};
  *     the gauges appear after the first check completed;

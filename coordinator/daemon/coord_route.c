@@ -7,6 +7,10 @@
 #include <stdio.h>
 #include <string.h>
 
+#include <sodium.h>
+
+#include "auth_guard.h"
+#include "auth_route.h"
 #include "clock.h"
 #include "coord_state.h"
 #include "coord_metrics.h"
@@ -25,12 +29,41 @@ static void bump_version(coord *c, coord_item *it)
     it->route_version = it->route_version + 1 > now ? it->route_version + 1 : now;
 }
 
+/* With --auth on an update is published once per live key of its tenant,
+ * sealed for that key (auth_route.h), and never in clear: a subscriber
+ * without one of the tenant's keys reads nothing. A tenant without keys
+ * gets nothing published (its clients could not send a request either).
+ * Returns 0 or the last error. */
+static int publish_sealed(coord *c, const char *tenant_id, const void *clear, size_t len)
+{
+    const auth_keys *keys = &c->auth->keys;
+    size_t first = 0;
+    size_t n = auth_keys_tenant(keys, tenant_id, &first);
+    int rc = 0;
+    for (size_t i = 0; i < n; i++) {
+        auth_route_key rk;
+        auth_route_key_derive(auth_keys_tenant_at(keys, first + i)->hash, &rk);
+        size_t slen = 0;
+        int one = auth_route_seal(&rk, clear, len, c->route.sealed, sizeof c->route.sealed, &slen);
+        sodium_memzero(&rk, sizeof rk);
+        if (one == 0) {
+            one = nnx_publish(c->route.pub, c->route.sealed, slen);
+        }
+        if (one == 0) {
+            c->route.sealed_n++;
+        }
+        rc = one != 0 ? one : rc;
+    }
+    return rc;
+}
+
 static void publish(coord *c, const wire_route *r)
 {
     size_t len;
     int rc = wire_encode_route_pub(r, c->frame, sizeof c->frame, &len);
     if (rc == 0) {
-        rc = nnx_publish(c->route.pub, c->frame, len);
+        rc = c->cfg.auth ? publish_sealed(c, r->tenant_id, c->frame, len)
+                         : nnx_publish(c->route.pub, c->frame, len);
     }
     if (rc == 0) {
         coord_metrics_route_published(c);

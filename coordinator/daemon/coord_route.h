@@ -10,7 +10,10 @@
  * item gets a version; a change reported with coord_cat_changed is published
  * at once if the route's content differs. Every ROUTE_TICK_MS (the route
  * timer) changes not reported are published too, and every route once a
- * second, so a subscriber that missed an update catches up.
+ * second, so a subscriber that missed an update catches up. With --auth on
+ * every update is sealed once per live key of its tenant (auth_route.h)
+ * and nothing is published in clear; the keys are the credential check's
+ * table (coord_auth.h), so a revoked key stops receiving within its reload.
  */
 #ifndef ESC_COORD_ROUTE_H
 #define ESC_COORD_ROUTE_H

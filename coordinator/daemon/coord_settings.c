@@ -32,6 +32,8 @@ static const struct option opts[] = {{"dsn", required_argument, NULL, 'd'},
                                      {"region", required_argument, NULL, 'r'},
                                      {"auth", required_argument, NULL, 'a'},
                                      {"cluster-key", required_argument, NULL, 'k'},
+                                     {"auth-window-ms", required_argument, NULL, 'w'},
+                                     {"metrics-labels", required_argument, NULL, 'b'},
                                      {"help", no_argument, NULL, 'h'},
                                      {"version", no_argument, NULL, 'V'},
                                      {"check-config", no_argument, NULL, 'X'},
@@ -50,7 +52,8 @@ void coord_settings_usage(FILE *f)
         "                          [--collapse-pct 5] [--low-water-pct 25]\n"
         "                          [--catalog-poll-ms 1000] [--log-level error|warn|info|debug]\n"
         "                          [--log-format text|json] [--metrics [HOST:]PORT]\n"
-        "                          [--check-ms 5000] [--auth on|off] [--cluster-key FILE]\n"
+        "                          [--metrics-labels on|off] [--check-ms 5000]\n"
+        "                          [--auth on|off] [--cluster-key FILE] [--auth-window-ms MS]\n"
         "       escrow-coordinator --region FILE [the options above but --dsn, --listen and\n"
         "                          --publish]\n"
         "       escrow-coordinator --config FILE [any option above]\n"
@@ -84,18 +87,25 @@ void coord_settings_usage(FILE *f)
         "  --log-level        lowest level logged (default info)\n"
         "  --log-format       text (default) or json: one object per line\n"
         "  --metrics          serve Prometheus metrics over HTTP at http://HOST:PORT/metrics,\n"
-        "                     and /healthz and /readyz (e.g. 127.0.0.1:9100; a bare PORT\n"
-        "                     listens on every interface; off when not given)\n"
+        "                     and /healthz and /readyz (e.g. 9100 = 127.0.0.1:9100, the\n"
+        "                     default host; 0.0.0.0:9100 listens on every interface; off\n"
+        "                     when not given)\n"
+        "  --metrics-labels   on: series may name a tenant and an item (the invariant\n"
+        "                     monitor's escrow_conservation_divergence_units{tenant,item});\n"
+        "                     off (default): no series names a tenant or an item\n"
         "  --check-ms         run the conservation check (invariant monitor) this often\n"
         "                     (50..3600000, default 5000); the result is exported as\n"
         "                     escrow_conservation_* metrics, logged (COORD-INVARIANT) and\n"
         "                     written for escrowctl status\n"
-        "  --auth             on: every request needs a valid key: routes the tenant's key,\n"
-        "                     escrowctl's operations an admin key, heartbeats and peer\n"
-        "                     coordinators' quota messages the cluster key; off (default)\n"
+        "  --auth             on: every request needs a valid signature: routes the tenant's\n"
+        "                     key, escrowctl's operations an admin key, heartbeats and peer\n"
+        "                     coordinators' quota messages the cluster key; routing updates\n"
+        "                     are published sealed per tenant key; off (default)\n"
         "  --cluster-key      file with the cluster key (default: $ESCROW_CLUSTER_KEY), and\n"
         "                     optionally on its second line the previous key, still\n"
-        "                     accepted; required with --auth on; sent with quota messages\n"
+        "                     accepted; required with --auth on; signs quota messages\n"
+        "  --auth-window-ms   a signed frame is accepted this long before or after this\n"
+        "                     coordinator's clock (1000..600000, default 30000)\n"
         "  --check-config     read and check the settings and the files they name, print\n"
         "                     \"configuration ok\" and exit 0 (2 and the error if not);\n"
         "                     opens nothing\n"
@@ -150,6 +160,9 @@ static int set_number(coord_settings *s, int opt, const char *v, char *why, size
         return set_range(v, 0, 100, &c->low_water_pct, why, why_len);
     case 'P':
         return set_range(v, 100, 600000, &c->catalog_poll_ms, why, why_len);
+    case 'w':
+        return set_range(v, AUTH_WINDOW_MS_MIN, AUTH_WINDOW_MS_MAX, &c->auth_window_ms, why,
+                         why_len);
     default: /* 'K' */
         return set_range(v, COORD_MON_CHECK_MS_MIN, COORD_MON_CHECK_MS_MAX, &c->check_ms, why,
                          why_len);
@@ -211,6 +224,11 @@ static int set_opt(void *arg, int opt, const char *v, char *why, size_t why_len)
         return auth_parse_onoff(v, &s->coord.auth) == 0
                    ? 0
                    : (snprintf(why, why_len, "takes on or off, not '%s'", v), -1);
+    case 'b':
+        return auth_parse_onoff(v, &s->coord.metrics_labels) == 0
+                   ? 0
+                   : (snprintf(why, why_len, "takes on or off, not '%s'", v), -1);
+    case 'w':
     case 'L':
     case 'H':
     case 'R':

@@ -14,6 +14,7 @@
 
 #include <uv.h>
 
+#include "auth_route.h"
 #include "coord_cat.h"
 #include "esc_limits.h"
 #include "nnx.h"
@@ -59,6 +60,9 @@ typedef struct coord_route {
     uint64_t version_floor;  /* route versions never go below this (wall clock, us) */
     int64_t last_pub_all_us; /* monotonic: when every route was last published */
     wire_route scratch;      /* large: kept off the stack */
+    /* --auth on: one update sealed for one key (auth_route.h) */
+    unsigned char sealed[ESC_FRAME_BYTES_MAX + AUTH_ROUTE_OVERHEAD];
+    uint64_t sealed_n; /* updates sealed and published (one per key) */
 } coord_route;
 
 /* The waiting requests (c->admin). */
@@ -86,13 +90,17 @@ typedef struct coord_config {
     uint32_t low_water_pct;
     uint32_t catalog_poll_ms;
     const char *metrics;             /* borrowed: --metrics address; NULL = off (coord_metrics.h) */
+    bool metrics_labels;             /* --metrics-labels on: series may name tenants and items */
     uint32_t check_ms;               /* invariant monitor period (coord_mon.h) */
     const struct region_cfg *region; /* borrowed: --config; NULL = no regions (coord_region.h) */
-    /* --auth on: every request needs a valid key (coord_auth.h); cluster_key
-     * (borrowed) is the cluster key's text, or NULL */
+    /* --auth on: every request needs a valid signature (coord_auth.h),
+     * within auth_window_ms (0 = the default); routes are published sealed
+     * per key (coord_route.c); cluster_key (borrowed) is the cluster key's
+     * text, or NULL */
     bool auth;
     const char *cluster_key;
     const char *cluster_key_prev; /* borrowed: a previous cluster key, accepted too; NULL = none */
+    uint32_t auth_window_ms;
 } coord_config;
 
 struct coord {

@@ -30,7 +30,7 @@ static int set_credential_from(const char *path)
         fprintf(stderr, "escrowctl: --credential: %s\n", why);
         return -1;
     }
-    (void)wire_set_credential(key);
+    (void)wire_set_credential(key); /* a well-formed key (read above): it signs */
     return 0;
 }
 

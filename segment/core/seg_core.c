@@ -656,27 +656,26 @@ void seg_core_reserve(seg_core *c, const seg_reserve_in *in, int64_t now_ms, seg
 }
 
 /* Finds the hold for a transition; answers NOT_OWNER / NOT_FOUND / LOOKUP /
- * PARK itself and returns NULL then. */
+ * PARK itself and returns NULL then. A hold id whose segment is another
+ * tenant's answers NOT_OWNER, exactly as one whose segment this node does
+ * not have (none, or fenced), whether or not the hold exists: the answer
+ * never tells which segment ids live here. Both are decided from memory,
+ * before any lookup, so they take the same time too. */
 static seg_hold *transition_target(seg_core *c, const char *tenant_id, uint64_t hold_id,
                                    seg_result *res)
 {
     memset(res, 0, sizeof *res);
+    seg_segment *s = seg_core_find_segment(c, seg_core_hold_segment(hold_id));
+    if (s == NULL || s->fenced || strcmp(s->item->tenant_id, tenant_id) != 0) {
+        reply(res, ESC_ENOT_OWNER, NULL);
+        return NULL;
+    }
     seg_hold *h = find_hold(c, hold_id);
     if (h == NULL) {
-        seg_segment *s = seg_core_find_segment(c, seg_core_hold_segment(hold_id));
-        if (s == NULL || s->fenced) {
-            reply(res, ESC_ENOT_OWNER, NULL);
-        } else if (strcmp(s->item->tenant_id, tenant_id) != 0) {
-            reply(res, ESC_ENOT_FOUND, NULL);
-        } else {
-            res->disp = SEG_LOOKUP;
-        }
+        res->disp = SEG_LOOKUP;
         return NULL;
     }
-    if (strcmp(h->seg->item->tenant_id, tenant_id) != 0) {
-        reply(res, ESC_ENOT_FOUND, NULL); /* another tenant's hold does not exist for you */
-        return NULL;
-    }
+    ESC_ASSERT(h->seg == s); /* a hold id names its segment */
     if (h->pending != SEG_PENDING_NONE) {
         res->disp = SEG_PARK;
         res->hold = h;

@@ -82,12 +82,14 @@ typedef struct node_config {
     int nlisten;
     uint32_t sweep_ms;   /* expiry sweeper period */
     const char *metrics; /* borrowed: --metrics address (node_metrics.h); NULL = off */
-    /* Credentials (auth_guard.h): auth on = every request needs a valid key;
-     * cluster_key (borrowed, the key's text or NULL) is what internal
-     * requests must carry. */
+    /* Credentials (auth_guard.h): auth on = every request needs a valid
+     * signature, made within auth_window_ms (0 = the default) of this
+     * node's clock; cluster_key (borrowed, the key's text or NULL) is what
+     * internal requests must be signed with. */
     bool auth;
     const char *cluster_key;
     const char *cluster_key_prev; /* borrowed: a previous cluster key, accepted too; NULL = none */
+    uint32_t auth_window_ms;
     /* Token buckets (ratelim.h), 0 = off: requests per second per tenant,
      * reserves per second per (tenant, buyer); bursts 0 = one second's worth.
      * The tenant's, and its cap of live holds, are defaults (node_fair.h). */

@@ -30,8 +30,7 @@
 static int node_check(const wire_head *h, char why[WIRE_WHY_MAX], void *arg)
 {
     node *n = arg;
-    int rc = auth_guard_check(&n->auth, (int)h->access, h->tenant_id, h->credential,
-                              h->credential_len, why, WIRE_WHY_MAX);
+    int rc = auth_guard_check(&n->auth, (int)h->access, h->tenant_id, &h->sig, why, WIRE_WHY_MAX);
     if (rc != 0) {
         return rc;
     }
@@ -65,6 +64,7 @@ int node_net_guard_start(node *n)
                             .dsn = cfg->dsn,
                             .cluster_key = cfg->cluster_key,
                             .cluster_key_prev = cfg->cluster_key_prev,
+                            .window_ms = cfg->auth_window_ms,
                             .name = "segment"};
     int rc = auth_guard_start(&n->auth, n->loop, &ac);
     if (rc == 0) {

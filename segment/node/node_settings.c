@@ -29,6 +29,7 @@ static const struct option opts[] = {{"node-id", required_argument, NULL, 'n'},
                                      {"region", required_argument, NULL, 'R'},
                                      {"auth", required_argument, NULL, 'A'},
                                      {"cluster-key", required_argument, NULL, 'K'},
+                                     {"auth-window-ms", required_argument, NULL, 'W'},
                                      {"rate-tenant", required_argument, NULL, 'T'},
                                      {"rate-buyer", required_argument, NULL, 'B'},
                                      {"live-holds-tenant", required_argument, NULL, 'H'},
@@ -48,7 +49,7 @@ void node_settings_usage(FILE *f)
             "                      [--coordinator URL [--advertise URL]]\n"
             "                      [--log-level error|warn|info|debug] [--log-format text|json]\n"
             "                      [--sweep-ms MS] [--metrics [HOST:]PORT]\n"
-            "                      [--auth on|off] [--cluster-key FILE]\n"
+            "                      [--auth on|off] [--cluster-key FILE] [--auth-window-ms MS]\n"
             "                      [--rate-tenant N[:BURST]] [--rate-buyer N[:BURST]]\n"
             "                      [--live-holds-tenant N]\n"
             "       escrow-segment --region FILE --node-id ID [--advertise URL] [the options\n"
@@ -76,10 +77,13 @@ void node_settings_usage(FILE *f)
             "  --log-format   text (default) or json: one object per line\n"
             "  --sweep-ms     expiry sweeper period (default 50)\n"
             "  --metrics      serve Prometheus metrics over HTTP at http://HOST:PORT/metrics,\n"
-            "                 and /healthz and /readyz (e.g. 127.0.0.1:9101; a bare PORT\n"
-            "                 listens on every interface; off when not given)\n"
-            "  --auth         on: every request needs a valid key (tenant key for its own\n"
-            "                 tenant, admin key for operator release); off (default): none\n"
+            "                 and /healthz and /readyz (e.g. 9101 = 127.0.0.1:9101, the\n"
+            "                 default host; 0.0.0.0:9101 listens on every interface; off\n"
+            "                 when not given)\n"
+            "  --auth         on: every request needs a valid signature (tenant key for its\n"
+            "                 own tenant, admin key for operator release); off (default): none\n"
+            "  --auth-window-ms  a signed frame is accepted this long before or after this\n"
+            "                 node's clock (default 30000, 1000..600000)\n"
             "  --cluster-key  file with the cluster key the heartbeats carry (default:\n"
             "                 $ESCROW_CLUSTER_KEY), and optionally on its second line the\n"
             "                 previous key, still accepted; needed in managed mode when the\n"
@@ -154,6 +158,14 @@ static int set_number(node_settings *s, int opt, const char *v, char *why, size_
         s->node.sweep_ms = (uint32_t)x;
         return 0;
     }
+    if (opt == 'W') {
+        if (auth_parse_window(v, &s->node.auth_window_ms) != 0) {
+            snprintf(why, why_len, "takes %u..%u, not '%s'", AUTH_WINDOW_MS_MIN, AUTH_WINDOW_MS_MAX,
+                     v);
+            return -1;
+        }
+        return 0;
+    }
     if (opt == 'H') {
         char *end;
         long x = strtol(v, &end, 10);
@@ -205,6 +217,7 @@ static int set_opt(void *arg, int opt, const char *v, char *why, size_t why_len)
     case 'T':
     case 'B':
     case 'H':
+    case 'W':
         return set_number(s, opt, v, why, why_len);
     default:
         return set_string(s, opt, v, why, why_len);

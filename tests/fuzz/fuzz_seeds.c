@@ -1,8 +1,10 @@
 /*
  * fuzz_seeds.c - writes the seed corpora of the fuzz targets: one valid frame
  * per request operation (heartbeat, admin, global restock and reduce, quota
- * included) for fuzz_request, replies with a hold, stats, a route and a
- * heartbeat reply, and a routes update, for fuzz_reply. Run by hand when the protocol changes:
+ * included), signed frames and a frame with the retired cleartext credential
+ * for fuzz_request, replies with a hold, stats, a route and a heartbeat
+ * reply, and a routes update, for fuzz_reply. Run by hand when the protocol
+ * changes:
  *   fuzz_seeds tests/fuzz/corpus
  * (the output is committed; run.sh copies it into a work corpus).
  */
@@ -41,6 +43,41 @@ static void check(int rc, const char *what)
         fprintf(stderr, "fuzz_seeds: encoding %s failed (%d)\n", what, rc);
         exit(1);
     }
+}
+
+/* A key for the seeds only (never a deployment's): the signed frames are
+ * what every client sends, so the fuzzer starts from their shape. */
+static const char seed_key[] = "esk_0123456789abcdef_AAECAwQFBgcICQoLDA0ODxAREhMUFRYXGBkaGxwdHh8";
+
+static void signed_seeds(const char *dir)
+{
+    size_t n;
+    wire_request q;
+    memset(&q, 0, sizeof q);
+    q.op = WIRE_OP_RESERVE;
+    q.corr_id = 7;
+    strcpy(q.tenant_id, "shop-1");
+    strcpy(q.item_id, "tee");
+    strcpy(q.buyer_id, "buyer-17");
+    strcpy(q.key, "order-1");
+    q.qty = 1;
+    check(wire_set_credential(seed_key), "the seed key");
+    check(wire_encode_request(&q, buf, sizeof buf, &n), "signed reserve");
+    put(dir, "signed-reserve", n);
+    check(wire_encode_admin(9, "shop-1", WIRE_ADMIN_PAUSE, "tee", NULL, 0, 0, buf, sizeof buf, &n),
+          "signed admin pause");
+    put(dir, "signed-admin-pause", n);
+    check(wire_set_credential(NULL), "no key");
+    /* the retired cleartext credential, as an old client sent it */
+    wire_raw_request r = {.version = WIRE_VERSION,
+                          .corr_id = 7,
+                          .tenant_id = "shop-1",
+                          .credential = seed_key,
+                          .credential_len = sizeof seed_key - 1,
+                          .op = WIRE_OP_GET,
+                          .hold_id = (3ULL << 40) | 9};
+    check(wire_encode_raw(&r, buf, sizeof buf, &n), "cleartext get");
+    put(dir, "cleartext-get", n);
 }
 
 int main(int argc, char **argv)
@@ -121,6 +158,8 @@ int main(int argc, char **argv)
                                    buf, sizeof buf, &n),
           "admin global reduce");
     put(req_dir, "admin-global-reduce", n);
+
+    signed_seeds(req_dir);
 
     static wire_quota quota;
     quota.kind = WIRE_QUOTA_STATUS;

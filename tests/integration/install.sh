@@ -4,7 +4,7 @@
 #   1. `cmake --install` of this build: the daemons, escrowctl, the library,
 #      its headers and package files land under the prefix;
 #   2. a client-only build (-DESC_CLIENT_ONLY=ON) from the source tree: it
-#      looks for no libpq, libmicrohttpd, libinih or libsodium, and installs
+#      looks for no libpq, libmicrohttpd or libinih, and installs
 #      a libescrow.so.0 that needs none of them and exports only esc_*, and a
 #      libescrow.a whose only global symbols are esc_*;
 #   3. the README's example (examples/checkout/checkout.c) built with nothing
@@ -37,7 +37,7 @@ esc_step "client-only build and install"
 cmake -S "$ESC_SRC" -B "$T/client-build" -DESC_CLIENT_ONLY=ON -DCMAKE_BUILD_TYPE=RelWithDebInfo \
     -DCMAKE_INSTALL_PREFIX="$T/client" >"$T/client-configure.log" 2>&1 ||
     { cat "$T/client-configure.log" >&2; esc_fail "client-only configure failed"; }
-if grep -E '^(PQ|MHD|INIH|SODIUM|CMOCKA)_' "$T/client-build/CMakeCache.txt"; then
+if grep -E '^(PQ|MHD|INIH|CMOCKA)_' "$T/client-build/CMakeCache.txt"; then
     esc_fail "the client-only build looked for a library libescrow does not need"
 fi
 nice cmake --build "$T/client-build" -j2 >"$T/client-build.log" 2>&1 ||
@@ -47,7 +47,7 @@ P=$T/client
 [[ -e $P/bin ]] && esc_fail "the client-only install put programs in $P/bin: $(ls "$P/bin")"
 soname=$(readelf -d "$P/lib/libescrow.so" | sed -n 's/.*Library soname: \[\(.*\)\]/\1/p')
 esc_assert_eq "$soname" libescrow.so.0 "SONAME"
-if readelf -d "$P/lib/libescrow.so" | grep -E 'NEEDED.*(libpq|microhttpd|sodium|inih)'; then
+if readelf -d "$P/lib/libescrow.so" | grep -E 'NEEDED.*(libpq|microhttpd|inih)'; then
     esc_fail "libescrow.so needs a library of the daemons"
 fi
 exported=$(nm -D --defined-only "$P/lib/libescrow.so" | awk '{print $3}')

@@ -94,7 +94,8 @@ esc_ctl item create t1 sale --total $TOTAL --segments $SEGMENTS >/dev/null
 C_PORT=$(itest_port)
 N1_PORT=$(itest_port)
 N2_PORT=$(itest_port)
-shard_coord_start --collapse-pct 10 --metrics "127.0.0.1:$C_PORT" --check-ms 200
+# a bare port: 127.0.0.1 only, and no series names a tenant or an item
+shard_coord_start --collapse-pct 10 --metrics "$C_PORT" --check-ms 200
 shard_node_start n1 --metrics "127.0.0.1:$N1_PORT"
 shard_node_start n2 --metrics "127.0.0.1:$N2_PORT"
 shard_wait_served sale 60
@@ -114,7 +115,7 @@ for f in escrow_coord_nodes escrow_coord_lease_expiries_total escrow_coord_epoch
     escrow_coord_segments escrow_coord_transfers_in_flight escrow_coord_transfers_planned_total \
     escrow_coord_transfers_completed_total escrow_coord_routes_published_total \
     escrow_coord_collapses_total escrow_coord_admin_requests_total escrow_db_up \
-    escrow_conservation_ok escrow_conservation_violations escrow_conservation_divergence_units \
+    escrow_conservation_ok escrow_conservation_violations \
     escrow_conservation_last_check_timestamp_seconds escrow_coord_loop_stalls_total \
     escrow_process_open_fds escrow_process_max_fds; do
     grep -q "^# HELP $f " "$ITEST_DIR/coord-before.txt" || esc_fail "coordinator: no HELP for $f"
@@ -138,6 +139,44 @@ fds_ok() { # PORT
 for port in "$N1_PORT" "$C_PORT"; do
     esc_wait_for 30 fds_ok "$port" || esc_fail "metrics: open/max descriptors on port $port"
 done
+
+esc_step "the endpoint: loopback unless told, idle connections closed within a second"
+# the listening socket of a bare --metrics PORT, from /proc: 127.0.0.1 (0100007F)
+listen_addr() {
+    awk -v p="$(printf '%04X' "$1")" '$4 == "0A" && toupper(substr($2, index($2, ":") + 1)) == p {
+        print substr($2, 1, index($2, ":") - 1) }' /proc/net/tcp /proc/net/tcp6
+}
+itest_eq "$(listen_addr "$C_PORT")" 0100007F "listening address of --metrics $C_PORT"
+# 20 scrapers (over the 16-connection limit) connect; 10 send nothing, 10
+# half a request. Each must be closed by the server: within a second of
+# idleness (libmicrohttpd counts whole seconds: 1 to 2 s; 3 s is the bound
+# on a loaded machine, the old 10 s timeout fails it).
+# Then a scrape works at once.
+python3 - "$C_PORT" >"$ITEST_DIR/idle.out" <<'PY' || esc_fail "idle scrapers: $(cat "$ITEST_DIR/idle.out")"
+import socket, sys, time
+port = int(sys.argv[1])
+socks = []
+for i in range(20):
+    s = socket.create_connection(("127.0.0.1", port), timeout=30)
+    if i % 2:
+        s.sendall(b"GET /metrics HTTP/1.1\r\nHost: x\r\n")
+    socks.append((s, time.monotonic()))
+worst = 0.0
+for s, t0 in socks:
+    try:
+        while s.recv(4096):
+            pass
+    except ConnectionResetError:
+        pass
+    worst = max(worst, time.monotonic() - t0)
+    s.close()
+print(f"METRICS-IDLE connections=20 closed=20 longest_open_s={worst:.2f}")
+sys.exit(0 if worst <= 3.0 else 1)
+PY
+cat "$ITEST_DIR/idle.out"
+scrape "$C_PORT" >"$ITEST_DIR/after-idle.txt" || esc_fail "no scrape after the idle ones"
+grep -q '^# HELP escrow_coord_heartbeats_total ' "$ITEST_DIR/after-idle.txt" ||
+    esc_fail "the scrape after the idle ones: $(head -c 300 "$ITEST_DIR/after-idle.txt")"
 
 esc_step "$BUYERS buyers for $TOTAL units, every hold confirmed"
 shard_load --item sale --buyers $BUYERS --concurrency 100 --confirm 1 --release 0 \
@@ -251,6 +290,16 @@ esc_psql "UPDATE items SET total = total + 5 WHERE item_id = 'sale';
 wait_value 30 "metric $C_PORT escrow_conservation_ok" 0
 wait_value 30 "metric $C_PORT escrow_conservation_violations" 1
 wait_value 30 "metric $C_PORT escrow_conservation_segment_violations" 1
+# labels off (the default): the violation is counted, no series names t1 or sale
+scrape "$C_PORT" >"$ITEST_DIR/coord-nolabels.txt"
+itest_eq "$(grep -c 'tenant=\|item=\|t1\|sale' "$ITEST_DIR/coord-nolabels.txt" || true)" 0 \
+    "series naming a tenant or an item without --metrics-labels"
+esc_node_stop "$SHARD_COORD_PID" || esc_fail "the coordinator did not stop cleanly"
+shard_coord_start --collapse-pct 10 --metrics "127.0.0.1:$C_PORT" --check-ms 200 --metrics-labels on
+wait_value 30 "metric $C_PORT escrow_conservation_violations" 1
+scrape "$C_PORT" >"$ITEST_DIR/coord-labels.txt"
+grep -q '^# HELP escrow_conservation_divergence_units ' "$ITEST_DIR/coord-labels.txt" ||
+    esc_fail "no divergence series with --metrics-labels on"
 itest_eq "$(metric "$C_PORT" 'escrow_conservation_divergence_units{tenant="t1",item="sale"}')" 5 \
     "divergence of t1/sale (total minus accounted)"
 # The log line, the metrics and the monitor's row (what escrowctl status

@@ -71,9 +71,10 @@ COORD=$SHARD_COORD_URL
 export ESCROW_COORDINATOR=$COORD
 # escrowctl without its admin key: the coordinator refuses the reload (the
 # item is created in the database all the same: a warning, exit 0)
-esc_ctl item create shop-a tee --total 100 --segments 1 >"$ITEST_DIR/c.out" 2>&1
+# (holds live 2 h: the matrix must not see a setup hold expire on a slow machine)
+esc_ctl item create shop-a tee --total 100 --segments 1 --hold-ttl-ms 7200000 >"$ITEST_DIR/c.out" 2>&1
 grep -qi 'auth\|credential' "$ITEST_DIR/c.out" || esc_fail "no refusal in: $(cat "$ITEST_DIR/c.out")"
-ESCROW_ADMIN_KEY=$KADMIN esc_ctl item create shop-b tee --total 100 --segments 1 >/dev/null
+ESCROW_ADMIN_KEY=$KADMIN esc_ctl item create shop-b tee --total 100 --segments 1 --hold-ttl-ms 7200000 >/dev/null
 ESCROW_ADMIN_KEY=$KADMIN esc_ctl item create shop-a other --total 5 --segments 1 >/dev/null
 
 # probe helpers: frame OP TENANT CREDENTIAL [ARGS...] to the node / coordinator
@@ -172,12 +173,19 @@ for dir in ab ba; do
     else
         me=shop-b mykey=$KB myseg=$SB victim=shop-a vkey=$K/a vrev=$(cat "$K/a-revoked") vhold=$HA vseg=$SA
     fi
-    unknown=$(unknown_in "$myseg")
-    # foreign: the attacker's own valid key and tenant, the victim's ids
+    # foreign: the attacker's own valid key and tenant, the victim's ids. A
+    # hold of the victim's segment (live or not) answers exactly as a hold of
+    # a segment that exists nowhere: no answer tells which segments live here
+    nowhere=$(unknown_in 999999)
     for op in confirm release extend get; do
-        same=$(fnode $op "$me" "$mykey" --hold "$unknown")
-        check "$dir foreign $op" NOT_FOUND "$(fnode $op "$me" "$mykey" --hold "$vhold")" "$same"
+        same=$(fnode $op "$me" "$mykey" --hold "$nowhere")
+        check "$dir foreign $op" NOT_OWNER "$(fnode $op "$me" "$mykey" --hold "$vhold")" "$same"
+        check "$dir foreign-unknown $op" NOT_OWNER \
+            "$(fnode $op "$me" "$mykey" --hold "$(unknown_in "$vseg")")" "$same"
     done
+    # (an unknown hold of the attacker's own segment is looked up: NOT_FOUND)
+    r=$(fnode get "$me" "$mykey" --hold "$(unknown_in "$myseg")")
+    itest_eq "${r%% *}" NOT_FOUND "$dir: an unknown hold of one's own segment"
     # the victim's segment answers exactly as a segment that does not exist
     r=$(fcoord route "$me" "$mykey" --item "" --segment "$vseg")
     check "$dir foreign route-by-segment" UNKNOWN_ITEM "$r"
@@ -209,6 +217,27 @@ for dir in ab ba; do
 done
 check "admin-key heartbeat" AUTH "$(fcoord heartbeat "" "$KADMIN" --node intruder)"
 check "admin-key quota-status" AUTH "$(fcoord quota-status "" "$KADMIN" --node far)"
+
+# Signed frames (docs/credentials.md): the key's text never travels; a frame
+# is refused when it carries the key in clear (an old client), when its MAC
+# does not match its bytes, when it was signed outside the window (30 s by
+# default, either way), and an admin frame when it is a copy of one accepted
+signed_cases=$cases
+for who in shop-a:$KA:$HA shop-b:$KB:$HB; do
+    IFS=: read -r t key hold <<<"$who"
+    check "$t cleartext key" AUTH "$(fnode get "$t" "$key" --hold "$hold" --cleartext)"
+    check "$t tampered mac" AUTH "$(fnode get "$t" "$key" --hold "$hold" --tamper)"
+    check "$t signed 31 s ago" AUTH "$(fnode get "$t" "$key" --hold "$hold" --sign-skew-ms -31000)"
+    check "$t signed 31 s ahead" AUTH "$(fcoord route "$t" "$key" --item tee --sign-skew-ms 31000)"
+    r=$(fnode get "$t" "$key" --hold "$hold" --sign-skew-ms -20000)
+    [[ $r == OK* ]] || esc_fail "$t: a frame signed 20 s ago (inside the window) was refused: $r"
+done
+r=$(fcoord admin-reload shop-a "$KADMIN" --item tee --save "$ITEST_DIR/admin.bin")
+[[ $r == OK* ]] || esc_fail "admin reload with the admin key: $r"
+r=$(itest_probe frame --endpoint "$COORD" --frame-file "$ITEST_DIR/admin.bin" --deadline-ms 15000)
+check "admin frame replayed inside the window" AUTH "$r"
+[[ $(itest_field msg "$r") == *replay* ]] || esc_fail "the replay's refusal: $r"
+echo "SIGNED-FRAMES cases=$((cases - signed_cases)) (of the matrix's $cases)"
 
 snapshot >"$ITEST_DIR/after.txt"
 changed=$(diff "$ITEST_DIR/before.txt" "$ITEST_DIR/after.txt" | grep -c '^[<>]' || true)
@@ -243,6 +272,50 @@ esc_ctl --credential "$K/admin" item pause shop-b tee >/dev/null
 esc_ctl --credential "$K/admin" item resume shop-b tee >/dev/null
 ESCROW_ADMIN_KEY=$KADMIN esc_ctl release "$HB" >/dev/null
 itest_eq "$(itest_q "SELECT state FROM holds WHERE hold_id = $HB")" cancelled "operator release with the admin key"
+
+esc_step "the routing feed: a stranger subscribing during a sale reads nothing"
+ESCROW_ADMIN_KEY=$KADMIN esc_ctl item create shop-a launch-a --total 200 --segments 4 >/dev/null
+_launch_served() {
+    local r
+    r=$(fcoord route shop-a "$KA" --item launch-a)
+    [[ $r == OK* && $(itest_field route "$r") == 1 ]]
+}
+esc_wait_for 60 _launch_served ||
+    esc_fail "launch-a is not routed: $(fcoord route shop-a "$KA" --item launch-a)"
+# subscribed to everything for 15 s: shop-b's key, no key, and shop-a's own
+# key as the control; the sale runs meanwhile (libescrow in routing mode,
+# which can only find the segments by opening the sealed updates)
+"$COORD_PROBE" stranger "$SHARD_PUB_URL" 15 "$KB" launch-a >"$ITEST_DIR/stranger-b.out" &
+sb=$!
+"$COORD_PROBE" stranger "$SHARD_PUB_URL" 15 - launch-a >"$ITEST_DIR/stranger-none.out" &
+sn=$!
+"$COORD_PROBE" stranger "$SHARD_PUB_URL" 15 "$KA" launch-a >"$ITEST_DIR/stranger-a.out" &
+sa=$!
+"$ESC_BIN/escrow-load" --coordinator "$COORD" --routes "$SHARD_PUB_URL" --tenant shop-a \
+    --credential "$K/a" --item launch-a --buyers 400 --concurrency 20 --confirm 1 --release 0 \
+    --try-later-retries 100 --deadline-ms 30000 --seed 3 --quiet \
+    >"$ITEST_DIR/launch.out" 2>"$ITEST_DIR/launch.log" ||
+    { cat "$ITEST_DIR/launch.out" "$ITEST_DIR/launch.log" >&2; esc_fail "the sale failed"; }
+line=$(grep '^RESULT' "$ITEST_DIR/launch.out") || esc_fail "no RESULT line"
+echo "$line"
+itest_eq "$(itest_field holds_ok "$line") $(itest_field sold "$line") $(itest_field errors "$line")" \
+    "200 200 0" "holds, sold and errors of the sale through sealed routes"
+wait "$sb" || esc_fail "the stranger received nothing: $(cat "$ITEST_DIR/stranger-b.out")"
+wait "$sn" || esc_fail "the keyless stranger received nothing"
+wait "$sa" || esc_fail "shop-a's subscriber received nothing"
+for who in b none a; do
+    echo "$who: $(cat "$ITEST_DIR/stranger-$who.out")"
+done
+b=$(cat "$ITEST_DIR/stranger-b.out")
+none=$(cat "$ITEST_DIR/stranger-none.out")
+a=$(cat "$ITEST_DIR/stranger-a.out")
+itest_eq "$(itest_field clear "$b") $(itest_field opened_item "$b") $(itest_field leaks "$b")" "0 0 0" \
+    "shop-b's key: clear updates, launch-a routes opened, messages naming launch-a"
+itest_eq "$(itest_field clear "$none") $(itest_field opened "$none") $(itest_field leaks "$none")" "0 0 0" \
+    "no key: clear updates, opened, messages naming launch-a"
+itest_eq "$(itest_field sealed "$b")" "$(itest_field msgs "$b")" "every message is sealed"
+(($(itest_field opened_item "$a") > 0)) || esc_fail "shop-a's key opened no launch-a route: $a"
+itest_eq "$(itest_field leaks "$a")" 0 "messages naming launch-a in shop-a's feed (sealed too)"
 
 esc_step "revocation takes effect within the reload period"
 r=$(fnode get shop-a "$KA" --hold "$HA")
@@ -281,6 +354,48 @@ r=$(itest_probe frame --endpoint "$N2" --op reserve --tenant shop-a --credential
 echo "buyer bucket 1/s, burst 5, 15 reserves of one buyer in a row: $r"
 (($(itest_field busy "$r") >= 5)) || esc_fail "buyer rate limit: $r"
 [[ $(itest_field busy_msg "$r") == rate_limited:_this_buyer* ]] || esc_fail "the buyer's BUSY answer: $r"
+
+esc_step "a captured frame: the key cannot be read from it, a replay outside the window is refused"
+# a third node with the shortest window (1 s), so the wait is short
+port=$(itest_port)
+itest_node n3 "$port" --dsn "$ESCROW_DSN" --auth on --cluster-key "$K/cluster" \
+    --auth-window-ms 1000 --coordinator "$COORD"
+N3=tcp://127.0.0.1:$port
+_n3_keys() {
+    itest_probe frame --endpoint "$N3" --op stats --tenant shop-b --credential "$KB" \
+        --deadline-ms 15000 --save "$ITEST_DIR/captured.bin" >"$ITEST_DIR/first.out"
+    [[ $(cat "$ITEST_DIR/first.out") != UNAVAILABLE* ]]
+}
+esc_wait_for 60 _n3_keys ||
+    esc_fail "n3 did not read its keys: $(cat "$ITEST_DIR/first.out")"
+first=$(cat "$ITEST_DIR/first.out")
+[[ $first != AUTH* ]] || esc_fail "a fresh signed frame at n3: $first"
+python3 - "$ITEST_DIR/captured.bin" "$KB" <<'PY' || esc_fail "the captured frame holds the key"
+import base64, hashlib, sys
+frame = open(sys.argv[1], "rb").read()
+text = sys.argv[2]
+key_id, secret_b64 = text[4:20], text[21:]
+secret = base64.urlsafe_b64decode(secret_b64 + "=")
+signing = hashlib.blake2b(secret + key_id.encode(), digest_size=32).digest()
+found = {name: int(v in frame) for name, v in
+         (("text", text.encode()), ("secret_text", secret_b64.encode()), ("secret", secret),
+          ("signing_key", signing), ("signing_half", signing[:16]))}
+print("CAPTURED-FRAME bytes=%d key_id=%d %s" % (len(frame), int(key_id.encode() in frame),
+      " ".join("%s=%d" % kv for kv in found.items())))
+sys.exit(1 if any(found.values()) or key_id.encode() not in frame else 0)
+PY
+_replay_refused() {
+    itest_probe frame --endpoint "$N3" --frame-file "$ITEST_DIR/captured.bin" \
+        --deadline-ms 15000 >"$ITEST_DIR/replay.out"
+    [[ $(cat "$ITEST_DIR/replay.out") == AUTH* ]]
+}
+esc_wait_for 60 _replay_refused ||
+    esc_fail "the captured frame still works: $(cat "$ITEST_DIR/replay.out")"
+r=$(cat "$ITEST_DIR/replay.out")
+echo "captured frame replayed later: $r"
+[[ $(itest_field msg "$r") == *outside_the_time_window* ]] || esc_fail "the replay's refusal: $r"
+r=$(itest_probe frame --endpoint "$N3" --op stats --tenant shop-b --credential "$KB" --deadline-ms 15000)
+[[ $r != AUTH* ]] || esc_fail "a fresh frame of the same key after the replay: $r"
 
 itest_invariants
 itest_pass

@@ -412,13 +412,19 @@ static void test_tenant_isolation_and_lookup(void **state)
     fixture *f = *state;
     seg_result res;
     seg_hold *h = hold_committed(f, "b", "k", 1);
+    /* another tenant's hold, held or not, answers as a segment not here */
     seg_core_get(&f->core, "other", h->hold_id, &res);
-    assert_int_equal(res.status, ESC_ENOT_FOUND);
+    assert_int_equal(res.status, ESC_ENOT_OWNER);
     seg_core_confirm(&f->core, "other", h->hold_id, 0, T0, &res);
-    assert_int_equal(res.status, ESC_ENOT_FOUND);
+    assert_int_equal(res.status, ESC_ENOT_OWNER);
+    seg_core_get(&f->core, "other", (1ULL << ESC_HOLD_SEQ_BITS) | 999, &res);
+    assert_int_equal(res.status, ESC_ENOT_OWNER);
+    assert_int_equal(res.disp, SEG_REPLY); /* no lookup for another tenant */
     seg_core_get(&f->core, "shop", (1ULL << ESC_HOLD_SEQ_BITS) | 999, &res);
     assert_int_equal(res.disp, SEG_LOOKUP); /* ours, not in memory: ask the database */
     seg_core_get(&f->core, "shop", (77ULL << ESC_HOLD_SEQ_BITS) | 1, &res);
+    assert_int_equal(res.status, ESC_ENOT_OWNER);
+    seg_core_get(&f->core, "other", (77ULL << ESC_HOLD_SEQ_BITS) | 1, &res);
     assert_int_equal(res.status, ESC_ENOT_OWNER);
 }
 

@@ -1,9 +1,11 @@
 /*
- * test_wire.c - frames in, validated structs out: every bound, garbage,
- * truncation, round trips of every operation and of replies.
+ * test_wire.c - frames in, validated structs out: every bound (the
+ * signature fields included), garbage, truncation, round trips of every
+ * operation and of replies.
  */
 #include <setjmp.h>
 #include <stdarg.h>
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 #include <stdlib.h>
@@ -144,6 +146,108 @@ static void test_garbage_and_truncation(void **state)
     assert_non_null(big);
     assert_int_equal(wire_decode_request(big, ESC_FRAME_BYTES_MAX + 1, &q, why), ESC_ETOOBIG);
     free(big);
+}
+
+/* A get frame with the given signature fields, packed by hand; trailer:
+ * append a MAC field of mac_len bytes after packing (as the encoders do). */
+static size_t pack_signed(const char *key_id, uint64_t sent_at, uint64_t nonce, size_t mac_len,
+                          bool trailer, unsigned char *buf)
+{
+    Escrow__Request m = ESCROW__REQUEST__INIT;
+    Escrow__GetReq g = ESCROW__GET_REQ__INIT;
+    static uint8_t mac[64];
+    memset(mac, 0xab, sizeof mac);
+    m.version = WIRE_VERSION;
+    m.corr_id = 7;
+    m.tenant_id = "t";
+    m.key_id = (char *)key_id;
+    m.sent_at_ms = sent_at;
+    m.nonce = nonce;
+    g.hold_id = (1ULL << 40) | 1;
+    m.op_case = ESCROW__REQUEST__OP_GET;
+    m.get = &g;
+    if (!trailer) { /* packed in field order: before the operation */
+        m.mac.data = mac;
+        m.mac.len = mac_len;
+    }
+    size_t n = escrow__request__pack(&m, buf);
+    if (trailer) {
+        buf[n++] = (8 << 3) | 2;
+        buf[n++] = (unsigned char)mac_len;
+        memcpy(buf + n, mac, mac_len);
+        n += mac_len;
+    }
+    return n;
+}
+
+static int decode_buf(const unsigned char *buf, size_t n)
+{
+    wire_request q;
+    char why[WIRE_WHY_MAX] = "";
+    int rc = wire_decode_request(buf, n, &q, why);
+    if (rc != 0) {
+        assert_true(strlen(why) > 0);
+        assert_int_equal(q.corr_id, 7);
+    }
+    return rc;
+}
+
+/* The signature fields are bounded by the decoder, with or without a
+ * credential check: all or none, a well-formed key id, a 32-byte MAC that
+ * is the frame's last field, a clock that is a clock. */
+static void test_signature_fields(void **state)
+{
+    (void)state;
+    const char *id = "0123456789abcdef";
+    unsigned char buf[512];
+    assert_int_equal(decode_buf(buf, pack_signed("", 0, 0, 0, false, buf)), 0); /* unsigned */
+    assert_int_equal(decode_buf(buf, pack_signed(id, 1, 2, 32, true, buf)), 0);
+    assert_int_equal(
+        decode_buf(buf, pack_signed(id, (uint64_t)WIRE_SENT_AT_MS_MAX, 2, 32, true, buf)), 0);
+    assert_int_equal(
+        decode_buf(buf, pack_signed(id, (uint64_t)WIRE_SENT_AT_MS_MAX + 1, 2, 32, true, buf)),
+        ESC_EINVAL);
+    assert_int_equal(decode_buf(buf, pack_signed(id, UINT64_MAX, 2, 32, true, buf)), ESC_EINVAL);
+    assert_int_equal(decode_buf(buf, pack_signed("0123456789ABCDEF", 1, 2, 32, true, buf)),
+                     ESC_EPROTO);
+    assert_int_equal(decode_buf(buf, pack_signed("0123", 1, 2, 32, true, buf)), ESC_EPROTO);
+    assert_int_equal(decode_buf(buf, pack_signed(id, 1, 2, 0, true, buf)), ESC_EPROTO);
+    assert_int_equal(decode_buf(buf, pack_signed(id, 1, 2, 31, true, buf)), ESC_EPROTO);
+    assert_int_equal(decode_buf(buf, pack_signed(id, 1, 2, 33, true, buf)), ESC_EPROTO);
+    assert_int_equal(decode_buf(buf, pack_signed(id, 1, 2, 0, false, buf)), ESC_EPROTO);
+    /* the MAC inside the frame, not last: what it signs is ambiguous */
+    assert_int_equal(decode_buf(buf, pack_signed(id, 1, 2, 32, false, buf)), ESC_EPROTO);
+    /* anything after the MAC */
+    size_t n = pack_signed(id, 1, 2, 32, true, buf);
+    buf[n] = 0x08; /* field 1, varint 1: a valid field */
+    buf[n + 1] = 0x01;
+    assert_int_equal(decode_buf(buf, n + 2), ESC_EPROTO);
+    /* signature fields without a key id */
+    assert_int_equal(decode_buf(buf, pack_signed("", 0, 0, 32, true, buf)), ESC_EPROTO);
+    assert_int_equal(decode_buf(buf, pack_signed("", 5, 0, 0, false, buf)), ESC_EPROTO);
+    assert_int_equal(decode_buf(buf, pack_signed("", 0, 5, 0, false, buf)), ESC_EPROTO);
+    /* a signed frame cut anywhere is refused */
+    n = pack_signed(id, 1, 2, 32, true, buf);
+    for (size_t cut = 0; cut < n; cut++) {
+        wire_request q;
+        char why[WIRE_WHY_MAX];
+        assert_int_not_equal(wire_decode_request(buf, cut, &q, why), 0);
+    }
+    /* the retired cleartext field is bounded too */
+    wire_raw_request r = {.version = WIRE_VERSION,
+                          .corr_id = 7,
+                          .tenant_id = "t",
+                          .op = WIRE_OP_GET,
+                          .hold_id = (1ULL << 40) | 1};
+    char cred[ESC_CREDENTIAL_LEN_MAX + 1];
+    memset(cred, 'c', sizeof cred);
+    r.credential = cred;
+    r.credential_len = ESC_CREDENTIAL_LEN_MAX;
+    assert_int_equal(wire_encode_raw(&r, buf, sizeof buf, &n), 0);
+    assert_int_equal(decode_buf(buf, n), 0);
+    r.credential_len = ESC_CREDENTIAL_LEN_MAX + 1;
+    assert_int_equal(wire_encode_raw(&r, buf, sizeof buf, &n), 0);
+    assert_int_equal(decode_buf(buf, n), ESC_ETOOBIG);
 }
 
 static void test_hold_id_and_confirm_bounds(void **state)
@@ -784,6 +888,7 @@ int main(void)
         cmocka_unit_test(test_roundtrip_every_op),
         cmocka_unit_test(test_bounds),
         cmocka_unit_test(test_garbage_and_truncation),
+        cmocka_unit_test(test_signature_fields),
         cmocka_unit_test(test_hold_id_and_confirm_bounds),
         cmocka_unit_test(test_encode_refuses_invalid),
         cmocka_unit_test(test_reply_roundtrip),

@@ -132,9 +132,11 @@ typedef struct esc_options {
     esc_log_fn log_fn;       /* optional; the library is silent without it */
     void *log_arg;
     /* optional: the tenant's key ("esk_<key id>_<secret>", from escrowctl key
-     * create), sent with every request; needed when the daemons run with
-     * --auth on (else every request is answered ESC_EAUTH). Copied; NULL or
-     * "" = none. */
+     * create): it signs every request and opens the routing updates sealed
+     * for it; the text itself is never sent. Needed when the daemons run with
+     * --auth on (else every request is answered ESC_EAUTH). Parsed when the
+     * handle is made (a text that is not a key: ESC_EINVAL); NULL or "" =
+     * none. */
     const char *credential;
 } esc_options;
 

@@ -1,8 +1,9 @@
 /*
  * coord_probe.c - the integration tests' driver for escrow-coordinator: it
  * plays a segment node (fake_node.c: hb, hb-loop) or a client / escrowctl
- * (coord_calls.c: route, admin, sub) over a raw nanomsg socket and prints
- * the answers as one line each. This file is its main: it dispatches.
+ * (coord_calls.c: route, admin, sub), or a stranger on the routing feed
+ * (coord_stranger.c), over a raw nanomsg socket and prints the answers as
+ * one line each. This file is its main: it dispatches.
  *
  *   coord_probe hb|hb-loop|route|admin|sub URL ...   (see fake_node.h,
  *                                                     coord_calls.h)
@@ -14,6 +15,7 @@
 
 #include "coord_calls.h"
 #include "coord_io.h"
+#include "coord_stranger.h"
 #include "fake_node.h"
 
 static const struct {
@@ -21,13 +23,13 @@ static const struct {
     int (*fn)(int argc, char **argv);
 } coord_cmds[] = {
     {"hb", fake_node_hb},         {"hb-loop", fake_node_hb_loop}, {"route", coord_calls_route},
-    {"admin", coord_calls_admin}, {"sub", coord_calls_sub},
+    {"admin", coord_calls_admin}, {"sub", coord_calls_sub},       {"stranger", coord_stranger_run},
 };
 
 int main(int argc, char **argv)
 {
     if (argc < 2) {
-        coord_fail("usage: coord_probe hb|hb-loop|route|admin|sub ...");
+        coord_fail("usage: coord_probe hb|hb-loop|route|admin|sub|stranger ...");
     }
     if (argc < 3) {
         coord_fail("missing endpoint");

@@ -106,10 +106,15 @@ int main(int argc, char **argv)
     if (probe_args_parse(argc, argv, &args) < 0) {
         return PROBE_EXIT_USAGE;
     }
-    if (args.credential != NULL && wire_set_credential(args.credential) != 0) {
+    if (args.credential != NULL && strlen(args.credential) > ESC_CREDENTIAL_LEN_MAX) {
         fprintf(stderr, "esc_probe: --credential is longer than %d bytes\n",
                 ESC_CREDENTIAL_LEN_MAX);
         return PROBE_EXIT_USAGE;
+    }
+    /* A key signs every frame; a text that is not one (or --cleartext) is
+     * what frame sends in the retired cleartext field instead. */
+    if (args.credential != NULL && !args.cleartext) {
+        (void)wire_set_credential(args.credential);
     }
     const probe_cmd *c = find_cmd(args.cmd);
     if (c == NULL) {

@@ -33,11 +33,15 @@ void probe_args_usage(FILE *f)
                "             one reserve (or resolve) frame with a segment hint\n"
                "  op-release --hold ID                        release by an operator\n"
                "  frame --op OP [--item I --key K --hold ID --qty Q --node N]\n"
-               "      one request of any kind (probe_frame.h), answer as one line\n"
+               "        [--cleartext] [--sign-skew-ms MS] [--tamper] [--save FILE]\n"
+               "  frame --frame-file FILE   one request of any kind (probe_frame.h), or\n"
+               "      the bytes of FILE (a captured frame), answer as one line\n"
                "  call|acall --op reserve|confirm|release|extend|get|cart[+close] [call options]\n"
                "      one call, blocking (call) or asynchronous (acall): answer and out=\n"
                "common: --tenant (t1) --deadline-ms (5000) --qty (1)\n"
-               "        --credential KEY  sent with every request (libescrow and raw)\n");
+               "        --credential KEY  signs every request (libescrow and raw); for\n"
+               "                          frame, a text that is not a key is sent in the\n"
+               "                          retired cleartext field, as is KEY with --cleartext\n");
 }
 
 static int parse_u64_arg(const char *s, uint64_t max, uint64_t *out)
@@ -81,6 +85,11 @@ static const struct option probe_opts[] = {{"endpoint", required_argument, NULL,
                                            {"node", required_argument, NULL, 'N'},
                                            {"attempt", required_argument, NULL, 'A'},
                                            {"resolve", no_argument, NULL, 'r'},
+                                           {"cleartext", no_argument, NULL, 'Z'},
+                                           {"tamper", no_argument, NULL, 'T'},
+                                           {"sign-skew-ms", required_argument, NULL, 'W'},
+                                           {"save", required_argument, NULL, 'V'},
+                                           {"frame-file", required_argument, NULL, 'F'},
                                            {"help", no_argument, NULL, 'h'},
                                            {NULL, 0, NULL, 0}};
 
@@ -97,12 +106,27 @@ static int parse_qty(probe_args *a, const char *v)
     return 0;
 }
 
+static int parse_skew(probe_args *a, const char *v)
+{
+    char *end = NULL;
+    errno = 0;
+    long long ms = strtoll(v, &end, 10);
+    if (errno != 0 || end == v || *end != '\0' || ms > 86400000LL || ms < -86400000LL) {
+        return -1;
+    }
+    a->sign_skew_ms = ms;
+    a->skew_set = true;
+    return 0;
+}
+
 static int parse_number(probe_args *a, int ch, const char *v)
 {
     uint64_t u = 0;
     switch (ch) {
     case 'q':
         return parse_qty(a, v);
+    case 'W':
+        return parse_skew(a, v);
     case 'H':
         return parse_u64_arg(v, UINT64_MAX, &a->hold_id);
     case 'g':
@@ -147,6 +171,8 @@ static const char **string_field(probe_args *a, int ch)
            : ch == 'X' ? &a->credential
            : ch == 'O' ? &a->op
            : ch == 'N' ? &a->node
+           : ch == 'V' ? &a->save_path
+           : ch == 'F' ? &a->frame_file
                        : NULL;
 }
 
@@ -180,6 +206,8 @@ int probe_args_parse(int argc, char **argv, probe_args *a)
             exit(0);
         } else if (ch == 'r') {
             a->resolve = true;
+        } else if (ch == 'Z' || ch == 'T') {
+            *(ch == 'Z' ? &a->cleartext : &a->tamper) = true;
         } else if (ch == '?' || parse_number(a, ch, optarg) < 0) {
             fprintf(stderr, "esc_probe: bad option or value near '%s'\n", argv[optind - 1]);
             return -1;

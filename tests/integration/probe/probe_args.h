@@ -30,7 +30,14 @@ typedef struct probe_args {
     const char *out_path;
     const char *in_path;
     const char *stop_file;
-    const char *credential; /* the key text sent with every request, or NULL */
+    const char *credential; /* the key that signs every request, or NULL (frame: a text
+                               that is not a key goes in the cleartext field) */
+    bool cleartext;         /* frame: --credential in the retired cleartext field */
+    bool tamper;            /* frame: one bit of the MAC flipped */
+    bool skew_set;          /* frame: --sign-skew-ms given */
+    int64_t sign_skew_ms;   /* frame: signed at now + this */
+    const char *save_path;  /* frame: write the bytes sent here */
+    const char *frame_file; /* frame: send these bytes instead of encoding --op */
     const char *op;         /* frame's operation */
     const char *node;       /* frame's node (drain) or region (quota) */
     int64_t qty;

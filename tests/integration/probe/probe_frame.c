@@ -1,7 +1,9 @@
 /*
  * probe_frame.c - esc_probe's one-frame sub-commands (see probe_frame.h):
- * requests encoded with wire.h's encoders, sent over a raw REQ socket
- * (probe_req.h).
+ * requests encoded with wire.h's encoders (signed with --credential's key),
+ * or shaped the way a careless or hostile client would send them (a
+ * cleartext credential, a clock outside the window, a tampered MAC, a
+ * captured frame sent again), sent over a raw REQ socket (probe_req.h).
  */
 #include "probe_frame.h"
 
@@ -10,6 +12,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "auth.h"
+#include "clock.h"
 #include "escrow_errors.h"
 #include "nnx.h"
 #include "probe.h"
@@ -171,16 +175,104 @@ static void frame_counts(probe_req *c, const uint8_t *buf, size_t len, const pro
            busy_msg);
 }
 
+/* The bytes of --frame-file. Returns 0 or an ESC_E* code. */
+static int load_frame(const char *path, uint8_t *buf, size_t cap, size_t *len)
+{
+    FILE *f = fopen(path, "rb");
+    if (f == NULL) {
+        return ESC_EIO;
+    }
+    *len = fread(buf, 1, cap, f);
+    int rc = ferror(f) ? ESC_EIO : !feof(f) ? ESC_ETOOBIG : 0;
+    fclose(f);
+    return rc;
+}
+
+/* The retired cleartext field (Request.credential, field 4, bytes) appended
+ * to an unsigned frame: what a client from before signing sent. */
+static int add_cleartext(const char *text, uint8_t *buf, size_t cap, size_t *len)
+{
+    size_t n = strlen(text);
+    if (n > ESC_CREDENTIAL_LEN_MAX || *len + 3 + n > cap) {
+        return ESC_ETOOBIG;
+    }
+    buf[(*len)++] = (4 << 3) | 2;
+    if (n >= 0x80) {
+        buf[(*len)++] = (uint8_t)(0x80 | (n & 0x7f));
+        n >>= 7;
+    }
+    buf[(*len)++] = (uint8_t)n;
+    memcpy(buf + *len, text, strlen(text));
+    *len += strlen(text);
+    return 0;
+}
+
+/* What the options do to the encoded frame: a --credential that is not a
+ * key (or --cleartext) goes in the cleartext field, --sign-skew-ms signs it
+ * again at another time, --tamper flips a bit of its MAC (the last byte),
+ * --save writes the bytes that will be sent. Returns 0 or an ESC_E* code. */
+static int shape(const probe_args *a, uint8_t *buf, size_t cap, size_t *len)
+{
+    static uint8_t tmp[ESC_FRAME_BYTES_MAX];
+    auth_key key;
+    memset(&key, 0, sizeof key);
+    const char *cred = a->credential;
+    bool is_key = cred != NULL && auth_key_parse(cred, strlen(cred), key.key_id, key.hash) == 0;
+    int rc = 0;
+    if (cred != NULL && (a->cleartext || !is_key)) {
+        rc = add_cleartext(cred, buf, cap, len);
+    } else if (a->skew_set && is_key) {
+        size_t n = 0;
+        rc = wire_sign_frame(buf, *len, &key, esc_wall_ms() + a->sign_skew_ms, tmp, sizeof tmp, &n);
+        if (rc == 0) {
+            memcpy(buf, tmp, n);
+            *len = n;
+        }
+    }
+    if (rc == 0 && a->tamper && *len > 0) {
+        buf[*len - 1] ^= 1;
+    }
+    FILE *f = rc == 0 && a->save_path != NULL ? fopen(a->save_path, "wb") : NULL;
+    if (a->save_path != NULL && rc == 0 &&
+        (f == NULL || fwrite(buf, 1, *len, f) != *len || fclose(f) != 0)) {
+        rc = ESC_EIO;
+    }
+    return rc;
+}
+
+/* Tenant operations are idempotent and resent; the others (admin, quota,
+ * heartbeat) are sent once, like escrowctl sends them: a resend of the
+ * same signed bytes is a replay the daemons refuse, and its refusal could
+ * arrive before the first copy's answer. */
+static int64_t resend_ms_of(const probe_args *a)
+{
+    if (a->frame_file != NULL) {
+        return 0;
+    }
+    for (size_t i = 0; i < sizeof k_tenant / sizeof k_tenant[0]; i++) {
+        if (strcmp(a->op, k_tenant[i].name) == 0) {
+            return FRAME_RESEND_MS;
+        }
+    }
+    return 0;
+}
+
 int probe_frame(const probe_args *a)
 {
     static uint8_t buf[ESC_FRAME_BYTES_MAX];
-    if (a->op == NULL || a->endpoint == NULL) {
-        probe_die("frame needs --op and --endpoint (a node's or the coordinator's)");
+    if ((a->op == NULL && a->frame_file == NULL) || a->endpoint == NULL) {
+        probe_die("frame needs --op (or --frame-file) and --endpoint (a node's or the "
+                  "coordinator's)");
     }
     size_t len = 0;
-    int rc = encode(a, buf, sizeof buf, &len);
+    int rc = a->frame_file != NULL ? load_frame(a->frame_file, buf, sizeof buf, &len)
+                                   : encode(a, buf, sizeof buf, &len);
+    if (rc == 0 && a->frame_file == NULL) {
+        rc = shape(a, buf, sizeof buf, &len);
+    }
     if (rc != 0) {
-        fprintf(stderr, "esc_probe: frame: cannot encode '%s': %s\n", a->op, esc_err_name(rc));
+        fprintf(stderr, "esc_probe: frame: cannot make '%s': %s\n",
+                a->op != NULL ? a->op : a->frame_file, esc_err_name(rc));
         return PROBE_EXIT_USAGE;
     }
     probe_req c;
@@ -191,7 +283,7 @@ int probe_frame(const probe_args *a)
     wire_reply rep = {0};
     if (a->n > 1) {
         frame_counts(&c, buf, len, a);
-    } else if (frame_call(&c, buf, len, a->deadline_ms, FRAME_RESEND_MS, &rep)) {
+    } else if (frame_call(&c, buf, len, a->deadline_ms, resend_ms_of(a), &rep)) {
         print_reply(&rep);
     } else {
         printf("TIMEDOUT hold=0 nsegs=0 route=0 msg=-\n");
