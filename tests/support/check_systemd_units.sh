@@ -47,6 +47,7 @@ for d in segment coordinator gateway; do
         fail "no escrow-$d in $bin (build first)"
         continue
     }
+    # shellcheck disable=SC2016 # $MAINPID is for systemd, literally
     check_lines "$unit" \
         "ExecStart=/usr/bin/escrow-$d --config /etc/escrow/$d.ini" \
         'User=escrow' 'Group=escrow' \
@@ -56,8 +57,9 @@ for d in segment coordinator gateway; do
         'ConfigurationDirectory=escrow' "StateDirectory=escrow-$d" \
         'WantedBy=multi-user.target'
     nofile=$(sed -n 's/^LimitNOFILE=//p' "$unit")
-    [[ $nofile =~ ^[0-9]+$ ]] && ((nofile >= 65536)) ||
+    if [[ ! $nofile =~ ^[0-9]+$ ]] || ((nofile < 65536)); then
         fail "escrow-$d.service: LimitNOFILE='$nofile', want a number >= 65536"
+    fi
     grep -qxF 'u escrow - "escrow daemons" - -' "$src/debian/escrow-$d.sysusers" ||
         fail "debian/escrow-$d.sysusers does not declare the escrow user"
     sed "s|^ExecStart=/usr/bin/escrow-$d |ExecStart=$bin/escrow-$d |" "$unit" >"$tmp/escrow-$d.service"
