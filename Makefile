@@ -9,7 +9,8 @@
 #                examples/regions on this machine and a sale across them
 #                (tests/integration/regions_sale.sh, 10,000 units)
 #   make test    packages, build in build-test/ with sanitizers and tests,
-#                then every test (ctest, all labels), then each libFuzzer
+#                then every test (ctest, all labels but package: make
+#                test-package installs into the system), then each libFuzzer
 #                target for FUZZ_SMOKE_SECONDS (tests/fuzz/run.sh)
 #   make fuzz    the libFuzzer targets for FUZZ_SECONDS each (long runs)
 #   make bench   packages, the Release-ish build in build/ (as make demo),
@@ -96,7 +97,7 @@ bench-gateway: build
 test: deps
 	cmake -S . -B $(BUILD_TEST) -DCMAKE_BUILD_TYPE=RelWithDebInfo -DESC_TESTS=ON -DESC_SANITIZE=ON
 	cmake --build $(BUILD_TEST) -j $(JOBS)
-	ctest --test-dir $(BUILD_TEST) --output-on-failure -j $(JOBS)
+	ctest --test-dir $(BUILD_TEST) --output-on-failure -j $(JOBS) -LE package
 	tests/fuzz/run.sh --if-clang $(FUZZ_SMOKE_SECONDS)
 
 fuzz: deps

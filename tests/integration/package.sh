@@ -18,7 +18,9 @@
 #      /usr/lib/python3/dist-packages and sells one more unit;
 #   6. escrowctl check, the cluster stopped, every package purged again.
 #
-#   ESC_DEB_DIR=build-deb bash tests/integration/package.sh   (make test-package)
+#   make test-package        (make deb, then this script)
+#   ctest -L package         (this script, on the packages already in build-deb/)
+# ESC_DEB_DIR names the folder of the .deb files (default: build-deb/ of the tree).
 # ESC_PACKAGE_KEEP=1 leaves the packages installed at the end.
 # About 1-2 minutes after make deb. Exit 77 (skipped) when not root.
 set -euo pipefail
@@ -29,7 +31,8 @@ if [[ $(id -u) -ne 0 ]]; then
     echo "SKIP: installs packages into the system: run as root"
     exit 77
 fi
-DEB=${ESC_DEB_DIR:?ESC_DEB_DIR (the folder of make deb) is not set}
+DEB=${ESC_DEB_DIR:-$ESC_SRC/build-deb}
+compgen -G "$DEB/*.deb" >/dev/null || esc_fail "no .deb in $DEB: run make deb first (or make test-package)"
 PKGS=(escrow-segment escrow-coordinator escrow-gateway escrowctl libescrow0 libescrow-dev
     python3-escrow)
 DAEMONS=(escrow-segment escrow-coordinator escrow-gateway)
