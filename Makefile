@@ -115,7 +115,7 @@ deb: deps
 	  DEB_BUILD_OPTIONS="nocheck parallel=$(JOBS)" dpkg-buildpackage -b -us -uc
 	mv $(DEB_ABS)/src/*.deb $(DEB_ABS)/src/*.buildinfo $(DEB_ABS)/src/*.changes $(DEB_ABS)/
 	rm -rf $(DEB_ABS)/src
-	lintian --fail-on error --info $(DEB_ABS)/*.changes
+	lintian --fail-on error $(DEB_ABS)/*.changes
 	@ls -l $(DEB_ABS)/*.deb
 
 test-package: deb
