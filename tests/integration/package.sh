@@ -14,7 +14,7 @@
 #      `pkg-config --cflags --libs escrow` against /usr/include/escrow, and
 #      find_package(escrow) (tests/integration/install_consumer); both
 #      load /usr/lib/<triplet>/libescrow.so.0 and sell one unit between them;
-#      python3-escrow: the system's python3 imports escrow from
+#      python3-escrow: Debian's /usr/bin/python3 imports escrow from
 #      /usr/lib/python3/dist-packages and sells one more unit;
 #   6. escrowctl check, the cluster stopped, every package purged again.
 #
@@ -37,7 +37,8 @@ PKGS=(escrow-segment escrow-coordinator escrow-gateway escrowctl libescrow0 libe
     python3-escrow)
 DAEMONS=(escrow-segment escrow-coordinator escrow-gateway)
 T=$(mktemp -d /tmp/escrow-itest-package.XXXXXX)
-esc_on_exit "rm -rf '$T'"
+installed=0 # set once apt-get install ran: the packages are purged at exit
+esc_on_exit "at_exit"
 export DEBIAN_FRONTEND=noninteractive
 
 # Purges whichever escrow packages are installed (or half-installed).
@@ -49,6 +50,13 @@ purge_all() {
     done
     ((${#present[@]} == 0)) || apt-get purge -y -q "${present[@]}" >"$T/purge.log" 2>&1 ||
         { cat "$T/purge.log" >&2; return 1; }
+}
+
+at_exit() {
+    if ((installed)) && [[ ${ESC_PACKAGE_KEEP:-0} != 1 ]]; then
+        purge_all || echo "note: apt-get purge failed; the packages may still be installed" >&2
+    fi
+    rm -rf "$T"
 }
 
 # Fails if a file of the packages is still on the system.
@@ -73,7 +81,7 @@ purge_all
 assert_gone "before the install"
 
 esc_step "2/6 apt-get install ${debs[*]##*/}"
-[[ ${ESC_PACKAGE_KEEP:-0} == 1 ]] || esc_on_exit "purge_all"
+installed=1
 apt-get install -y -q --no-install-recommends "${debs[@]}" >"$T/install.log" 2>&1 ||
     { cat "$T/install.log" >&2; esc_fail "apt-get install failed"; }
 want_version=$(dpkg-parsechangelog -l "$ESC_SRC/debian/changelog" -S Version)
@@ -97,7 +105,7 @@ for b in "${DAEMONS[@]}" escrowctl escrow-load escrow-bench; do
     if ldd "/usr/bin/$b" | grep -F "$ESC_SRC"; then esc_fail "/usr/bin/$b loads from the tree"; fi
 done
 
-ESC_BIN=/usr/bin
+export ESC_BIN=/usr/bin
 esc_step "3/6 a cluster of the installed daemons: PostgreSQL, escrowctl migrate, coordinator, 2 nodes"
 esc_cluster_start "$T/cluster" --nodes 2
 for pid in "$ESC_CLUSTER_COORD_PID" "$(esc_cluster_node_pid n1)" "$(esc_cluster_node_pid n2)"; do
@@ -129,7 +137,7 @@ esc_assert_eq "$(pkg-config --variable=includedir escrow)" /usr/include/escrow "
 # shellcheck disable=SC2046 # pkg-config's words are separate arguments
 (cd "$T" && cc -Wall -Werror -o checkout "$ESC_SRC/examples/checkout/checkout.c" \
     $(pkg-config --cflags --libs escrow)) || esc_fail "the example does not build with pkg-config"
-ldd "$T/checkout" | grep -Eq 'libescrow\.so\.0 => /usr/lib/[^/]+/libescrow\.so\.0' ||
+ldd "$T/checkout" | grep -Eq 'libescrow\.so\.0 => (/usr)?/lib/[^/]+/libescrow\.so\.0' ||
     esc_fail "the example does not load the installed libescrow.so.0: $(ldd "$T/checkout")"
 out=$("$T/checkout" "$ESCROW_COORDINATOR" "$ESC_CLUSTER_PUBLISH") ||
     esc_fail "the example failed: $out"
@@ -140,14 +148,14 @@ cmake -S "$ESC_SRC/tests/integration/install_consumer" -B "$T/consumer" \
     { cat "$T/consumer.log" >&2; esc_fail "find_package(escrow) failed"; }
 nice cmake --build "$T/consumer" >>"$T/consumer.log" 2>&1 ||
     { cat "$T/consumer.log" >&2; esc_fail "the find_package project did not build"; }
-grep -q "/usr/lib/.*/cmake/escrow" "$T/consumer/CMakeCache.txt" ||
+grep -Eq "^escrow_DIR:PATH=(/usr)?/lib/[^/]+/cmake/escrow$" "$T/consumer/CMakeCache.txt" ||
     esc_fail "find_package(escrow) did not find the installed package"
 # The example's order key is fixed: the same hold comes back, already sold.
 rc=0
 out=$("$T/consumer/checkout_shared" "$ESCROW_COORDINATOR" "$ESC_CLUSTER_PUBLISH") || rc=$?
 esc_assert_eq "$rc" 1 "exit code of a checkout whose order was sold already"
 grep -qx 'NOT_HELD: hold is converted' <<<"$out" || esc_fail "sold twice? $out"
-(cd "$T" && env -u ESCROW_LIBRARY -u PYTHONPATH python3 - "$ESCROW_COORDINATOR" \
+(cd "$T" && env -u ESCROW_LIBRARY -u PYTHONPATH /usr/bin/python3 - "$ESCROW_COORDINATOR" \
     "$ESC_CLUSTER_PUBLISH") <<'PY' || esc_fail "python3-escrow did not sell"
 import sys
 import escrow
@@ -166,6 +174,7 @@ esc_ctl check || esc_fail "escrowctl check failed"
 esc_cluster_stop "$T/cluster" || esc_fail "a daemon did not stop on SIGTERM (logs in $T/cluster)"
 if [[ ${ESC_PACKAGE_KEEP:-0} != 1 ]]; then
     purge_all || esc_fail "apt-get purge failed"
+    installed=0
     assert_gone "after the purge"
 fi
 echo "OK: installed, sold $total + 2 units with the installed programs, purged"
