@@ -137,8 +137,11 @@ esc_assert_eq "$(pkg-config --variable=includedir escrow)" /usr/include/escrow "
 # shellcheck disable=SC2046 # pkg-config's words are separate arguments
 (cd "$T" && cc -Wall -Werror -o checkout "$ESC_SRC/examples/checkout/checkout.c" \
     $(pkg-config --cflags --libs escrow)) || esc_fail "the example does not build with pkg-config"
-ldd "$T/checkout" | grep -Eq 'libescrow\.so\.0 => (/usr)?/lib/[^/]+/libescrow\.so\.0' ||
-    esc_fail "the example does not load the installed libescrow.so.0: $(ldd "$T/checkout")"
+# ldd's output in a variable: `ldd | grep -q` fails under pipefail when grep
+# stops reading before ldd has written its last line (SIGPIPE)
+libs=$(ldd "$T/checkout")
+grep -Eq 'libescrow\.so\.0 => (/usr)?/lib/[^/]+/libescrow\.so\.0' <<<"$libs" ||
+    esc_fail "the example does not load the installed libescrow.so.0: $libs"
 out=$("$T/checkout" "$ESCROW_COORDINATOR" "$ESC_CLUSTER_PUBLISH") ||
     esc_fail "the example failed: $out"
 echo "$out"
