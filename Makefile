@@ -9,7 +9,8 @@
 #                examples/regions on this machine and a sale across them
 #                (tests/integration/regions_sale.sh, 10,000 units)
 #   make test    packages, build in build-test/ with sanitizers and tests,
-#                then every test (ctest, all labels), then each libFuzzer
+#                then every test (ctest, all labels but package: make
+#                test-package installs into the system), then each libFuzzer
 #                target for FUZZ_SMOKE_SECONDS (tests/fuzz/run.sh)
 #   make fuzz    the libFuzzer targets for FUZZ_SECONDS each (long runs)
 #   make bench   packages, the Release-ish build in build/ (as make demo),
@@ -20,7 +21,13 @@
 #                (tests/support/bench_bindings.sh; logs in BENCH_DIR/bindings)
 #   make bench-gateway  the same build, then escrow-gateway against native
 #                libescrow (tests/support/gateway_bench.sh)
-#   make clean   remove build/, build-test/, build-fuzz/ and _demo/
+#   make deb     the Debian packages (debian/, docs/packages.md): dpkg-buildpackage
+#                on a copy of the tree in DEB_DIR/src, the .deb files in DEB_DIR
+#                (build-deb/), then lintian (no errors allowed)
+#   make test-package  make deb, then install the packages on this machine
+#                (root: purge, apt-get install ./*.deb) and run a sale with the
+#                installed programs (tests/integration/package.sh), then purge
+#   make clean   remove build/, build-test/, build-fuzz/, build-deb/ and _demo/
 #
 # Missing packages are installed with apt-get when running as root; otherwise
 # the exact `sudo apt-get install` line is printed and make stops. The list
@@ -39,8 +46,11 @@ DEMO_MODE ?= cluster
 # (skipped without clang) and in make fuzz.
 FUZZ_SMOKE_SECONDS ?= 60
 FUZZ_SECONDS ?= 600
+# make deb: where the copy of the tree is built and the packages land.
+DEB_DIR ?= build-deb
+DEB_ABS := $(abspath $(DEB_DIR))
 
-.PHONY: all deps build demo regions test fuzz clean bench bench-bindings bench-gateway
+.PHONY: all deps build demo regions test fuzz clean bench bench-bindings bench-gateway deb test-package
 
 all: build
 
@@ -87,11 +97,29 @@ bench-gateway: build
 test: deps
 	cmake -S . -B $(BUILD_TEST) -DCMAKE_BUILD_TYPE=RelWithDebInfo -DESC_TESTS=ON -DESC_SANITIZE=ON
 	cmake --build $(BUILD_TEST) -j $(JOBS)
-	ctest --test-dir $(BUILD_TEST) --output-on-failure -j $(JOBS)
+	ctest --test-dir $(BUILD_TEST) --output-on-failure -j $(JOBS) -LE package
 	tests/fuzz/run.sh --if-clang $(FUZZ_SMOKE_SECONDS)
 
 fuzz: deps
 	tests/fuzz/run.sh $(FUZZ_SECONDS)
 
+# dpkg-buildpackage writes into the tree it builds and its parent folder:
+# both are under DEB_DIR, so the source tree stays as it is.
+deb: deps
+	rm -rf $(DEB_ABS)
+	mkdir -p $(DEB_ABS)/src/escrow
+	tar -c --exclude-vcs --exclude=./build --exclude='./build-*' --exclude=./_demo \
+	  --exclude='./$(DEB_DIR)' --exclude=node_modules --exclude=__pycache__ . | \
+	  tar -x -C $(DEB_ABS)/src/escrow
+	cd $(DEB_ABS)/src/escrow && \
+	  DEB_BUILD_OPTIONS="nocheck parallel=$(JOBS)" dpkg-buildpackage -b -us -uc
+	mv $(DEB_ABS)/src/*.deb $(DEB_ABS)/src/*.buildinfo $(DEB_ABS)/src/*.changes $(DEB_ABS)/
+	rm -rf $(DEB_ABS)/src
+	lintian --fail-on error $(DEB_ABS)/*.changes
+	@ls -l $(DEB_ABS)/*.deb
+
+test-package: deb
+	ESC_DEB_DIR=$(DEB_ABS) ESC_SRC=$(abspath .) bash tests/integration/package.sh
+
 clean:
-	rm -rf $(BUILD) $(BUILD_TEST) $(DEMO_DIR) build-fuzz
+	rm -rf $(BUILD) $(BUILD_TEST) $(DEMO_DIR) build-fuzz $(DEB_DIR)
