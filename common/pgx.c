@@ -17,6 +17,8 @@
 
 static void on_io(uv_poll_t *p, int status, int events);
 static void start_connect(pgx_conn *c);
+static void go_down(pgx_conn *c, const char *why);
+static int watch(pgx_conn *c, int events);
 
 static void copy(char *dst, size_t cap, const char *src)
 {
@@ -53,6 +55,14 @@ static void on_poll_closed(uv_handle_t *h)
 {
     pgx_conn *c = h->data;
     c->poll_inited = false;
+    int repoll = c->repoll_events;
+    c->repoll_events = 0;
+    if (c->state == PGX_CONNECTING && repoll != 0) {
+        if (watch(c, repoll) != 0) {
+            go_down(c, "cannot watch the socket");
+        }
+        return;
+    }
     if (c->state == PGX_CLOSING) {
         if (c->user_close_cb != NULL) {
             c->user_close_cb(h);
@@ -136,18 +146,36 @@ static void became_ready(pgx_conn *c)
     }
 }
 
+/* Waits for events on the socket libpq uses now. While connecting that may
+ * be a new socket after any PQconnectPoll: libpq moves on to the next host
+ * of a multi-host DSN (host=a,b target_session_attrs=read-write), the next
+ * address of a name, or retries without SSL, and the new socket may even
+ * reuse the old descriptor's number (which epoll no longer watches). So the
+ * poll handle is made again for every step; on_poll_closed watches the new
+ * socket. Connecting is rare: a few handles per connection. */
+static void connect_watch(pgx_conn *c, int events)
+{
+    if (c->poll_inited) {
+        if (!uv_is_closing((uv_handle_t *)&c->poll)) {
+            uv_poll_stop(&c->poll);
+            uv_close((uv_handle_t *)&c->poll, on_poll_closed);
+        }
+        c->repoll_events = events;
+        return;
+    }
+    if (watch(c, events) != 0) {
+        go_down(c, "cannot watch the socket");
+    }
+}
+
 static void connect_step(pgx_conn *c)
 {
     switch (PQconnectPoll(c->conn)) {
     case PGRES_POLLING_READING:
-        if (watch(c, UV_READABLE) != 0) {
-            go_down(c, "cannot watch the socket");
-        }
+        connect_watch(c, UV_READABLE);
         return;
     case PGRES_POLLING_WRITING:
-        if (watch(c, UV_WRITABLE) != 0) {
-            go_down(c, "cannot watch the socket");
-        }
+        connect_watch(c, UV_WRITABLE);
         return;
     case PGRES_POLLING_OK:
         break;

@@ -53,6 +53,7 @@ struct pgx_conn {
     pgx_state_cb state_cb;
     void *state_arg;
     bool reconnect_pending; /* start connecting once the old poll handle closed */
+    int repoll_events;      /* connecting: watch the new socket for these once closed */
     uv_close_cb user_close_cb;
     const char *prepare_name; /* statement prepared on every (re)connect, or NULL */
     const char *prepare_sql;
