@@ -1,0 +1,118 @@
+#!/usr/bin/env bash
+# ha_failover.sh [kill|stop] - PostgreSQL's primary dies mid-sale. A cluster
+# (coordinator, 2 managed nodes) on a pg_auto_failover formation (monitor,
+# primary pg1, synchronous standby pg2: tests/support/cluster.sh --ha), every
+# daemon and escrowctl on the multi-host DSN. While buyers (esc_probe record:
+# each acknowledged hold, confirm and release written down as it arrives)
+# buy, the primary's machine is lost:
+#   kill  kill -9 of pg1's postmaster together with its pg_autoctl (a lost
+#         machine; killing the postmaster alone is no failover: its
+#         pg_autoctl restarts it in place)
+#   stop  SIGSTOP of the same processes (a hung machine: connections to it
+#         stay open and answer nothing)
+# Then, with nobody's help: pg2 is promoted, the daemons find it, sales go
+# on. The time from the loss to the first hold acknowledged after it is
+# measured and printed (goal <= 15 s with the tests' failover timeouts).
+# Checked: every acknowledged hold, confirm and release is in the new
+# primary; retried keys get their holds back; nothing oversold; escrowctl
+# check and the invariants pass.
+set -euo pipefail
+source "$(dirname "${BASH_SOURCE[0]}")/itest_lib.sh"
+
+MODE=${1:-kill}
+[[ $MODE == kill || $MODE == stop ]] || esc_fail "usage: ha_failover.sh [kill|stop]"
+TOTAL=3000
+BUYERS=2500
+KILL_AFTER_LINES=400
+# Failover goal: the tests' pg_auto_failover timeouts (ha.sh) add up to about 10 s.
+FAILOVER_GOAL_MS=15000
+
+ITEST_NAME=ha_failover_$MODE
+ITEST_T0=$SECONDS
+ITEST_BUDGET_S=${ITEST_BUDGET_S:-240}
+[[ -x ${ESC_PROBE:-} ]] || esc_fail "$ITEST_NAME: esc_probe not found (set ESC_PROBE)"
+ITEST_DIR=$(mktemp -d "/tmp/escrow-itest-$ITEST_NAME.XXXXXX")
+esc_on_exit _itest_finish
+
+esc_step "a cluster on pg_auto_failover (monitor, primary pg1, synchronous standby pg2)"
+esc_cluster_start "$ITEST_DIR/cluster" --ha --nodes 2
+echo "ESCROW_DSN=$ESCROW_DSN"
+[[ $(esc_ha_primary) == pg1 ]] || esc_fail "pg1 is not the primary"
+esc_ctl item create t1 ha --total $TOTAL --segments 8 >/dev/null
+esc_cluster_wait_served t1 ha
+probe() { "$ESC_PROBE" "$@" --coordinator "$ESCROW_COORDINATOR" --routes "$ESC_CLUSTER_PUBLISH"; }
+
+esc_step "the sale: $BUYERS buyers"
+REC=$ITEST_DIR/record.txt
+probe record --item ha --prefix ha --n $BUYERS --concurrency 32 --deadline-ms 30000 --out "$REC" \
+    >"$ITEST_DIR/record.out" 2>"$ITEST_DIR/record.log" &
+PROBE_PID=$!
+ESC_PIDS+=("$PROBE_PID")
+lines() { if [[ -f $REC ]]; then wc -l <"$REC"; else echo 0; fi; }
+enough_lines() {
+    kill -0 "$PROBE_PID" 2>/dev/null || esc_fail "the probe ended before the loss of the primary"
+    (($(lines) >= KILL_AFTER_LINES))
+}
+esc_wait_for 120 enough_lines || esc_fail "only $(lines) outcomes acknowledged in 120 s"
+
+PG1_GROUP=$ESC_HA_PID_pg1
+PG1_POSTMASTER=$(esc_ha_postmaster_pid pg1)
+esc_step "$MODE pg1 (postmaster $PG1_POSTMASTER, pg_autoctl $PG1_GROUP) at $(lines) acknowledged outcomes"
+t0=$(date +%s%3N)
+if [[ $MODE == kill ]]; then
+    kill -KILL "$PG1_POSTMASTER"
+    kill -KILL -- "-$PG1_GROUP"
+else
+    kill -STOP -- "-$PG1_GROUP"
+    esc_on_exit "kill -CONT -- -$PG1_GROUP 2>/dev/null"
+fi
+
+# The first hold acknowledged after the loss: one buyer at a time, each a new
+# key, so that its hold was committed after t0 (the recording's answers may
+# still be those of batches committed before it).
+first_hold() {
+    local out
+    FIRST_TRY=$((${FIRST_TRY:-0} + 1))
+    out=$(probe reserve --item ha --key "first-$FIRST_TRY" --deadline-ms 2000 2>/dev/null) || return 1
+    [[ $(itest_status "$out") == OK ]]
+}
+esc_wait_for 120 first_hold || esc_fail "no hold acknowledged within 120 s of the loss"
+t1=$(date +%s%3N)
+took_ms=$((t1 - t0))
+promoted() { [[ $(esc_ha_primary) == pg2 ]]; }
+esc_wait_for 60 promoted || esc_fail "the monitor does not have pg2 as primary"
+echo "FAILOVER $MODE: first hold acknowledged ${took_ms} ms after the loss of the primary" \
+    "(goal ${FAILOVER_GOAL_MS} ms); primary now pg2"
+itest_timing "$took_ms" "$FAILOVER_GOAL_MS" "the failover (loss to first hold)"
+
+itest_wait_pid "$PROBE_PID" 180 "the recording probe" || esc_fail "the recording probe failed"
+cat "$ITEST_DIR/record.out"
+echo "acknowledged outcomes: $(grep -c . "$REC")"
+
+esc_step "every acknowledged outcome is in the new primary"
+itest_eq "$(itest_q "SELECT pg_is_in_recovery()")" f "the DSN leads to a primary"
+itest_eq "$(itest_q "SELECT inet_server_port()")" "$ESC_HA_PORT_pg2" "the primary's port"
+itest_q "CREATE TABLE rec (kind text, key text, hold_id bigint, state text, n bigint)" >/dev/null
+esc_psql "\\copy rec FROM '$REC' WITH (DELIMITER ' ')"
+itest_eq "$(itest_q "SELECT count(*) FROM rec")" "$(grep -c . "$REC")" "rows loaded"
+itest_eq "$(itest_q "SELECT count(*) FROM rec r LEFT JOIN holds h
+    ON h.hold_id = r.hold_id AND h.idempotency_key = r.key AND h.qty = 1
+    WHERE h.hold_id IS NULL")" 0 "acknowledged outcomes whose hold is missing"
+itest_eq "$(itest_q "SELECT count(*) FROM rec r JOIN holds h USING (hold_id)
+    WHERE r.kind = 'C' AND NOT (h.state = 'converted' AND h.qty_sold = 1)")" 0 \
+    "acknowledged confirms not stored as converted"
+itest_eq "$(itest_q "SELECT count(*) FROM rec r JOIN holds h USING (hold_id)
+    WHERE r.kind = 'X' AND h.state <> 'cancelled'")" 0 "acknowledged releases not stored as cancelled"
+itest_eq "$(itest_q "SELECT count(*) FROM (SELECT key FROM rec WHERE kind = 'R'
+    GROUP BY key HAVING count(DISTINCT hold_id) > 1) x")" 0 "keys acknowledged with two different holds"
+((TOTAL_ACKED = $(itest_q "SELECT count(*) FROM rec WHERE kind = 'R'"))) ||
+    esc_fail "no hold acknowledged at all"
+itest_invariants ha # escrowctl check, conservation, and held + sold <= total (nothing oversold)
+itest_q "SELECT 'item ' || item_id || ': total ' || total || ', sold ' || sold || ', held ' || held
+    FROM conservation WHERE item_id = 'ha'"
+
+esc_step "retries of acknowledged keys get their holds back from the new primary"
+holds_before=$(itest_q "SELECT count(*) FROM holds")
+probe verify --item ha --in "$REC" --every 3 || esc_fail "a retried key did not get its acknowledged hold"
+itest_eq "$(itest_q "SELECT count(*) FROM holds")" "$holds_before" "holds after the retries"
+itest_pass
