@@ -18,6 +18,8 @@
 # check and the invariants pass.
 set -euo pipefail
 source "$(dirname "${BASH_SOURCE[0]}")/itest_lib.sh"
+# shellcheck source=tests/support/ha.sh
+source "$ESC_SRC/tests/support/ha.sh" # esc_ha_primary, esc_ha_postmaster_pid
 
 MODE=${1:-kill}
 [[ $MODE == kill || $MODE == stop ]] || esc_fail "usage: ha_failover.sh [kill|stop]"
@@ -84,6 +86,11 @@ esc_wait_for 60 promoted || esc_fail "the monitor does not have pg2 as primary"
 echo "FAILOVER $MODE: first hold acknowledged ${took_ms} ms after the loss of the primary" \
     "(goal ${FAILOVER_GOAL_MS} ms); primary now pg2"
 itest_timing "$took_ms" "$FAILOVER_GOAL_MS" "the failover (loss to first hold)"
+# What the time went to: the monitor's events since the loss (ms after it).
+_esc_ha_mon_sql "SELECT (extract(epoch FROM eventtime) * 1000 - $t0)::bigint || ' ms: ' || description
+    FROM pgautofailover.event WHERE eventtime >= to_timestamp($t0 / 1000.0) ORDER BY eventid" |
+    tee "$ITEST_DIR/ha-events.txt" | cut -c1-160
+mkdir -p "$ITEST_DIR/ha" && cp "$ESC_HA_DIR"/*.log "$ITEST_DIR/ha/" 2>/dev/null || true
 
 itest_wait_pid "$PROBE_PID" 180 "the recording probe" || esc_fail "the recording probe failed"
 cat "$ITEST_DIR/record.out"

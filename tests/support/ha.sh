@@ -112,20 +112,19 @@ _esc_ha_monitor_tune() {
 
 _esc_ha_start_monitor() {
     ESC_HA_MONITOR_PORT=$(esc_free_port)
-    _esc_ha_as_owner pg_autoctl create monitor --pgdata "$ESC_HA_DIR/monitor" \
-        --pgport "$ESC_HA_MONITOR_PORT" --hostname 127.0.0.1 --auth trust --no-ssl \
-        >"$ESC_HA_DIR/monitor-create.log" 2>&1 || {
-        _esc_ha_say "pg_autoctl create monitor failed:"
-        tail -n 20 "$ESC_HA_DIR/monitor-create.log" >&2
-        return 1
-    }
-    ESC_HA_PID_monitor=$(_esc_ha_spawn "$ESC_HA_DIR/monitor.log" monitor \
-        run --pgdata "$ESC_HA_DIR/monitor") || return 1
-    echo "$ESC_HA_PID_monitor" >"$ESC_HA_DIR/pids"
+    local pid
+    pid=$(_esc_ha_spawn "$ESC_HA_DIR/monitor.log" monitor create monitor \
+        --pgdata "$ESC_HA_DIR/monitor" --pgport "$ESC_HA_MONITOR_PORT" --hostname 127.0.0.1 \
+        --auth trust --no-ssl --run) || return 1
+    echo "$pid" >"$ESC_HA_DIR/pids"
     local deadline=$((SECONDS + ESC_HA_READY_S))
     until _esc_ha_mon_sql "SELECT 1 FROM pg_extension WHERE extname = 'pgautofailover'" 2>/dev/null |
         grep -q 1; do
-        ((SECONDS < deadline)) || { _esc_ha_say "the monitor did not come up"; return 1; }
+        if ! kill -0 "$pid" 2>/dev/null || ((SECONDS >= deadline)); then
+            _esc_ha_say "the monitor did not come up:"
+            tail -n 20 "$ESC_HA_DIR/monitor.log" >&2
+            return 1
+        fi
         sleep 0.2
     done
     _esc_ha_monitor_tune
