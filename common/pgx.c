@@ -323,6 +323,7 @@ int pgx_open(uv_loop_t *loop, pgx_conn *c, const char *dsn, const char *name,
     c->state_arg = state_arg;
     c->state = PGX_DOWN;
     c->poll.data = c; /* what close_cb reads, even if no socket was ever watched */
+    c->query_timeout_ms = PGX_QUERY_TIMEOUT_MS;
     if (uv_timer_init(loop, &c->deadline) != 0) {
         free(c->dsn);
         c->dsn = NULL;
@@ -351,6 +352,11 @@ void pgx_drop(pgx_conn *c)
     if (c->state == PGX_READY) {
         go_down(c, "dropped by a failpoint");
     }
+}
+
+void pgx_set_query_timeout(pgx_conn *c, uint32_t ms)
+{
+    c->query_timeout_ms = ms;
 }
 
 bool pgx_ready(const pgx_conn *c)
@@ -462,7 +468,7 @@ int pgx_query(pgx_conn *c, const char *stmt, const char *sql, int nparams,
     c->state = PGX_BUSY;
     c->cb = cb;
     c->cb_arg = arg;
-    start_deadline(c, PGX_QUERY_TIMEOUT_MS);
+    start_deadline(c, c->query_timeout_ms);
     if (watch(c, UV_READABLE | UV_WRITABLE) != 0) {
         /* the query was sent: its outcome must be reported through cb */
         go_down(c, "cannot watch the socket");

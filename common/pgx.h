@@ -57,8 +57,9 @@ struct pgx_conn {
     uv_close_cb user_close_cb;
     uv_timer_t deadline; /* embedded: bounds a connection attempt and a query */
     bool deadline_inited;
-    int closing_handles;      /* pgx_close: handles whose close callback is pending */
-    unsigned host_shift;      /* attempts start at this host of a multi-host DSN */
+    int closing_handles; /* pgx_close: handles whose close callback is pending */
+    unsigned host_shift; /* attempts start at this host of a multi-host DSN */
+    uint32_t query_timeout_ms;
     const char *prepare_name; /* statement prepared on every (re)connect, or NULL */
     const char *prepare_sql;
     int prepare_nparams;
@@ -73,11 +74,13 @@ enum { PGX_DOWN = 0, PGX_CONNECTING, PGX_PREPARING, PGX_READY, PGX_BUSY, PGX_CLO
  * attempt forever. The next attempt starts at the next host of a multi-host
  * DSN, so a hung first host does not hide the others. */
 #define PGX_CONNECT_TIMEOUT_S 10
-/* A query (a commit, a load) with no answer after this long counts as a lost
- * connection (the caller reconciles, as for any lost connection): a server
- * that stopped answering without closing the connection must not hold a
- * batch's buyers forever. Far above any healthy query escrow sends. */
-#define PGX_QUERY_TIMEOUT_MS 10000
+/* A query with no answer after this long (pgx_set_query_timeout, else this
+ * default) counts as a lost connection (the caller reconciles, as for any
+ * lost connection): a server that stopped answering without closing the
+ * connection must not hold the caller forever. The default is far above any
+ * healthy query escrow sends (loads and the invariant monitor's scans
+ * included); a node's commit connection uses a shorter one. */
+#define PGX_QUERY_TIMEOUT_MS 60000
 
 /* Starts connecting (non-blocking); state_cb reports the outcome. If
  * prepare_name is set, that statement is prepared on every connection before
@@ -88,6 +91,8 @@ int pgx_open(uv_loop_t *loop, pgx_conn *c, const char *dsn, const char *name,
 /* Starts re-establishing a DOWN connection. No-op unless DOWN. */
 void pgx_reconnect(pgx_conn *c);
 bool pgx_ready(const pgx_conn *c);
+/* A query of c with no answer after ms is given up (default PGX_QUERY_TIMEOUT_MS). */
+void pgx_set_query_timeout(pgx_conn *c, uint32_t ms);
 
 /* Sends a query (stmt == NULL: sql with params; else the prepared statement).
  * Values are text-format parameters (borrowed until this call returns).

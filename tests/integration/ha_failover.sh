@@ -55,19 +55,24 @@ enough_lines() {
     kill -0 "$PROBE_PID" 2>/dev/null || esc_fail "the probe ended before the loss of the primary"
     (($(lines) >= KILL_AFTER_LINES))
 }
-esc_wait_for 120 enough_lines || esc_fail "only $(lines) outcomes acknowledged in 120 s"
+esc_wait_for 120 enough_lines ||
+    esc_fail "only $(lines) outcomes acknowledged in 120 s"
 
-PG1_GROUP=$ESC_HA_PID_pg1
+# Every process of pg1 at once, as when its machine goes: the postmaster is
+# stopped first (it forks no backend after that), then its children (each
+# backend leads its own process group) and pg_autoctl's group get the signal.
 PG1_POSTMASTER=$(esc_ha_postmaster_pid pg1)
-esc_step "$MODE pg1 (postmaster $PG1_POSTMASTER, pg_autoctl $PG1_GROUP) at $(lines) acknowledged outcomes"
+esc_step "$MODE pg1 (postmaster $PG1_POSTMASTER, pg_autoctl $ESC_HA_PID_pg1) at $(lines) acknowledged outcomes"
 t0=$(date +%s%3N)
+kill -STOP "$PG1_POSTMASTER"
+PG1_PIDS=$(esc_ha_node_pids pg1)
+# shellcheck disable=SC2086 # a list of pids
 if [[ $MODE == kill ]]; then
-    kill -KILL "$PG1_POSTMASTER"
-    kill -KILL -- "-$PG1_GROUP"
+    kill -KILL $PG1_PIDS
 else
-    kill -STOP -- "-$PG1_GROUP"
-    esc_on_exit "kill -CONT -- -$PG1_GROUP 2>/dev/null"
+    kill -STOP $PG1_PIDS
 fi
+echo "$MODE: $(echo $PG1_PIDS | wc -w) processes of pg1"
 
 # The first hold acknowledged after the loss: one buyer at a time, each a new
 # key, so that its hold was committed after t0 (the recording's answers may

@@ -20,6 +20,9 @@
 #   esc_ha_primary      print the name of the node the monitor has as primary
 #                       (reported and assigned "primary" or "wait_primary")
 #   esc_ha_postmaster_pid NODE   print the pid of NODE's postmaster
+#   esc_ha_node_pids NODE        print the pids of every process of NODE: its
+#                       pg_autoctl's group, its postmaster and the postmaster's
+#                       children (each backend leads its own process group)
 #
 # pg_autoctl, initdb and postgres refuse to run as root: as root every server
 # command runs as the `postgres` system user through runuser (as pg.sh does).
@@ -70,8 +73,9 @@ _esc_ha_as_owner() {
 _esc_ha_spawn() {
     local log=$1 name=$2
     shift 2
-    _esc_ha_as_owner setsid pg_autoctl "$@" </dev/null >"$log" 2>&1 &
-    # $! is runuser's (root) or env's: find pg_autoctl itself, the group leader
+    # setsid -f: pg_autoctl leads its own session and group, and nothing of
+    # ours (runuser mirrors a stopped child by stopping itself) waits for it
+    _esc_ha_as_owner setsid -f pg_autoctl "$@" </dev/null >"$log" 2>&1 || return 1
     local deadline=$((SECONDS + 30)) leader=""
     while [[ -z $leader ]] && ((SECONDS < deadline)); do
         leader=$(pgrep -f -o -- "^pg_autoctl .*--pgdata $ESC_HA_DIR/$name( |\$)" || true)
@@ -97,6 +101,15 @@ esc_ha_primary() {
 
 esc_ha_postmaster_pid() {
     head -n 1 "$ESC_HA_DIR/$1/postmaster.pid" 2>/dev/null
+}
+
+esc_ha_node_pids() {
+    local group=ESC_HA_PID_$1 mp
+    mp=$(esc_ha_postmaster_pid "$1")
+    {
+        [[ -n $mp ]] && echo "$mp" && pgrep -P "$mp"
+        pgrep -g "${!group}"
+    } | sort -u
 }
 
 _esc_ha_monitor_tune() {
@@ -217,8 +230,16 @@ esc_ha_start() {
 # SIGKILL (SIGCONT first: a test may have stopped one) after 30 s.
 esc_ha_stop() {
     [[ -n ${ESC_HA_DIR:-} && -d $ESC_HA_DIR ]] || return 0
-    local pid pids
+    local pid pids name mp
     pids=$(cat "$ESC_HA_DIR/pids" 2>/dev/null || true)
+    # a test may have stopped a node's processes: its backends each lead their
+    # own process group, so they are resumed one by one
+    for name in monitor $ESC_HA_NODES; do
+        mp=$(esc_ha_postmaster_pid "$name")
+        [[ -n $mp ]] || continue
+        kill -CONT "$mp" 2>/dev/null || true
+        pkill -CONT -P "$mp" 2>/dev/null || true
+    done
     for pid in $pids; do
         kill -CONT -- "-$pid" 2>/dev/null || true
         kill -TERM -- "-$pid" 2>/dev/null || true
@@ -229,7 +250,6 @@ esc_ha_stop() {
         kill -KILL -- "-$pid" 2>/dev/null || true
     done
     # a postmaster whose pg_autoctl was killed outlives its group leader
-    local name mp
     for name in monitor $ESC_HA_NODES; do
         mp=$(esc_ha_postmaster_pid "$name")
         [[ -n $mp ]] && kill -KILL "$mp" 2>/dev/null || true
