@@ -203,14 +203,8 @@ esc_ha_start() {
         _esc_ha_say "pg_autoctl not found (install postgresql-15-auto-failover)"
         return 1
     }
-    ESC_HA_DIR=$(mktemp -d /tmp/escrow-ha.XXXXXX) || return 1
-    if [[ $(id -u) -eq 0 ]]; then
-        ESC_PG_USER=postgres
-        chown postgres:postgres "$ESC_HA_DIR" || return 1
-    else
-        ESC_PG_USER=$(id -un)
-    fi
-    chmod 700 "$ESC_HA_DIR"
+    ESC_HA_DIR=$(esc_pg_owned_dir /tmp/escrow-ha.XXXXXX) || return 1
+    ESC_PG_USER=$(esc_pg_superuser)
     export ESC_HA_DIR ESC_PG_USER
     _esc_ha_start_monitor || { esc_ha_stop; return 1; }
     export ESC_HA_MONITOR_PORT
