@@ -261,14 +261,11 @@ _cl_start_regions() {
 }
 
 # The pg_auto_failover formation (ha.sh); its directory goes into the state
-# file before anything can fail, so that a failed start stops it too.
+# file as soon as it exists, so that a failed or interrupted start stops it.
 _cl_start_ha() {
     local state=$1
     _cl_say "PostgreSQL: pg_auto_failover monitor, primary pg1, synchronous standby pg2"
-    local rc=0
-    esc_ha_start || rc=$?
-    [[ -n ${ESC_HA_DIR:-} ]] && printf 'export ESC_HA_DIR=%q\n' "$ESC_HA_DIR" >>"$state"
-    ((rc == 0)) || return 1
+    esc_ha_start "$state" || return 1
     printf 'export ESCROW_DSN=%q ESC_PG_USER=%q ESC_HA_MONITOR_PORT=%q\n' \
         "$ESCROW_DSN" "$ESC_PG_USER" "$ESC_HA_MONITOR_PORT" >>"$state"
     printf 'export ESC_HA_PORT_pg1=%q ESC_HA_PORT_pg2=%q ESC_HA_PID_pg1=%q ESC_HA_PID_pg2=%q\n' \

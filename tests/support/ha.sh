@@ -6,13 +6,15 @@
 # 127.0.0.1 ports in one mktemp -d directory. Never the system service.
 #
 # Source it (it needs pg.sh's esc_free_port and ESC_PG_BINDIR) for:
-#   esc_ha_start        start the formation and wait until pg1 is primary and
+#   esc_ha_start [STATE]  start the formation and wait until pg1 is primary and
 #                       pg2 its synchronous standby; exports ESCROW_DSN (both
 #                       hosts, target_session_attrs=read-write), ESC_HA_DIR,
 #                       ESC_HA_MONITOR_PORT, ESC_HA_PORT_pg1, ESC_HA_PORT_pg2,
 #                       ESC_HA_PID_pg1, ESC_HA_PID_pg2 (each node's pg_autoctl:
 #                       the leader of a process group holding its PostgreSQL),
-#                       ESC_PG_USER
+#                       ESC_PG_USER. STATE: a file that gets
+#                       `export ESC_HA_DIR=...` as soon as the directory
+#                       exists (so a stop interrupting the start finds it)
 #   esc_ha_stop         stop every pg_autoctl (each stops its PostgreSQL) and
 #                       remove the directory; safe to call twice
 #   esc_ha_state        the monitor's view: "name|reported state|assigned state"
@@ -204,6 +206,7 @@ esc_ha_start() {
         return 1
     }
     ESC_HA_DIR=$(esc_pg_owned_dir /tmp/escrow-ha.XXXXXX) || return 1
+    [[ -z ${1:-} ]] || printf 'export ESC_HA_DIR=%q\n' "$ESC_HA_DIR" >>"$1"
     ESC_PG_USER=$(esc_pg_superuser)
     export ESC_HA_DIR ESC_PG_USER
     _esc_ha_start_monitor || { esc_ha_stop; return 1; }
