@@ -34,10 +34,12 @@ ITEST_T0=$SECONDS
 ITEST_BUDGET_S=${ITEST_BUDGET_S:-240}
 [[ -x ${ESC_PROBE:-} ]] || esc_fail "$ITEST_NAME: esc_probe not found (set ESC_PROBE)"
 ITEST_DIR=$(mktemp -d "/tmp/escrow-itest-$ITEST_NAME.XXXXXX")
-esc_on_exit _itest_finish
 
 esc_step "a cluster on pg_auto_failover (monitor, primary pg1, synchronous standby pg2)"
 esc_cluster_start "$ITEST_DIR/cluster" --ha --nodes 2
+# After the cluster's own exit hook, which must find DIR/env to stop the
+# formation: _itest_finish removes the directory of a passing run.
+esc_on_exit _itest_finish
 echo "ESCROW_DSN=$ESCROW_DSN"
 [[ $(esc_ha_primary) == pg1 ]] || esc_fail "pg1 is not the primary"
 esc_ctl item create t1 ha --total $TOTAL --segments 8 >/dev/null
