@@ -12,6 +12,9 @@
 #                then every test (ctest, all labels but package: make
 #                test-package installs into the system), then each libFuzzer
 #                target for FUZZ_SMOKE_SECONDS (tests/fuzz/run.sh)
+#   make test-ha the same build, then the PostgreSQL failover tests (ctest -L ha:
+#                a cluster on a pg_auto_failover formation loses its primary
+#                mid-sale); not part of make test, which leaves label ha out
 #   make fuzz    the libFuzzer targets for FUZZ_SECONDS each (long runs)
 #   make bench   packages, the Release-ish build in build/ (as make demo),
 #                then the benchmark against the alternatives
@@ -50,7 +53,7 @@ FUZZ_SECONDS ?= 600
 DEB_DIR ?= build-deb
 DEB_ABS := $(abspath $(DEB_DIR))
 
-.PHONY: all deps build demo regions test fuzz clean bench bench-bindings bench-gateway deb test-package
+.PHONY: all deps build demo regions test test-ha fuzz clean bench bench-bindings bench-gateway deb test-package
 
 all: build
 
@@ -97,8 +100,13 @@ bench-gateway: build
 test: deps
 	cmake -S . -B $(BUILD_TEST) -DCMAKE_BUILD_TYPE=RelWithDebInfo -DESC_TESTS=ON -DESC_SANITIZE=ON
 	cmake --build $(BUILD_TEST) -j $(JOBS)
-	ctest --test-dir $(BUILD_TEST) --output-on-failure -j $(JOBS) -LE package
+	ctest --test-dir $(BUILD_TEST) --output-on-failure -j $(JOBS) -LE '^(package|ha)$$'
 	tests/fuzz/run.sh --if-clang $(FUZZ_SMOKE_SECONDS)
+
+test-ha: deps
+	cmake -S . -B $(BUILD_TEST) -DCMAKE_BUILD_TYPE=RelWithDebInfo -DESC_TESTS=ON -DESC_SANITIZE=ON
+	cmake --build $(BUILD_TEST) -j $(JOBS)
+	ctest --test-dir $(BUILD_TEST) --output-on-failure -L '^ha$$'
 
 fuzz: deps
 	tests/fuzz/run.sh $(FUZZ_SECONDS)

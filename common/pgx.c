@@ -17,6 +17,9 @@
 
 static void on_io(uv_poll_t *p, int status, int events);
 static void start_connect(pgx_conn *c);
+static void go_down(pgx_conn *c, const char *why);
+static int watch(pgx_conn *c, int events);
+static void closed_one(pgx_conn *c);
 
 static void copy(char *dst, size_t cap, const char *src)
 {
@@ -53,10 +56,16 @@ static void on_poll_closed(uv_handle_t *h)
 {
     pgx_conn *c = h->data;
     c->poll_inited = false;
-    if (c->state == PGX_CLOSING) {
-        if (c->user_close_cb != NULL) {
-            c->user_close_cb(h);
+    int repoll = c->repoll_events;
+    c->repoll_events = 0;
+    if (c->state == PGX_CONNECTING && repoll != 0) {
+        if (watch(c, repoll) != 0) {
+            go_down(c, "cannot watch the socket");
         }
+        return;
+    }
+    if (c->state == PGX_CLOSING) {
+        closed_one(c);
         return;
     }
     if (c->reconnect_pending && c->state == PGX_DOWN) {
@@ -109,6 +118,7 @@ static void go_down(pgx_conn *c, const char *why)
     ESC_LOG(ESC_LOG_WARN, "PG-DOWN", "conn=%s %s", c->name, err.message);
     int was = c->state;
     c->state = PGX_DOWN;
+    uv_timer_stop(&c->deadline);
     if (c->poll_inited && !uv_is_closing((uv_handle_t *)&c->poll)) {
         uv_poll_stop(&c->poll);
         uv_close((uv_handle_t *)&c->poll, on_poll_closed);
@@ -126,6 +136,7 @@ static void go_down(pgx_conn *c, const char *why)
 static void became_ready(pgx_conn *c)
 {
     c->state = PGX_READY;
+    uv_timer_stop(&c->deadline);
     if (watch(c, UV_READABLE) != 0) {
         go_down(c, "cannot watch the socket");
         return;
@@ -136,18 +147,36 @@ static void became_ready(pgx_conn *c)
     }
 }
 
+/* Waits for events on the socket libpq uses now. While connecting that may
+ * be a new socket after any PQconnectPoll: libpq moves on to the next host
+ * of a multi-host DSN (host=a,b target_session_attrs=read-write), the next
+ * address of a name, or retries without SSL, and the new socket may even
+ * reuse the old descriptor's number (which epoll no longer watches). So the
+ * poll handle is made again for every step; on_poll_closed watches the new
+ * socket. Connecting is rare: a few handles per connection. */
+static void connect_watch(pgx_conn *c, int events)
+{
+    if (c->poll_inited) {
+        if (!uv_is_closing((uv_handle_t *)&c->poll)) {
+            uv_poll_stop(&c->poll);
+            uv_close((uv_handle_t *)&c->poll, on_poll_closed);
+        }
+        c->repoll_events = events;
+        return;
+    }
+    if (watch(c, events) != 0) {
+        go_down(c, "cannot watch the socket");
+    }
+}
+
 static void connect_step(pgx_conn *c)
 {
     switch (PQconnectPoll(c->conn)) {
     case PGRES_POLLING_READING:
-        if (watch(c, UV_READABLE) != 0) {
-            go_down(c, "cannot watch the socket");
-        }
+        connect_watch(c, UV_READABLE);
         return;
     case PGRES_POLLING_WRITING:
-        if (watch(c, UV_WRITABLE) != 0) {
-            go_down(c, "cannot watch the socket");
-        }
+        connect_watch(c, UV_WRITABLE);
         return;
     case PGRES_POLLING_OK:
         break;
@@ -169,9 +198,96 @@ static void connect_step(pgx_conn *c)
     }
 }
 
+/* ---- deadlines and the host to start at --------------------------------- */
+
+static void on_deadline(uv_timer_t *t)
+{
+    pgx_conn *c = t->data;
+    if (c->state != PGX_CONNECTING && c->state != PGX_PREPARING && c->state != PGX_BUSY) {
+        return;
+    }
+    bool query = c->state == PGX_BUSY;
+    ESC_LOG(ESC_LOG_WARN, "PG-TIMEOUT", "conn=%s %s; the next attempt starts at the next host",
+            c->name, query ? "no answer to a query" : "no connection");
+    c->host_shift++;
+    go_down(c, query ? "query timed out" : "connection attempt timed out");
+}
+
+static void start_deadline(pgx_conn *c, uint64_t ms)
+{
+    if (uv_timer_start(&c->deadline, on_deadline, ms, 0) != 0) {
+        ESC_LOG(ESC_LOG_ERROR, "PG-TIMEOUT", "conn=%s cannot start the deadline", c->name);
+    }
+}
+
+/* The DSN's connect_timeout in ms (libpq's minimum of 2 s), else the default. */
+static uint64_t connect_timeout_ms(PGconn *conn)
+{
+    long s = 0;
+    PQconninfoOption *opts = PQconninfo(conn);
+    for (PQconninfoOption *o = opts; o != NULL && o->keyword != NULL; o++) {
+        if (strcmp(o->keyword, "connect_timeout") == 0 && o->val != NULL) {
+            s = strtol(o->val, NULL, 10);
+        }
+    }
+    PQconninfoFree(opts);
+    return (uint64_t)(s <= 0 ? PGX_CONNECT_TIMEOUT_S : s < 2 ? 2 : s) * 1000;
+}
+
+/* list ("a,b,c") with its first shift % n entries moved to the end ("b,c,a"
+ * for 1) into out; a list of one entry, or one too long for out, unchanged. */
+static void rotate_list(const char *list, unsigned shift, char *out, size_t cap)
+{
+    size_t n = 1;
+    for (const char *p = list; *p != '\0'; p++) {
+        n += *p == ',';
+    }
+    const char *start = list;
+    for (unsigned k = n > 1 ? shift % n : 0; k > 0; k--) {
+        start = strchr(start, ',') + 1;
+    }
+    if (start == list || strlen(list) >= cap) {
+        snprintf(out, cap, "%s", list);
+        return;
+    }
+    snprintf(out, cap, "%s,%.*s", start, (int)(start - list - 1), list);
+}
+
+/* PQconnectStart with the DSN's host, hostaddr and port lists rotated by
+ * host_shift (libpq tries the hosts in order). */
+static PGconn *connect_start(pgx_conn *c)
+{
+    enum { OPTS_MAX = 96, LIST_MAX = 1024 };
+    PQconninfoOption *opts = c->host_shift ? PQconninfoParse(c->dsn, NULL) : NULL;
+    if (opts == NULL) {
+        return PQconnectStart(c->dsn); /* no shift, or libpq will report the error */
+    }
+    const char *keys[OPTS_MAX + 1], *vals[OPTS_MAX + 1];
+    char lists[3][LIST_MAX];
+    size_t k = 0, nl = 0;
+    for (PQconninfoOption *o = opts; o->keyword != NULL && k < OPTS_MAX; o++) {
+        if (o->val == NULL) {
+            continue;
+        }
+        keys[k] = o->keyword;
+        vals[k] = o->val;
+        if (nl < 3 && (strcmp(o->keyword, "host") == 0 || strcmp(o->keyword, "hostaddr") == 0 ||
+                       strcmp(o->keyword, "port") == 0)) {
+            rotate_list(o->val, c->host_shift, lists[nl], sizeof lists[nl]);
+            vals[k] = lists[nl++];
+        }
+        k++;
+    }
+    keys[k] = NULL;
+    vals[k] = NULL;
+    PGconn *conn = PQconnectStartParams(keys, vals, 0);
+    PQconninfoFree(opts);
+    return conn;
+}
+
 static void start_connect(pgx_conn *c)
 {
-    c->conn = PQconnectStart(c->dsn);
+    c->conn = connect_start(c);
     if (c->conn == NULL) {
         ESC_LOG(ESC_LOG_ERROR, "PG-DOWN", "conn=%s out of memory", c->name);
         c->state = PGX_DOWN;
@@ -185,6 +301,7 @@ static void start_connect(pgx_conn *c)
         go_down(c, "connection failed");
         return;
     }
+    start_deadline(c, connect_timeout_ms(c->conn));
     connect_step(c);
 }
 
@@ -205,6 +322,15 @@ int pgx_open(uv_loop_t *loop, pgx_conn *c, const char *dsn, const char *name,
     c->state_cb = state_cb;
     c->state_arg = state_arg;
     c->state = PGX_DOWN;
+    c->poll.data = c; /* what close_cb reads, even if no socket was ever watched */
+    c->query_timeout_ms = PGX_QUERY_TIMEOUT_MS;
+    if (uv_timer_init(loop, &c->deadline) != 0) {
+        free(c->dsn);
+        c->dsn = NULL;
+        return ESC_EIO;
+    }
+    c->deadline.data = c;
+    c->deadline_inited = true;
     start_connect(c);
     return 0;
 }
@@ -226,6 +352,11 @@ void pgx_drop(pgx_conn *c)
     if (c->state == PGX_READY) {
         go_down(c, "dropped by a failpoint");
     }
+}
+
+void pgx_set_query_timeout(pgx_conn *c, uint32_t ms)
+{
+    c->query_timeout_ms = ms;
 }
 
 bool pgx_ready(const pgx_conn *c)
@@ -292,6 +423,7 @@ static void on_readable(pgx_conn *c)
         return;
     }
     c->state = PGX_READY;
+    uv_timer_stop(&c->deadline);
     if (watch(c, UV_READABLE) != 0) {
         go_down(c, "cannot watch the socket");
         return;
@@ -341,11 +473,25 @@ int pgx_query(pgx_conn *c, const char *stmt, const char *sql, int nparams,
     c->state = PGX_BUSY;
     c->cb = cb;
     c->cb_arg = arg;
+    start_deadline(c, c->query_timeout_ms);
     if (watch(c, UV_READABLE | UV_WRITABLE) != 0) {
         /* the query was sent: its outcome must be reported through cb */
         go_down(c, "cannot watch the socket");
     }
     return 0;
+}
+
+/* One of the handles pgx_close closed is closed; the last calls the owner. */
+static void closed_one(pgx_conn *c)
+{
+    if (--c->closing_handles == 0 && c->user_close_cb != NULL) {
+        c->user_close_cb((uv_handle_t *)&c->poll);
+    }
+}
+
+static void on_deadline_closed(uv_handle_t *h)
+{
+    closed_one(h->data);
 }
 
 bool pgx_close(pgx_conn *c, uv_close_cb close_cb)
@@ -367,12 +513,18 @@ bool pgx_close(pgx_conn *c, uv_close_cb close_cb)
     free(c->dsn);
     c->dsn = NULL;
     c->user_close_cb = close_cb;
+    c->closing_handles = 0;
     if (c->poll_inited) {
         if (!uv_is_closing((uv_handle_t *)&c->poll)) {
             uv_poll_stop(&c->poll);
             uv_close((uv_handle_t *)&c->poll, on_poll_closed);
         }
-        return true;
+        c->closing_handles++; /* on_poll_closed counts it, closing or not */
     }
-    return false;
+    if (c->deadline_inited) {
+        c->deadline_inited = false;
+        uv_close((uv_handle_t *)&c->deadline, on_deadline_closed);
+        c->closing_handles++;
+    }
+    return c->closing_handles > 0;
 }

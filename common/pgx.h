@@ -53,13 +53,34 @@ struct pgx_conn {
     pgx_state_cb state_cb;
     void *state_arg;
     bool reconnect_pending; /* start connecting once the old poll handle closed */
+    int repoll_events;      /* connecting: watch the new socket for these once closed */
     uv_close_cb user_close_cb;
+    uv_timer_t deadline; /* embedded: bounds a connection attempt and a query */
+    bool deadline_inited;
+    int closing_handles; /* pgx_close: handles whose close callback is pending */
+    unsigned host_shift; /* attempts start at this host of a multi-host DSN */
+    uint32_t query_timeout_ms;
     const char *prepare_name; /* statement prepared on every (re)connect, or NULL */
     const char *prepare_sql;
     int prepare_nparams;
 };
 
 enum { PGX_DOWN = 0, PGX_CONNECTING, PGX_PREPARING, PGX_READY, PGX_BUSY, PGX_CLOSING };
+
+/* A connection attempt that has not finished after the DSN's connect_timeout
+ * (PGX_CONNECT_TIMEOUT_S without one) is given up: libpq does not enforce
+ * connect_timeout on non-blocking connections, and a server that accepts TCP
+ * but never answers (a stopped process, a frozen machine) would hold the
+ * attempt forever. The next attempt starts at the next host of a multi-host
+ * DSN, so a hung first host does not hide the others. */
+#define PGX_CONNECT_TIMEOUT_S 10
+/* A query with no answer after this long (pgx_set_query_timeout, else this
+ * default) counts as a lost connection (the caller reconciles, as for any
+ * lost connection): a server that stopped answering without closing the
+ * connection must not hold the caller forever. The default is far above any
+ * healthy query escrow sends (loads and the invariant monitor's scans
+ * included); a node's commit connection uses a shorter one. */
+#define PGX_QUERY_TIMEOUT_MS 60000
 
 /* Starts connecting (non-blocking); state_cb reports the outcome. If
  * prepare_name is set, that statement is prepared on every connection before
@@ -72,6 +93,8 @@ void pgx_reconnect(pgx_conn *c);
 bool pgx_ready(const pgx_conn *c);
 /* Connected: idle or running a query (readiness checks). */
 bool pgx_connected(const pgx_conn *c);
+/* A query of c with no answer after ms is given up (default PGX_QUERY_TIMEOUT_MS). */
+void pgx_set_query_timeout(pgx_conn *c, uint32_t ms);
 
 /* Sends a query (stmt == NULL: sql with params; else the prepared statement).
  * Values are text-format parameters (borrowed until this call returns).
@@ -84,8 +107,9 @@ int pgx_query(pgx_conn *c, const char *stmt, const char *sql, int nparams,
 void pgx_drop(pgx_conn *c);
 
 /* Closes the connection; a query in progress is failed. Returns true if
- * close_cb((uv_handle_t *)&c->poll) will run from the loop, false if the
- * connection is already fully closed (close_cb is never called then). */
+ * close_cb((uv_handle_t *)&c->poll) will run from the loop (always after a
+ * successful pgx_open), false if the connection is already fully closed
+ * (close_cb is never called then). */
 bool pgx_close(pgx_conn *c, uv_close_cb close_cb);
 
 /* Fills err from a failed PGresult (or the connection when res is NULL). */

@@ -15,6 +15,11 @@
 
 /* A lost connection is tried again after this long. */
 #define NODE_DB_RECONNECT_MS 100
+/* A commit with no answer after this long is given up and its batch settled
+ * like one whose connection was lost (reconciled on the next connection): a
+ * primary that hangs without closing its connections must not hold a
+ * batch's buyers for longer. A healthy group commit takes milliseconds. */
+#define NODE_DB_COMMIT_TIMEOUT_MS 10000
 
 static void on_reconnect_timer(uv_timer_t *t)
 {
@@ -104,6 +109,7 @@ int node_db_open(node *n)
     int rc = pgx_open(n->loop, &n->commit_conn, n->cfg.dsn, "commit", SEG_STMT_COMMIT,
                       SEG_SQL_COMMIT, SEG_COMMIT_NPARAMS, on_db_state, n);
     if (rc == 0) {
+        pgx_set_query_timeout(&n->commit_conn, NODE_DB_COMMIT_TIMEOUT_MS);
         rc = pgx_open(n->loop, &n->query_conn, n->cfg.dsn, "query", NULL, NULL, 0, on_db_state, n);
     }
     return rc;

@@ -30,6 +30,8 @@
 #   itest_kill9 PID             SIGKILL a process started here, reap it, forget it
 #   itest_wait_pid PID TIMEOUT_S WHAT   wait for a background process; on timeout print its
 #                               threads' stacks (if gdb is installed), kill it and fail
+#   itest_check_record FILE    an esc_probe recording against the database: every
+#                               acknowledged hold, confirm and release is stored
 #   itest_invariants [ITEM_LIKE]  escrowctl check, conservation, segment_holds_agree,
 #                               counters >= 0, one terminal outbox event per ended hold,
 #                               one 'held' event per hold, none for live ones
@@ -181,6 +183,29 @@ itest_wait_pid() {
     wait "$pid" || rc=$?
     _itest_forget "$pid"
     return "$rc"
+}
+
+# A recording (esc_probe record: "R|C|X key hold state n" per acknowledged
+# reserve, confirm, release) against the database: every acknowledged hold
+# is there with its key, every confirm converted, every release cancelled,
+# no key acknowledged with two holds. Leaves the lines in table rec.
+itest_check_record() {
+    local rec=$1
+    itest_q "CREATE TABLE rec (kind text, key text, hold_id bigint, state text, n bigint)" >/dev/null
+    esc_psql "\\copy rec FROM '$rec' WITH (DELIMITER ' ')"
+    itest_eq "$(itest_q "SELECT count(*) FROM rec")" "$(grep -c . "$rec")" "recorded lines loaded"
+    itest_eq "$(itest_q "SELECT count(*) FROM rec r LEFT JOIN holds h
+        ON h.hold_id = r.hold_id AND h.idempotency_key = r.key AND h.qty = 1
+        WHERE h.hold_id IS NULL")" 0 "acknowledged outcomes whose hold is missing"
+    itest_eq "$(itest_q "SELECT count(*) FROM rec r JOIN holds h USING (hold_id)
+        WHERE r.kind = 'C' AND NOT (h.state = 'converted' AND h.qty_sold = 1)")" 0 \
+        "acknowledged confirms not stored as converted"
+    itest_eq "$(itest_q "SELECT count(*) FROM rec r JOIN holds h USING (hold_id)
+        WHERE r.kind = 'X' AND h.state <> 'cancelled'")" 0 \
+        "acknowledged releases not stored as cancelled"
+    itest_eq "$(itest_q "SELECT count(*) FROM (SELECT key FROM rec WHERE kind = 'R'
+        GROUP BY key HAVING count(DISTINCT hold_id) > 1) x")" 0 \
+        "keys acknowledged with two different holds"
 }
 
 itest_invariants() {

@@ -25,6 +25,16 @@
 #       (use it with escrowctl --config), ESC_REGION_DSN_r,
 #       ESC_REGION_COORD_r, ESC_REGION_NODES_r, ESC_REGION_COORD_PID_r;
 #       per node n ESC_NODE_EP_n, ESC_NODE_PID_n (names with '-' as '_').
+#   cluster.sh start DIR --ha [the options above but --regions]
+#       The same cluster on a highly available PostgreSQL instead of one
+#       server: a pg_auto_failover formation (tests/support/ha.sh: a monitor,
+#       a primary pg1 and its synchronous standby pg2), and every daemon given
+#       the multi-host DSN (host=127.0.0.1,127.0.0.1 port=P1,P2 ...
+#       target_session_attrs=read-write), so that each follows the primary
+#       through a failover. Its failover timeouts are the tests' short ones
+#       (see ha.sh and docs/ha.md). DIR/env also exports ESC_HA_DIR,
+#       ESC_HA_MONITOR_PORT, ESC_HA_PORT_pg1/pg2, ESC_HA_PID_pg1/pg2
+#       (each PostgreSQL node's pg_autoctl, the leader of its process group).
 #   cluster.sh stop DIR
 #       SIGTERM to the nodes (they hand their segments back), then the
 #       coordinator, SIGKILL after ESC_CLUSTER_STOP_S (30) seconds; stops
@@ -47,8 +57,8 @@
 set -euo pipefail
 
 _cl_dir=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
-# shellcheck source=tests/support/pg.sh
-source "$_cl_dir/pg.sh"
+# shellcheck source=tests/support/ha.sh
+source "$_cl_dir/ha.sh" # and pg.sh
 ESC_BIN=${ESC_BIN:-$(cd "$_cl_dir/../.." && pwd)/build/bin}
 
 # Seconds a daemon gets to become ready, and to exit after SIGTERM: bounds on
@@ -157,6 +167,9 @@ _cl_stop_dir() {
             if [[ -n ${ESC_PG_DIR:-} && -d $ESC_PG_DIR ]]; then
                 esc_pg_stop
             fi
+            if [[ -n ${ESC_HA_DIR:-} && -d $ESC_HA_DIR ]]; then
+                esc_ha_stop
+            fi
         ) || true
         rm -f "$f"
     done
@@ -247,13 +260,26 @@ _cl_start_regions() {
     done
 }
 
+# The pg_auto_failover formation (ha.sh); its directory goes into the state
+# file as soon as it exists, so that a failed or interrupted start stops it.
+_cl_start_ha() {
+    local state=$1
+    _cl_say "PostgreSQL: pg_auto_failover monitor, primary pg1, synchronous standby pg2"
+    esc_ha_start "$state" || return 1
+    printf 'export ESCROW_DSN=%q ESC_PG_USER=%q ESC_HA_MONITOR_PORT=%q\n' \
+        "$ESCROW_DSN" "$ESC_PG_USER" "$ESC_HA_MONITOR_PORT" >>"$state"
+    printf 'export ESC_HA_PORT_pg1=%q ESC_HA_PORT_pg2=%q ESC_HA_PID_pg1=%q ESC_HA_PID_pg2=%q\n' \
+        "$ESC_HA_PORT_pg1" "$ESC_HA_PORT_pg2" "$ESC_HA_PID_pg1" "$ESC_HA_PID_pg2" >>"$state"
+}
+
 _cl_start() {
     local dir=$1
     shift
     local nodes=2 lease_ms=2000 heartbeat_ms=200 rebalance_ms="" watch="" log_level=info
-    local regions="" proxy=0
+    local regions="" proxy=0 ha=0
     while (($#)); do
         case $1 in
+        --ha) ha=1; shift ;;
         --regions) regions=$2; shift 2 ;;
         --proxy) proxy=1; shift ;;
         --nodes) nodes=$2; shift 2 ;;
@@ -303,10 +329,14 @@ _cl_start() {
         return 0
     fi
 
-    _cl_say "PostgreSQL"
-    ESC_PG_NO_WATCHDOG=1 esc_pg_start
-    printf 'export ESCROW_DSN=%q ESC_PG_DIR=%q ESC_PG_PORT=%q ESC_PG_USER=%q\n' \
-        "$ESCROW_DSN" "$ESC_PG_DIR" "$ESC_PG_PORT" "$ESC_PG_USER" >>"$state"
+    if [[ $ha == 1 ]]; then
+        _cl_start_ha "$state"
+    else
+        _cl_say "PostgreSQL"
+        ESC_PG_NO_WATCHDOG=1 esc_pg_start
+        printf 'export ESCROW_DSN=%q ESC_PG_DIR=%q ESC_PG_PORT=%q ESC_PG_USER=%q\n' \
+            "$ESCROW_DSN" "$ESC_PG_DIR" "$ESC_PG_PORT" "$ESC_PG_USER" >>"$state"
+    fi
     "$ESC_BIN/escrowctl" --dsn "$ESCROW_DSN" migrate >"$dir/migrate.log" 2>&1 || {
         cat "$dir/migrate.log" >&2
         false

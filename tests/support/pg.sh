@@ -47,6 +47,24 @@ print(s.getsockname()[1])
 s.close()'
 }
 
+# The user the servers run as, and their database superuser: "postgres" as
+# root, else the current user.
+esc_pg_superuser() {
+    if [[ $(id -u) -eq 0 ]]; then echo postgres; else id -un; fi
+}
+
+# Makes a mktemp -d directory from TEMPLATE for a server's data, owned by
+# esc_pg_superuser, and prints it.
+esc_pg_owned_dir() {
+    local dir
+    dir=$(mktemp -d "$1") || return 1
+    if [[ $(id -u) -eq 0 ]]; then
+        chown postgres:postgres "$dir" || return 1
+    fi
+    chmod 700 "$dir"
+    echo "$dir"
+}
+
 # Runs a server command as the cluster's owner, from inside the cluster
 # directory (postgres cannot read root's working directory).
 _esc_pg_as_owner() {
@@ -106,14 +124,8 @@ esc_pg_start() {
         echo "pg.sh: PostgreSQL server binaries not found (install postgresql-15)" >&2
         return 1
     fi
-    ESC_PG_DIR=$(mktemp -d /tmp/escrow-pg.XXXXXX) || return 1
-    if [[ $(id -u) -eq 0 ]]; then
-        ESC_PG_USER=postgres
-        chown postgres:postgres "$ESC_PG_DIR" || return 1
-    else
-        ESC_PG_USER=$(id -un)
-    fi
-    chmod 700 "$ESC_PG_DIR"
+    ESC_PG_DIR=$(esc_pg_owned_dir /tmp/escrow-pg.XXXXXX) || return 1
+    ESC_PG_USER=$(esc_pg_superuser)
     export ESC_PG_DIR ESC_PG_USER
     if ! _esc_pg_initdb || ! _esc_pg_start_server; then
         rm -rf "$ESC_PG_DIR"
