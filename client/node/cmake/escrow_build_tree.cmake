@@ -5,8 +5,9 @@
 #
 # ESCROW_BUILD_DIR (default: build/ of the source tree this package sits in)
 # holds the static PIC archives of target escrow and what it links:
-# escrow_proto, escrow_common, escrow_base; the headers come from the source
-# tree it was configured from; nanomsg and protobuf-c from pkg-config. A build tree configured with ESC_SANITIZE=ON
+# escrow_proto, escrow_common, escrow_auth_core (frame signatures),
+# escrow_base; the headers come from the source tree it was configured from;
+# nanomsg, protobuf-c and libsodium from pkg-config. A build tree configured with ESC_SANITIZE=ON
 # has ASan/UBSan-instrumented archives: the addon is then instrumented too,
 # and node must run with the sanitizer runtime preloaded (see docs/node.md).
 if(NOT ESCROW_BUILD_DIR)
@@ -25,7 +26,7 @@ string(REGEX REPLACE "^escrow_SOURCE_DIR:STATIC=" "" ESCROW_SOURCE_DIR "${ESCROW
 # that also builds the installable libescrow.a.
 set(_esc_archives)
 foreach(a client/libescrow/libescrow proto/libescrow_proto common/libescrow_common
-          common/libescrow_base)
+          common/libescrow_auth_core common/libescrow_base)
   if(a STREQUAL "client/libescrow/libescrow" AND EXISTS ${ESCROW_BUILD_DIR}/${a}_client.a)
     set(a ${a}_client)
   endif()
@@ -42,7 +43,7 @@ if(EXISTS ${ESCROW_BUILD_DIR}/include/escrow)
   list(PREPEND _esc_include ${ESCROW_BUILD_DIR}/include/escrow)
 endif()
 
-pkg_check_modules(ESCROW_DEPS REQUIRED nanomsg libprotobuf-c)
+pkg_check_modules(ESCROW_DEPS REQUIRED nanomsg libprotobuf-c libsodium)
 add_library(PkgConfig::ESCROW INTERFACE IMPORTED)
 set_target_properties(PkgConfig::ESCROW PROPERTIES
   INTERFACE_INCLUDE_DIRECTORIES "${_esc_include}"
