@@ -190,6 +190,7 @@ int main(int argc, char **argv)
                                    .start = gw_start,
                                    .stop = gw_stop,
                                    .stopping = gw_stopping,
+                                   .ready = gw_ready,
                                    .fini = gw_fini,
                                    .exit_code = gw_exit_code};
     return daemon_run(&ops, &g, &cfg);
