@@ -9,6 +9,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "build_info.h"
 #include "daemon.h"
 #include "gw.h"
 #include "log.h"
@@ -25,6 +26,7 @@ static void usage(FILE *f)
             "                      [--streams-max 64] [--clients-max 256]\n"
             "                      [--log-level error|warn|info|debug]\n"
             "       escrow-gateway --config FILE [any flag above, which overrides the file]\n"
+            "       escrow-gateway --version | --help\n"
             "\n"
             "An HTTPS + JSON door to escrow for checkout code in any language: reserve,\n"
             "confirm, release, extend, get and carts with Idempotency-Key, the event feed\n"
@@ -58,6 +60,7 @@ static void usage(FILE *f)
             "                     (0..1024)\n"
             "  --clients-max      tenant keys with a cluster client at once (1..4096)\n"
             "  --log-level        error, warn, info (default) or debug\n"
+            "  --version          print the version and the git commit, and exit\n"
             "Environment: ESCROW_GATEWAY_RECORD=FILE appends every answer to FILE as a JSON\n"
             "line (the test suite validates them against the OpenAPI document).\n");
 }
@@ -91,17 +94,21 @@ static int parse_args(int argc, char **argv, given *gv)
         "deadline-ms", "connections-max", "body-bytes-max", "rate-tenant",
         "streams-max", "clients-max",     "log-level"};
     enum { N = sizeof names / sizeof names[0] };
-    struct option opts[N + 3];
+    struct option opts[N + 4];
     for (int i = 0; i < N; i++) {
         opts[i] = (struct option){names[i], required_argument, NULL, 1000 + i};
     }
     opts[N] = (struct option){"config", required_argument, NULL, 'F'};
     opts[N + 1] = (struct option){"help", no_argument, NULL, 'h'};
-    opts[N + 2] = (struct option){NULL, 0, NULL, 0};
+    opts[N + 2] = (struct option){"version", no_argument, NULL, 'V'};
+    opts[N + 3] = (struct option){NULL, 0, NULL, 0};
     int ch;
     while ((ch = getopt_long(argc, argv, "", opts, NULL)) != -1) {
         if (ch == 'h') {
             usage(stdout);
+            exit(0);
+        } else if (ch == 'V') {
+            build_info_print(stdout, "escrow-gateway");
             exit(0);
         } else if (ch == 'F') {
             gv->config = optarg;
@@ -183,6 +190,7 @@ int main(int argc, char **argv)
                                    .start = gw_start,
                                    .stop = gw_stop,
                                    .stopping = gw_stopping,
+                                   .ready = gw_ready,
                                    .fini = gw_fini,
                                    .exit_code = gw_exit_code};
     return daemon_run(&ops, &g, &cfg);

@@ -154,6 +154,15 @@ bool gw_stopping(const void *d)
     return ((const gw *)d)->stopping;
 }
 
+bool gw_ready(const void *d, char *why, size_t cap)
+{
+    if (!((const gw *)d)->ready) {
+        snprintf(why, cap, "the key table is not read yet");
+        return false;
+    }
+    return true;
+}
+
 void gw_fini(void *d)
 {
     gw *g = d;

@@ -22,6 +22,7 @@
 #define ESC_GW_H
 
 #include <stdbool.h>
+#include <stddef.h>
 #include <stdint.h>
 
 #include <uv.h>
@@ -65,6 +66,9 @@ typedef struct gw {
 int gw_start(void *d, uv_loop_t *loop, const void *cfg);
 void gw_stop(void *d);
 bool gw_stopping(const void *d);
+/* Ready once the key table was read (the /readyz of --metrics, as the
+ * API's own); false and the reason in why before. */
+bool gw_ready(const void *d, char *why, size_t cap);
 void gw_fini(void *d);
 int gw_exit_code(const void *d);
 

@@ -39,6 +39,8 @@ static const gw_answer table[] = {
     {ESC_ECONFIG, 500, "internal", false, 0, NULL},
     {ESC_EAUTH, 401, "unauthorized", false, 0, NULL},
     {ESC_ECONFLICT, 409, "conflict", false, 0, NULL},
+    /* final for that cart key, as NOT_HELD is for a hold: a new key may succeed */
+    {ESC_ECART_ENDED, 409, "cart_ended", false, 0, NULL},
     /* the gateway's own */
     {GW_ENO_ROUTE, 404, "no_route", false, 0, "no such path: the API is in /v1/openapi.json"},
     {GW_EMETHOD, 405, "method_not_allowed", false, 0, "this path does not take this method"},

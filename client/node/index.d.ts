@@ -31,7 +31,7 @@ export type ErrorCode =
   | 'NOT_FOUND' | 'UNKNOWN_TENANT' | 'UNKNOWN_ITEM' | 'NOT_OWNER' | 'FENCED'
   | 'PAUSED' | 'INVAL' | 'TOOBIG' | 'PROTO' | 'UNAVAILABLE' | 'TIMEDOUT'
   | 'NOMEM' | 'IO' | 'INTERNAL' | 'BUSY' | 'CLOSED' | 'DB' | 'CONFIG' | 'AUTH'
-  | 'CONFLICT';
+  | 'CONFLICT' | 'CART_ENDED';
 
 /** How a call was answered when the answer is not a hold. */
 export class EscrowError extends Error {

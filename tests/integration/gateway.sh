@@ -9,7 +9,8 @@
 # replay, a failing line named and its other line released); the event feed
 # as SSE (cursor commit, resume after the cursor and after Last-Event-ID);
 # TLS refusals; the per-route metrics; the per-tenant rate limit (429); and
-# every answer of the run validated against client/gateway/openapi.json.
+# every answer of the run validated against client/gateway/openapi.json;
+# a spent cart key (409 cart_ended); the metrics port's /readyz.
 set -euo pipefail
 source "$(dirname "$0")/gateway_lib.sh"
 
@@ -23,6 +24,26 @@ gw_start --metrics "127.0.0.1:$metrics_port" --body-bytes-max 4096
 esc_step "probes and the OpenAPI document (no credential needed)"
 gw_expect 200 GET /healthz
 gw_expect 200 GET /readyz
+# the metrics port's probes, as the other daemons': ready once the key table was read
+metrics_probe() { # $1 path, $2 the body's start
+    [[ $(curl -sS --max-time 10 "http://127.0.0.1:$metrics_port/$1") == "$2"* ]]
+}
+esc_wait_for 30 metrics_probe healthz ok || esc_fail "metrics /healthz is not ok"
+esc_wait_for 30 metrics_probe readyz ready || esc_fail "metrics /readyz is not ready"
+# a gateway that cannot read the key table (no database there) is alive, not ready
+nodb_metrics=$(esc_free_port)
+esc_spawn "$GW_DIR/nodb.log" "$ESC_BIN/escrow-gateway" --coordinator "$ESCROW_COORDINATOR" \
+    --dsn "host=127.0.0.1 port=$(esc_free_port) dbname=none connect_timeout=2" --plain-http on \
+    --listen "127.0.0.1:$(esc_free_port)" --metrics "127.0.0.1:$nodb_metrics"
+nodb_pid=$ESC_SPAWN_PID
+nodb_probe() {
+    [[ $(curl -sS --max-time 10 "http://127.0.0.1:$nodb_metrics/$1" 2>/dev/null) == "$2"* ]]
+}
+esc_wait_for 60 nodb_probe healthz ok ||
+    esc_fail "no database: metrics /healthz: $(cat "$GW_DIR/nodb.log")"
+esc_wait_for 30 nodb_probe readyz "not ready: the key table is not read yet" ||
+    esc_fail "no database: metrics /readyz: $(curl -sS "http://127.0.0.1:$nodb_metrics/readyz")"
+esc_node_stop "$nodb_pid" || true # its exit status is not what this step checks
 gw_expect 200 GET /v1/openapi.json
 python3 -c 'import json,sys; sys.exit(json.loads(sys.argv[1]) != json.load(open(sys.argv[2])))' \
     "$GW_BODY" "$ESC_SRC/client/gateway/openapi.json" || esc_fail "/v1/openapi.json is not client/gateway/openapi.json"
@@ -124,7 +145,7 @@ sold_out() {
 esc_wait_for 30 sold_out || esc_fail "the sold item answers $GW_STATUS $GW_BODY"
 esc_assert_eq "$(gw_field code)/$(gw_field retryable)" sold_out/false "once sold"
 
-esc_step "a cart: 201, 200 replay, a failing line named and the other line released"
+esc_step "a cart: 201, 200 replay, a failing line named and the other line released, then cart_ended"
 gw_expect 201 POST /v1/carts '{"buyer":"c1","lines":[{"item":"tee","qty":1},{"item":"hat","qty":1}]}' cart-1
 esc_assert_eq "$(gw_field holds.1.item)" hat "second hold"
 gw_expect 200 POST /v1/carts '{"buyer":"c1","lines":[{"item":"tee","qty":1},{"item":"hat","qty":1}]}' cart-1
@@ -133,6 +154,9 @@ gw_expect 409 POST /v1/carts '{"buyer":"c2","lines":[{"item":"hat","qty":1},{"it
 esc_assert_eq "$(gw_field code)/$(gw_field line)" sold_out/1 "the failing line"
 esc_assert_eq "$(esc_psql "SELECT state FROM holds WHERE idempotency_key = 'cart-2/hat'")" cancelled \
     "the cart's other line"
+# that release spent the key: the same cart again is final for it (409 cart_ended)
+gw_expect 409 POST /v1/carts '{"buyer":"c2","lines":[{"item":"hat","qty":1},{"item":"last","qty":1}]}' cart-2
+esc_assert_eq "$(gw_field code)/$(gw_field retryable)" cart_ended/false "a spent cart key"
 gw_expect 400 POST /v1/carts '{"buyer":"c3","lines":[{"item":"tee","qty":1},{"item":"hat"}]}' cart-3
 esc_assert_eq "$(gw_field field)" "lines[1].qty" "field"
 

@@ -68,7 +68,7 @@ alive() {
 esc_step "--version on every binary: the release and the git commit"
 want_version=$(sed -nE 's/^project\(escrow VERSION ([0-9.]+).*/\1/p' "$ESC_SRC/CMakeLists.txt")
 [[ -n $want_version ]] || esc_fail "ops: no project version in CMakeLists.txt"
-for b in escrow-segment escrow-coordinator escrowctl escrow-load escrow-bench; do
+for b in escrow-segment escrow-coordinator escrow-gateway escrowctl escrow-load escrow-bench; do
     out=$("$ESC_BIN/$b" --version)
     [[ $out =~ ^$b\ $want_version\ \(commit\ ([0-9a-f]{7,}(-dirty)?|unknown)\)$ ]] ||
         esc_fail "ops: $b --version printed '$out'"

@@ -3,7 +3,8 @@
  * escrow_errors.h has a row of its own (a code added to the table without
  * an HTTP row fails here), the statuses a client library handles by
  * default for the answers a shop must handle, Retry-After exactly on the
- * "not now" rows, and the fallback for a code the table does not know.
+ * "not now" rows, the fallback for a code the table does not know, and
+ * client/gateway/openapi.json's list of codes matching the table's.
  */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -12,6 +13,7 @@
 #include <string.h>
 
 #include <cmocka.h>
+#include <jansson.h>
 
 #include "escrow_errors.h"
 #include "gw_answer.h"
@@ -54,6 +56,7 @@ static void test_the_statuses_a_shop_handles(void **state)
         {ESC_EIDEMPOTENCY_MISMATCH, 422, "idempotency_mismatch", false},
         {ESC_ENOT_HELD, 409, "not_held", false},
         {ESC_EPAUSED, 409, "paused", false},
+        {ESC_ECART_ENDED, 409, "cart_ended", false},
         {ESC_EBUSY, 503, "busy", true},
         {ESC_EUNAVAILABLE, 503, "unavailable", true},
         {GW_ETOO_LARGE, 413, "payload_too_large", false},
@@ -94,6 +97,59 @@ static void test_unknown_code(void **state)
     assert_true(a->retryable);
 }
 
+static bool in_table(const char *code)
+{
+    size_t n;
+    const gw_answer *t = gw_answer_table(&n);
+    for (size_t i = 0; i < n; i++) {
+        if (strcmp(t[i].code, code) == 0) {
+            return true;
+        }
+    }
+    return strcmp(code, gw_answer_of(-999)->code) == 0; /* the fallback's */
+}
+
+/* The OpenAPI document lists exactly the codes the table can give: a row
+ * added without its code there (or a code left there without a row) fails. */
+static void test_openapi_lists_every_code(void **state)
+{
+    (void)state;
+    json_error_t jerr;
+    json_t *doc = json_load_file(ESC_SOURCE_DIR "/client/gateway/openapi.json", 0, &jerr);
+    if (doc == NULL) {
+        fail_msg("openapi.json: %s (line %d)", jerr.text, jerr.line);
+    }
+    json_t *codes = doc;
+    const char *path[] = {"components", "schemas", "Error", "properties", "code", "enum"};
+    for (size_t k = 0; k < sizeof path / sizeof path[0]; k++) {
+        codes = json_object_get(codes, path[k]);
+    }
+    assert_true(json_is_array(codes));
+    size_t i;
+    json_t *v;
+    json_array_foreach(codes, i, v)
+    {
+        assert_true(json_is_string(v));
+        if (!in_table(json_string_value(v))) {
+            fail_msg("openapi.json lists \"%s\", which gw_answer.c never gives",
+                     json_string_value(v));
+        }
+    }
+    size_t n;
+    const gw_answer *t = gw_answer_table(&n);
+    for (size_t r = 0; r < n; r++) {
+        bool listed = false;
+        json_array_foreach(codes, i, v)
+        {
+            listed = listed || strcmp(json_string_value(v), t[r].code) == 0;
+        }
+        if (!listed) {
+            fail_msg("\"%s\" (gw_answer.c) is not in openapi.json's Error.code enum", t[r].code);
+        }
+    }
+    json_decref(doc);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -101,6 +157,7 @@ int main(void)
         cmocka_unit_test(test_the_statuses_a_shop_handles),
         cmocka_unit_test(test_retry_after),
         cmocka_unit_test(test_unknown_code),
+        cmocka_unit_test(test_openapi_lists_every_code),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -27,6 +27,17 @@ test('a cart holds every line, summing lines of the same item', async () => {
   for (const h of holds) {
     assert.equal((await c.confirm(h)).state, 'converted');
   }
+  // Sold: the cart key is spent; the same key again is CART_ENDED, and the
+  // sale stands.
+  const ended = await c.reserveCart({ buyer: 'b1', key: 'cart-1',
+    lines: [{ item: 'cart-a', qty: 2 }, { item: 'cart-b' }, { item: 'cart-a', qty: 1 }] })
+    .catch((e) => e);
+  assert.ok(ended instanceof EscrowError, String(ended));
+  assert.equal(ended.code, 'CART_ENDED');
+  assert.equal(ended.errno, -30);
+  for (const h of holds) {
+    assert.equal((await c.get(h)).state, 'converted');
+  }
   await c.close();
 });
 

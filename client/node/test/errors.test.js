@@ -35,11 +35,12 @@ test.before(async () => {
 });
 test.after(() => c.close());
 
-test('codes mirrors libescrow: SOLD_OUT is -1, TIMEDOUT -20', () => {
+test('codes mirrors libescrow: SOLD_OUT is -1, TIMEDOUT -20, CART_ENDED -30', () => {
   assert.equal(codes.SOLD_OUT, -1);
   assert.equal(codes.TRY_LATER, -2);
   assert.equal(codes.TIMEDOUT, -20);
   assert.equal(codes.AUTH, -28);
+  assert.equal(codes.CART_ENDED, -30);
 });
 
 test('SOLD_OUT: the last unit was sold', async () => {

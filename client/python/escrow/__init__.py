@@ -23,6 +23,7 @@ from .errors import (
     CODES,
     AlreadyExtended,
     AuthError,
+    CartEnded,
     ClientError,
     Closed,
     EscrowError,
@@ -54,7 +55,7 @@ def library_version(library=None):
 __all__ = [
     "AsyncClient", "Client", "Hold", "HoldState", "LibraryNotFound", "library_version",
     "CODES", "EscrowError", "SoldOut", "TryLater", "Paused", "LimitExceeded", "Expired",
-    "NotHeld", "AlreadyExtended", "NotFound", "UnknownItem", "IdempotencyMismatch",
+    "NotHeld", "CartEnded", "AlreadyExtended", "NotFound", "UnknownItem", "IdempotencyMismatch",
     "Retryable", "TimedOut", "Unavailable", "AuthError", "InvalidArgument", "Closed",
     "ClientError",
 ]

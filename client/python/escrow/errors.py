@@ -12,6 +12,8 @@ confirm) and .line (for reserve_cart: the index of the failing line).
     LimitExceeded        ORDER_LIMIT / BUYER_LIMIT of the item
     Expired              the hold lapsed before it was used
     NotHeld              the hold already ended (its .hold shows how)
+    CartEnded            a cart retried with a key whose hold was sold or released:
+                         start again with a new cart key
     AlreadyExtended      a hold is extended once
     NotFound             no such hold
     UnknownItem          unknown item or tenant
@@ -56,6 +58,7 @@ CODES = {
     "CONFIG": -27,
     "AUTH": -28,
     "CONFLICT": -29,
+    "CART_ENDED": -30,
 }
 NAMES = {code: name for name, code in CODES.items()}
 
@@ -95,6 +98,12 @@ class Expired(EscrowError):
 
 class NotHeld(EscrowError):
     pass
+
+
+class CartEnded(EscrowError):
+    """A hold of this cart key was already sold or released, so the key is
+    spent (every hold the attempt got was released): a retry with the same
+    key answers the same; start again with a new cart key."""
 
 
 class AlreadyExtended(EscrowError):
@@ -171,6 +180,7 @@ FAMILIES = {
     "DB": ClientError,
     "CONFIG": ClientError,
     "CONFLICT": ClientError,
+    "CART_ENDED": CartEnded,
 }
 
 

@@ -48,6 +48,10 @@ def test_cart(cluster, client):
     assert client.reserve_cart("b1", [(a, 1), (b, 2)], key=f"{a}-cart") == holds  # same key
     for h in holds:
         client.confirm(h)
+    with pytest.raises(escrow.CartEnded) as e:  # the key's holds are sold: it is spent
+        client.reserve_cart("b1", [(a, 1), (b, 2)], key=f"{a}-cart")
+    assert e.value.code == -30 and e.value.name == "CART_ENDED"
+    assert [client.get(h.hold_id).state for h in holds] == [escrow.HoldState.CONVERTED] * 2
     with pytest.raises(escrow.UnknownItem) as e:
         client.reserve_cart("b2", [(a, 1), ("no-such-item", 1)], key=f"{a}-cart2")
     assert e.value.line == 1

@@ -33,6 +33,7 @@ def test_every_code_of_the_library_has_a_family():
     e = errors.error_for(errors.CODES["SOLD_OUT"], "m")
     assert isinstance(e, escrow.SoldOut) and e.code == -1 and e.name == "SOLD_OUT"
     assert isinstance(errors.error_for(-99), escrow.ClientError)
+    assert isinstance(errors.error_for(-30), escrow.CartEnded)
     assert issubclass(escrow.TimedOut, escrow.Retryable)
     assert issubclass(escrow.InvalidArgument, ValueError)
 
