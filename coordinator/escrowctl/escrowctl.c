@@ -33,6 +33,9 @@ int main(int argc, char **argv)
     const char *words[CTL_HELP_WORDS_MAX];
     int nwords = 0;
     if (ctl_help_wanted(argc, argv, words, &nwords)) {
+        if (ctl_top_is_cmd(argc, argv)) {
+            return ctl_top_main(argc, argv, &env, stdout); /* top's options are its own */
+        }
         if (ctl_help(stdout, words, nwords) != 0) {
             fprintf(stderr, "escrowctl: no command '%s%s%s'\nrun 'escrowctl --help' for usage\n",
                     words[0], nwords > 1 ? " " : "", nwords > 1 ? words[1] : "");

@@ -83,6 +83,8 @@ q_is() { [[ $(itest_q "$1") == "$2" ]]; }
 lines_ge() { (($(wc -l <"$1") >= $2)); }
 
 esc_step "a) out-of-order commits"
+# the feed follows items that exist (escrowctl answers an unknown one "no item")
+esc_ctl item create t1 ooo --total 10 --segments 1 --node n1 >/dev/null
 follow_start ooo --consumer ooo --item ooo
 session_open sa 7
 session_open sb 8
