@@ -91,9 +91,9 @@ esc_assert_eq "$(region_psql us "SELECT count(*) FILTER (WHERE state <> 'receive
     "0 400" "us sent its 400 unused units for the reduce"
 esc_assert_eq "$(seg eu held)/$(seg eu available)/$(seg us available)" "300/0/0" "only held units left to sell"
 esc_ctl status --global "${cfgs[@]}" | sed -n '/== global items/,$p'
-region_load eu --item gig --buyers 20 --concurrency 5 --confirm 1 --release 0 --try-later-retries 0 \
+region_load eu --item gig --buyers 20 --concurrency 5 --confirm 1 --release 0 --give-up-ms 0 \
     --key-prefix wait-eu --deadline-ms 5000 >"$REGION_DIR/wait-eu.out" 2>&1 || true
-region_load us --item gig --buyers 20 --concurrency 5 --confirm 1 --release 0 --try-later-retries 0 \
+region_load us --item gig --buyers 20 --concurrency 5 --confirm 1 --release 0 --give-up-ms 0 \
     --key-prefix wait-us --deadline-ms 5000 >"$REGION_DIR/wait-us.out" 2>&1 || true
 cat "$REGION_DIR/wait-eu.out" "$REGION_DIR/wait-us.out"
 grep -q 'holds_ok=0 ' "$REGION_DIR/wait-eu.out" || esc_fail "an eu buyer got a unit during the reduce"

@@ -56,7 +56,7 @@ region_ctl 0 item reduce t1 gig 900 --global --op-id a2 "${cfgs[@]}"
 cat "$REGION_DIR/out"
 region_wait eu "SELECT total || ' ' || reduce_pending FROM items" "0 300" 60 ||
     esc_fail "eu did not take its own units"
-region_load eu --item gig --buyers 10 --concurrency 5 --confirm 1 --release 0 --try-later-retries 0 \
+region_load eu --item gig --buyers 10 --concurrency 5 --confirm 1 --release 0 --give-up-ms 0 \
     --key-prefix cut-eu --deadline-ms 5000 >"$REGION_DIR/cut-eu.out" 2>&1 || true
 grep 'RESULT' "$REGION_DIR/cut-eu.out"
 grep -q 'rejected_sold_out=0 rejected_try_later=10 ' "$REGION_DIR/cut-eu.out" ||

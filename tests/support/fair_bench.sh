@@ -72,7 +72,7 @@ setting() {
     fout=$dir/flood-$tag.out
     "$ESC_BIN/escrow-load" --endpoint "$ep" --tenant loud --item l --buyers 100000000 \
         --concurrency "$flood_conc" --confirm 0 --release 1 --key-prefix "loud-$tag" \
-        --try-later-retries 0 >"$fout" 2>&1 &
+        --give-up-ms 0 >"$fout" 2>&1 &
     fpid=$!
     ESC_PIDS+=("$fpid")
     esc_wait_for 60 flood_started "$tag" || esc_fail "the flood did not start"
