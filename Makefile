@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 # Makefile - a thin wrapper over CMake for the three things people type.
 #
 #   make demo    packages (if missing), Release-ish build in build/, then the

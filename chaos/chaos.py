@@ -1,4 +1,5 @@
 #!/usr/bin/env python3
+# SPDX-License-Identifier: Apache-2.0
 """chaos.py - the chaos driver: a real escrow cluster, workloads, a seeded
 fault schedule, a rogue client, a recorded history and its check.
 

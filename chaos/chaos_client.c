@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * chaos_client.c - the workload clients of the chaos suite (chaos/chaos.py).
  *

@@ -1,4 +1,5 @@
 #!/usr/bin/env python3
+# SPDX-License-Identifier: Apache-2.0
 """check.py - the chaos suite's checker: client histories of a real cluster,
 the nemesis log, the periodic audits and the final database dump.
 

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """history.py - escrow's history library: what chaos/check.py (a real
 cluster's histories, audits and database dump) and tests/sim/check_history.py
 (the simulator's histories with its store's commit log and final dump) share.

@@ -1,4 +1,5 @@
 #!/usr/bin/env python3
+# SPDX-License-Identifier: Apache-2.0
 """rogue.py - the rogue client of the chaos suite: bytes no escrow client sends.
 
     rogue.py --target 127.0.0.1:PORT [--target ...] [--malformed 10000]

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
 # run.sh - the chaos suite: a real cluster under a seeded fault
 # schedule, recorded histories, chaos/check.py. See chaos/README.md.
 #

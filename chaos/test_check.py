@@ -1,4 +1,5 @@
 #!/usr/bin/env python3
+# SPDX-License-Identifier: Apache-2.0
 """test_check.py - proves chaos/check.py can fail: a small correct run
 (history, audits, dump, P9 figures) passes, and one doctored copy per
 property P1..P9 (and a few more cases of the checks chaos/history.py

@@ -1,4 +1,5 @@
 #!/usr/bin/env python3
+# SPDX-License-Identifier: Apache-2.0
 """test_history.py - unit tests of chaos/history.py, the history library of
 chaos/check.py and tests/sim/check_history.py: each model and check, on
 good input and on the input it must refuse (ctest chaos_history).

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * auth.c - see auth.h. Every cryptographic step is libsodium's.
  */

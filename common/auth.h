@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * auth.h - escrow credentials: the key format, key generation, the
  * signature of a request frame, and the verification of one signed frame

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * auth_guard.h - a daemon's credential check: the key table of auth.h,
  * kept fresh from PostgreSQL on the daemon's loop, and the one function

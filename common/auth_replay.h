@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * auth_replay.h - the frames a daemon has already accepted inside the time
  * window, so that a copy of one is refused: the replay cache of signed

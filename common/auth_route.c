@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * auth_route.c - see auth_route.h. Every cryptographic step is libsodium's.
  */

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * auth_route.h - routing updates sealed per key: what a coordinator with
  * --auth on publishes on its PUB socket instead of readable routes, so that

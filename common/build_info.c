@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * build_info.c - see build_info.h. The two strings come from the build
  * tree (build_info_gen.h, written by build_info.cmake at build time).

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 # build_info.cmake - writes build_info_gen.h (the version and the git commit
 # of this build) into the build tree; run at every build by the target
 # escrow_build_info_gen (common/CMakeLists.txt):

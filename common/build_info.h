@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * build_info.h - what a binary says it is: the project's version (CMake's
  * project(VERSION), common to every binary of one build) and the git

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * clock.h - time sources. Decisions (segment core) take "now" as a value so
  * tests and the simulator control time; only the I/O shells read clocks.

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * config.h - a daemon's own configuration file (/etc/escrow/segment.ini,
  * coordinator.ini ...): one INI section named after the daemon, read with

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * daemon.h - the skeleton every escrow daemon shares, so that each main
  * only parses its command line and hands its object over:

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * daemon_fds.h - a daemon's file descriptors: at start it raises its limit
  * of open files (RLIMIT_NOFILE) to the hard limit and logs it

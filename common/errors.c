@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * errors.c - names and sentences for the ESC_E* table (escrow_errors.h).
  */

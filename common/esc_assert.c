@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * esc_assert.c - see esc_assert.h.
  */

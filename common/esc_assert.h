@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * esc_assert.h - ESC_ASSERT, the one assertion of every escrow product: the
  * daemons, escrowctl, libescrow and the tools (log.h includes it).

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * esc_limits.h - every bound in escrow, in one place: every queue, batch,
  * message, retry loop and table has a named maximum.

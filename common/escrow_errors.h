@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * escrow_errors.h - the one table of escrow error codes.
  *

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * failpoint.c - see failpoint.h. One table, filled lazily, one entry per
  * failpoint: its variable, whether it was read, and its parsed value.

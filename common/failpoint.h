@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * failpoint.h - every failpoint of escrow's daemons and escrowctl, in one
  * place: the crash and loss points the integration tests and the chaos

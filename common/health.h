@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * health.h - what /healthz and /readyz answer (metrics_http.h), shared
  * between a daemon's loop, which writes it, and the HTTP server's thread,

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * heap.c - see heap.h. The classic array heap: children of i at 2i+1 and
  * 2i+2; every move of a node writes its new position into it.

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * heap.h - a binary min-heap of intrusive nodes, ordered by a 64-bit key.
  *

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * log.c - see log.h. The repeat table: ESC_LOG_REPEAT_SLOTS slots, each
  * one distinct line (its hash, its text, when it was last written, how

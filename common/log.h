@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * log.h - leveled logging for the daemons and tools (not for libescrow,
  * which logs only through its host's callback).

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * log_line.h - one log event rendered as one line, in text or JSON (log.h
  * says when each is used). Pure: no I/O, no clock, no allocation.

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * metrics.c - see metrics.h. Values are C11 atomics, the structure is under
  * one mutex; rendering appends to a growing buffer.

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * metrics.h - a small registry of Prometheus metrics (counters, gauges and
  * fixed-bucket histograms, each with up to METRICS_LABELS_MAX labels) and

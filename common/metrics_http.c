@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * metrics_http.c - see metrics_http.h. Everything in the request handler
  * runs on libmicrohttpd's thread.

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * metrics_http.h - serves a metrics registry (metrics.h) over HTTP with
  * libmicrohttpd, for Prometheus to scrape: GET /metrics answers the text

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * metrics_process.c - see metrics_process.h. Everything below the
  * registration runs on the HTTP server's thread, at each scrape.

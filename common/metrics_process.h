@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * metrics_process.h - the metrics every daemon exports besides its own:
  * escrow_build_info{version,commit} (always 1; build_info.h) and the

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * nnx.h - the one module that talks to nanomsg.
  *

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * pg_array.h - PostgreSQL array literals: building "{1,2,3}" and
  * "{\"a\",\"b\"}" as the text of one statement parameter (unnest($1::bigint[])

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * pg_result.c - see pg_result.h. Integers are parsed by hand-checked strtoll
  * / strtoull: no leading spaces or '+', nothing after the digits.

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * pg_result.h - reading the cells of a libpq result (PGresult) as C values,
  * with the checks that the bare PQgetvalue + strtoll pair leaves out: SQL

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * pgx.h - one asynchronous libpq connection on a libuv loop.
  *

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * ratelim.h - token buckets for many keys (tenants, buyers) in a fixed
  * table: no allocation after ratelim_init, O(1) per request.

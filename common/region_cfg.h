@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * region_cfg.h - one region's deployment, described by one INI file (in the
  * style of pgbouncer.ini), parsed with libinih and validated before anything

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * sqlstate.h - the SQLSTATEs escrow's daemons and tools act on, by name.
  *

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * wire_arena.c - proto/'s decoding memory (see wire_arena.h): a bump
  * allocator protobuf-c unpacks into, and one block of decoding memory per

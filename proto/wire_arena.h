@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * wire_arena.h - proto/'s decoding memory (not for use outside proto/): a
  * bump allocator for protobuf-c's unpack and the per-thread storage that

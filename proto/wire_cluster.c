@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * wire_cluster.c - the cluster's own messages (see wire.h): a node's
  * heartbeat and the coordinator's answer to it (assignments, transfer

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * wire_cluster.h - proto/'s conversions of the cluster's own messages, for
  * wire_request.c and wire_reply.c; not for use outside proto/, whose

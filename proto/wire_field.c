@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * wire_field.c - the field rules of the wire (see wire_field.h and wire.h):
  * what an identifier, a ttl, a hold id, a segment id, an endpoint or a region

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * wire_field.h - proto/'s own field rules, shared by its files (wire_request.c,
  * wire_cluster.c, wire_reply.c, wire_route.c); not for use outside proto/,

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * wire_reply.c - the Reply frame (see wire.h): status and message, the
  * hold, a stats answer's segment figures, and the optional parts other

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * wire_request.c - the Request frame (see wire.h): decoding and validating a
  * request (the outer frame, the access check hook, the tenant operations),

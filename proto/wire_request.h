@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * wire_request.h - proto/'s Request frame helpers for its other encoders
  * (wire_cluster.c); not for use outside proto/, whose contract is wire.h.

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * wire_route.c - an item's routing table on the wire (see wire.h): the
  * Route message a coordinator answers a RouteReq with (inside a Reply,

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * wire_route.h - proto/'s Route <-> protobuf-c conversions, for the Reply
  * that carries a route (wire_reply.c); not for use outside proto/, whose

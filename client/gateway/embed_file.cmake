@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 # embed_file.cmake - turns one file into a C array, at build time:
 #   cmake -DIN=openapi.json -DOUT=gw_openapi_doc.c -DNAME=gw_openapi_json -P embed_file.cmake
 # writes OUT (in the build tree; never committed) with

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * escrow-gateway.c - the escrow-gateway daemon's main: reads the settings
  * (flags over the INI file of --config over the defaults; gw_config.h),

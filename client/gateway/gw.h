@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * gw.h - the escrow-gateway daemon: its parts and their life cycle, as
  * daemon.h's skeleton runs it (start on the loop, a clean stop at the

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * gw_answer.c - see gw_answer.h. One row per answer; the order follows
  * common/escrow_errors.h, then the gateway's own.

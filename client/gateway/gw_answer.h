@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * gw_answer.h - escrow-gateway's table of answers: every ESC_E* code of
  * common/escrow_errors.h, and the few answers only the gateway gives, as

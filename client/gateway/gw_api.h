@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * gw_api.h - what each endpoint of escrow-gateway does with a request
  * whose body arrived: the documents and probes answer at once; every other

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * gw_auth.c - see gw_auth.h. The key's own row names its tenant (the
  * request names none); the gateway then signs a proof with the presented

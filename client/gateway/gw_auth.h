@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * gw_auth.h - who sent a request: the tenant key of its Authorization
  * header, checked against the key table the daemons share (auth_guard.h:

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * gw_bearer.h - the Authorization header's credential: "Bearer <key>"
  * (RFC 6750; the scheme's case is ignored, as HTTP wants). Pure: no I/O.

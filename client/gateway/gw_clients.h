@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * gw_clients.h - the gateway's libescrow clients: one asynchronous client
  * (esc_async, routing mode, on the gateway's loop) per tenant key in use,

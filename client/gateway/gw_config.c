@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * gw_config.c - see gw_config.h. libinih reads the file through a reader
  * of ours that counts lines (Debian builds libinih without

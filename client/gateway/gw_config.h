@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * gw_config.h - escrow-gateway's settings: defaults, one key at a time
  * (a command-line flag and an INI key are the same setting: --tls-cert and

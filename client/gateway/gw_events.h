@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * gw_events.h - the event feed over HTTP: GET /v1/events as Server-Sent
  * Events, and POST /v1/consumers/{name}/cursor.

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * gw_http.h - escrow-gateway's HTTP(S) server: libmicrohttpd driven from
  * the gateway's libuv loop, and the request each connection is working on.

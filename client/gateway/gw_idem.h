@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * gw_idem.h - escrow-gateway's idempotency rules: what a libescrow answer
  * becomes in HTTP terms, replays included. Pure: no I/O.

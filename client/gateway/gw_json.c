@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * gw_json.c - see gw_json.h. Bodies are parsed by one table-driven
  * walker: each endpoint lists its fields (name, kind, required, range,

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * gw_json.h - escrow-gateway's JSON, with jansson: request bodies parsed
  * and validated into plain structs (every field bounded as the wire bounds

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * gw_metrics.h - escrow-gateway's Prometheus metrics (--metrics): requests
  * by endpoint and HTTP status, latency histograms by endpoint, replays,

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * gw_openapi.h - the OpenAPI 3 document of escrow-gateway's API
  * (client/gateway/openapi.json), compiled into the binary at build time

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * gw_record.h - a record of every answer the gateway gives, for the test
  * suite: with ESCROW_GATEWAY_RECORD=FILE in its environment the gateway

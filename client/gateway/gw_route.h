@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * gw_route.h - escrow-gateway's endpoints: a request's method and path
  * matched to one of them, with the hold id or consumer name the path

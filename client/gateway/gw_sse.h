@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * gw_sse.h - Server-Sent Events frames for the event feed over HTTP
  * (GET /v1/events): one feed event per frame, the event id as the SSE id

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * async.c - the asynchronous engine behind every libescrow call: the
  * esc_async_* API and the client's life cycle. async_state.h lists the

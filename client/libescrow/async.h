@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * async.h - what the rest of libescrow needs from the asynchronous engine
  * beyond the public esc_async_* calls (async.c implements both, and

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * async_answer.h - what an answer does to a call of the engine: deliver it,
  * back off and resend, move it (routing mode), or, for a reserve's "no",

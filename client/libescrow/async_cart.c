@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * async_cart.c - all-or-nothing carts on the asynchronous engine.
  *

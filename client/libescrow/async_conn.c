@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * async_conn.c - see async_conn.h: opening, re-pointing and reconnecting
  * the sockets, sending frames, and reading what comes back.

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * async_conn.h - the engine's sockets ("conns"): raw REQ sockets watched on
  * the caller's loop (nnx_watch on NN_RCVFD), and the routes SUB socket.

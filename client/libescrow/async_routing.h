@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * async_routing.h - routing mode of the engine: where each call goes, and
  * keeping the route cache (route.h) fed by fetches and pushes.

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * async_slot.c - see async_slot.h: the in-flight table and the calls in it.
  *

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * async_slot.h - the engine's calls and its in-flight table.
  *

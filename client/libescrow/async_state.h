@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * async_state.h - the state of libescrow's asynchronous engine: the structs
  * that async.c and the async_*.c files share, and nothing else (each file's

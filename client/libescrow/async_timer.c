@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * async_timer.c - see async_timer.h: the calls on a min-heap (heap.h) by
  * the moment each is due, the timer and the idle handle, and what runs when

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * async_timer.h - when each call of the engine needs attention: a min-heap
  * (heap.h) of the calls by due time (the next resend, routing step or

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * cart.h - plans an all-or-nothing cart: pure, no I/O.
  *

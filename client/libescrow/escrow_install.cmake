@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 # escrow_install.cmake - what `cmake --install` puts under the prefix for
 # libescrow (included by this folder's CMakeLists.txt; the daemons are
 # installed by the top-level one):

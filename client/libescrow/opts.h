@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * opts.h - libescrow's private copy of esc_options, validated once.
  *

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * req.h - public call arguments <-> wire structs, for libescrow.
  *

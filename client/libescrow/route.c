@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * route.c - see route.h. Pure: no I/O, no clock; the engine (async.c) owns
  * the sockets and the timing, this module owns the routing tables and every

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * route.h - libescrow's routing decisions in routing mode: pure (no I/O, no
  * clock reads: the engine passes now_us), so cmocka tests every branch.

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * threaded.c - the threaded client (esc_threaded_*): the engine on a libuv
  * loop of its own, on a thread of its own, fed by any number of threads.

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * threaded.h - the threaded client's calls as values (jobs), between the
  * public esc_threaded_* functions (threaded_calls.c, which build jobs) and

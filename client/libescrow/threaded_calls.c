@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * threaded_calls.c - the threaded client's public calls (escrow.h,
  * esc_threaded_*): each turns its arguments into a job (threaded.h) and

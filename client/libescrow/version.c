@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * version.c - esc_version(): the version this library was built as, from
  * the project's one version (CMake's project(), through escrow_version.h).

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Type declarations of the `escrow` package (index.js). docs/node.md has
 // the checkout flow and what to do with each answer.
 

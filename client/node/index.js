@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // escrow - checkout code's client for escrow, over libescrow.
 //
 // Every call returns a Promise; nothing blocks and no thread is added: the

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 # embed_migrations.cmake - turns common/schema/migrations/*.sql into a C file.
 #
 # Run at build time as `cmake -DMIGRATIONS_DIR=... -DOUT=... -P embed_migrations.cmake`.

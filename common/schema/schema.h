@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * schema.h - the schema migrations embedded in the binary (escrow_schema).
  *

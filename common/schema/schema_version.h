@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * schema_version.h - which database schema a binary runs on, and the
  * rule the daemons apply at every connection to PostgreSQL.

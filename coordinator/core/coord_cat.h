@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * coord_cat.h - the coordinator's catalog in memory: items, segments,
  * nodes and open transfers, with what the nodes reported.

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * coord_lease.h - when a segment node's lease has run out, and when the
  * coordinator itself was too stalled to judge it.

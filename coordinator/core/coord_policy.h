@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * coord_policy.h - what the coordinator decides for one item, from a
  * snapshot of it: which transfers to plan, whether to collapse it, whether

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * coord.c - see coord.h. Life cycle, the REP socket's dispatch, timers and
  * heartbeat replies.

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * coord.h - escrow-coordinator: placement with leases and epochs, transfers,
  * the tail-stock policy, routing tables and administration, on one libuv

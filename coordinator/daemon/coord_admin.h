@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * coord_admin.h - AdminReq: item and node operations for escrowctl
  * (restock, reduce, pause, resume, retire, split, collapse, rebalance,

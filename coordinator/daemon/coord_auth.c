@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * coord_auth.c - the coordinator's credential check (auth_guard.h): every
  * request on its REP socket goes through coord_auth_check before it is

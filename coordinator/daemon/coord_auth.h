@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * coord_auth.h - the coordinator's credential check (coord_auth.c).
  */

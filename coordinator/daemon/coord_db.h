@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * coord_db.h - the coordinator's statement queue on its one libpq
  * connection, and the catalog read.

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * coord_failpoint.c - see coord_failpoint.h. Each failpoint logs a
  * COORD-FAILPOINT line and leaves with _exit: no atexit handler, no flush

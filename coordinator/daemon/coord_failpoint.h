@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * coord_failpoint.h - what the coordinator does when one of its failpoints
  * fires: crash tests make it exit (status FAILPOINT_EXIT_STATUS, 99) at the

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * coord_gitem.c - see coord_gitem.h.
  */

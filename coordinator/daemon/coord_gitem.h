@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * coord_gitem.h - a global item's state in this region's coordinator: what
  * each peer region last said about it, the quota on its way to each peer,

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * coord_gstock.h - restock and reduce of a global item, exactly once across
  * regions (migration 0010 explains the records and the invariant).

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * coord_metrics.c - see coord_metrics.h. Fixed handles are looked up at
  * open; the few labelled ones (reason, admin op) are looked up when they

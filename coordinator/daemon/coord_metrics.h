@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * coord_metrics.h - what escrow-coordinator exports to Prometheus
  * (--metrics), and the hooks its modules call where things happen.

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * coord_mon.c - see coord_mon.h. One check in flight at a time: the timer
  * only starts a check when the previous one (and its write to the monitor

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * coord_mon.h - the coordinator's invariant monitor.
  *

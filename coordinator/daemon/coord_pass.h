@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * coord_pass.h - policy passes: decide, then write. A pass snapshots one
  * item from the catalog (coord_cat_snapshot), asks the pure policy

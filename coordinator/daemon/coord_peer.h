@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * coord_peer.h - the sockets to the other regions' coordinators (the
  * [peers] of the region's INI file): one REQ socket each, watched on the

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * coord_place.h - nodes, leases and placement (coord_place.c explains the
  * rules): heartbeats register nodes and their reports, leases expire,

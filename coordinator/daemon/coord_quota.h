@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * coord_quota.h - quota transfers between two regions' databases, exactly
  * once (migration 0008 explains the three steps and the global invariant),

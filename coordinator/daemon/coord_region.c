@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * coord_region.c - the region's life cycle and its round (coord_region.h):
  * claiming the database, re-offering open quota transfers, the quota policy

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * coord_region.h - the coordinator's side of regions: the peers (the other
  * regions' coordinators), global items' quota, and quota transfers between

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * coord_reply.h - answers on the coordinator's REP socket (c->sock): the
  * reply is encoded into c->frame and sent to the requester named by hdr.

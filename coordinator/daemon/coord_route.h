@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * coord_route.h - the coordinator's routing tables: one per item, derived
  * from the catalog (coord_cat_route), versioned, published on the PUB

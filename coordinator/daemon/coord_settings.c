@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * coord_settings.c - see coord_settings.h. One setter (set_opt) takes every
  * value, from the command line and from the config file alike.

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * coord_settings.h - escrow-coordinator's settings, from four places, in
  * this order of precedence: the command line, the coordinator's config

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * coord_state.h - escrow-coordinator's state: the configuration and struct
  * coord, which every module of the daemon receives. Data only: each module's

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * coord_status.h - the status exchange with the peer regions: this region's
  * view of every global item goes to every peer, and each answer is the

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * coord_xfer.h - transfers between segments once planned (coord_pass.h
  * plans them): the outcomes the nodes report in their heartbeats, and the

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * escrow-coordinator.c - escrow-coordinator: reads its settings
  * (coord_settings.h: the command line, the config file, the region file,

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * ctl.h - escrowctl's dispatcher: runs one parsed command.
  *

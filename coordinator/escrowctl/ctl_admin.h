@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * ctl_admin.h - escrowctl commands the coordinator carries out: item
  * restock/reduce/pause/resume/retire/split/collapse/rebalance, drain and

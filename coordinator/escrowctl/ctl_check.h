@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * ctl_check.h - `escrowctl check`: the invariants of docs/guarantees.md, in SQL.
  *

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * ctl_exit.h - escrowctl's exit codes, the contract with the scripts that
  * run it:

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * ctl_feed.h - `escrowctl events --follow` and `escrowctl consumers`: the
  * event feed (coordinator/feed/include/escrow_feed.h) from the command line.

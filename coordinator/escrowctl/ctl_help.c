@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * ctl_help.c - see ctl_help.h. The synopsis is written to a memory stream
  * and read back line by line: a heading is a line that starts in column 0;

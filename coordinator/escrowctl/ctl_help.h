@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * ctl_help.h - `escrowctl --help` and `escrowctl COMMAND --help`.
  *

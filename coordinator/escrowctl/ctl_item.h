@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * ctl_item.h - `escrowctl item create`: a new item and its segments.
  *

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * ctl_list.h - `escrowctl holds` and `escrowctl events`: row listings.
  *

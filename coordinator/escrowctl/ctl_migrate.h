@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * ctl_migrate.h - `escrowctl migrate`: brings the schema up to date.
  *

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * ctl_migrate_status.c - see ctl_migrate_status.h. One read-only
  * transaction: whether schema_migrations exists, then its rows.

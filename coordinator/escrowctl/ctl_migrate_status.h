@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * ctl_migrate_status.h - `escrowctl migrate --status`: where the database's
  * schema stands against this escrowctl (schema_version.h), changing

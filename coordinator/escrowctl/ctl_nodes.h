@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * ctl_nodes.h - `escrowctl nodes` and `escrowctl transfers`: what the
  * coordinator wrote about placement and stock in motion, read from the

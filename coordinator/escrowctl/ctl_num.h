@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * ctl_num.h - escrowctl's numbers: strict integers from the command line
  * and the environment, the even split of a total over segments, and

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * ctl_opts.h - escrowctl's command line: parsing and validation into
  * ctl_args. Its synopsis is ctl_usage.h, its exit codes ctl_exit.h, its

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * ctl_quota.h - the arithmetic of global items in escrowctl: how `item
  * create --global` splits a global total into regional quotas, and the

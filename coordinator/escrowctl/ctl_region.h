@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * ctl_region.h - escrowctl's commands over several regions (docs/regions.md), each
  * region named by one INI file (--config, common/region_cfg.h) with its own

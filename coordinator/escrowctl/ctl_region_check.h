@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * ctl_region_check.h - `escrowctl check --global`: each region's own check
  * (conservation, counters against holds), then per global item the global

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * ctl_region_create.h - `escrowctl item create TENANT ITEM --global`: the
  * item in every region's database, its total split into regional quotas

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * ctl_region_list.c - see ctl_region_list.h.
  */

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * ctl_region_list.h - `escrowctl regions`: each region of the --config
  * files, reachable or not (the command shows, it does not refuse): its

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * ctl_region_move.h - `escrowctl quota move TENANT ITEM QTY --from R --to R`:
  * one WIRE_QUOTA_MOVE to the donor region's coordinator (its --config names

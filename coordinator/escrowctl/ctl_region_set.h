@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * ctl_region_set.h - the regions one escrowctl command works on: one INI
  * file each (--config, common/region_cfg.h, in command-line order), each

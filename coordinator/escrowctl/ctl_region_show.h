@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * ctl_region_show.h - what the global items look like across the regions,
  * from the view every region's database gives (ctl_region_view.h):

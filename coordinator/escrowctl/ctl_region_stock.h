@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * ctl_region_stock.h - `escrowctl item restock|reduce TENANT ITEM QTY
  * --global [--region R] [--via V] [--op-id ID]`: one request to the

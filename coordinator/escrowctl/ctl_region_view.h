@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * ctl_region_view.h - the global items as every region's database sees
  * them: one REPEATABLE READ snapshot per region (no shared database), the

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * ctl_release.h - `escrowctl release HOLD_ID`: an operator's force-release.
  *

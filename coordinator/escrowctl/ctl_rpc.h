@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * ctl_rpc.h - escrowctl's one request/reply round trip over nanomsg.
  *

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * ctl_status.h - `escrowctl status [TENANT [ITEM]]`: the counters.
  *

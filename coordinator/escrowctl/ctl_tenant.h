@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * ctl_tenant.h - `escrowctl tenant limits`: a tenant's own request rate and
  * cap of live holds at every segment node (node_fair.h; the tenants table's

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * ctl_top.h - `escrowctl top`: a live view of the items and their segments
  * (like top(1)), or plain snapshots of it for scripts and pipes.

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * ctl_top_db.h - `escrowctl top`'s reads from PostgreSQL: one page of the
  * items that match a filter, with their segments, in one REPEATABLE READ

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * ctl_top_filter.h - which items `escrowctl top` shows: the filter, its
  * words for the title line, and its SQL.

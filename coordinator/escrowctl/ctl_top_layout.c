@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * ctl_top_layout.c - see ctl_top_layout.h.
  *

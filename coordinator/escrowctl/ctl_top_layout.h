@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * ctl_top_layout.h - what `escrowctl top` shows, as lines of text: the
  * title, the column header, one row per item and one per segment under it.

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * ctl_top_opts.h - `escrowctl top`'s command line: its filters, its pages,
  * how often and how many times it samples, and where the database is.

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * ctl_top_pager.h - paging through `escrowctl top`'s items, and what a key
  * means.

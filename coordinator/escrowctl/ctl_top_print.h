@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * ctl_top_print.h - `escrowctl top`'s plain output: a snapshot as text (the
  * live view's lines, every item of the page, no escape sequences) or as

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * ctl_top_snap.h - one sample of `escrowctl top`: a page of items with their
  * segments as the database saw them in one snapshot, the owners' counters

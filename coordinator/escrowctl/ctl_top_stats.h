@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * ctl_top_stats.h - `escrowctl top`'s reads from the segment nodes: each
  * segment's counters as its owner has them in memory (StatsReq, the

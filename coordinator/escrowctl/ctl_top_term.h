@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * ctl_top_term.h - `escrowctl top`'s terminal and signals: the only part of
  * top that knows about termios, ANSI escape sequences and signal handlers.

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * ctl_usage.c - see ctl_usage.h. The text is written in sections, in order,
  * one string each.

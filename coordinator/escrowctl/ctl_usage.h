@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * ctl_usage.h - escrowctl's synopsis, for --help and usage errors: every
  * command, option, default and exit code (test_ctl checks that every

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * escrowctl.c - escrowctl, the escrow admin CLI. Thin: parses argv (ctl_opts),
  * loads the region file of --config (its dsn and coordinator), then ctl_run

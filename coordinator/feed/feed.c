@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * feed.c - see escrow_feed.h; the ordering scheme is explained in
  * common/schema/migrations/0006_event_feed.sql.

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* checkout.c - reserve a unit, take the payment, sell it (or give it back). */
 #include <stdio.h>
 #include <stdlib.h>

@@ -1,4 +1,5 @@
 #!/usr/bin/env python3
+# SPDX-License-Identifier: Apache-2.0
 """checkout.py - checkout through escrow-gateway with Python's standard
 library (escrow_gateway.py): each buyer reserves one unit with an
 Idempotency-Key of its own, pays (here: nothing), confirms; a sold-out item

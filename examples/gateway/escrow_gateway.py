@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """escrow_gateway.py - a client of escrow-gateway (docs/gateway.md) with
 Python's standard library only: one keep-alive HTTPS connection per client
 object (give each thread its own), JSON bodies, the Idempotency-Key, and

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * seg_core.c - see seg_core.h. Decisions only; every function here is
  * deterministic given its inputs (time included).

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * seg_core.h - the segment node's decisions: counters, holds, idempotency,
  * expiry. Pure: no libuv, libpq or nanomsg; time is a parameter. The node

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * seg_delta.c - see seg_delta.h. A batch touches few segments: the entry
  * for an op's segment is found by a linear scan, then the entries are

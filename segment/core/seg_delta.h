@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * seg_delta.h - what a batch of decided ops changes in each segment row:
  * the counter deltas (available, held, sold) the group commit applies

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * seg_void.c - see seg_void.h. A FIFO of marks (they age in the order they
  * were made) indexed by a hash map; one allocation per mark.

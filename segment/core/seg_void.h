@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * seg_void.h - reserve attempts a node has voided, part of the segment core.
  *

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * escrow-segment.c - the escrow-segment daemon's main: reads its settings
  * (node_settings.h: the command line, the config file, the region file,

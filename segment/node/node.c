@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * node.c - see node.h. The node's life cycle: node_start opens the parts
  * in order (credentials, segments, batches, metrics, socket, timers,

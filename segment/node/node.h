@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * node.h - the segment node: one libuv loop that reads requests from a raw
  * REP socket, lets seg_core decide, group-commits decisions to PostgreSQL

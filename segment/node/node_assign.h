@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * node_assign.h - the segment node under a coordinator (managed mode): the
  * heartbeat client and the assignment its replies bring.

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * node_commit.h - the node's group commit: decided ops collect in the
  * filling batch while at most one batch commits (one escrow_commit_batch

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * node_db.h - the node's two PostgreSQL connections (pgx.h, on the loop):
  * commit_conn carries only the group commit (its statement prepared),

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * node_fair.h - fairness between tenants at a segment node: each tenant's
  * request rate (a token bucket per tenant) and its cap of live holds on this

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * node_load.c - see node_load.h. Nothing here blocks the loop but the
  * static claim at start, before the loop runs.

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * node_lookup.c - see node_lookup.h. A lookup answers like the decision
  * would have, from the row: a final hold's transition is answered as a

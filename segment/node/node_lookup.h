@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * node_lookup.h - the query connection's queue: lookups of holds that are
  * not in memory (a transition of an old hold, a resolve whose key has no

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * node_metrics.c - see node_metrics.h. Handles are looked up once (at open,
  * or lazily for op x status) and kept; hooks are relaxed atomic adds.

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * node_metrics.h - what escrow-segment exports to Prometheus (--metrics),
  * and the hooks the node calls where things happen.

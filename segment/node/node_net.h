@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * node_net.h - the node's REP socket: every request comes in here.
  *

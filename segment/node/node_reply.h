@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * node_reply.h - every answer the node sends on its REP socket: a hold, a
  * status (with a sentence when a decision has a more specific one), a

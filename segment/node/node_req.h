@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * node_req.h - a request that waits: for its batch to commit, for a hold
  * to settle (parked on hold->waiters), or for a database lookup. The node

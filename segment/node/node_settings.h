@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * node_settings.h - escrow-segment's settings, from four places, in this
  * order of precedence: the command line, the node's config file

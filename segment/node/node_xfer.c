@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * node_xfer.c - see node_xfer.h. The records live in n->xfers, at most
  * ESC_HB_TRANSFERS_MAX of them (a heartbeat carries that many results).

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * node_xfer.h - managed mode: the transfer commands this node executes.
  *

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * seg_store.h - the segment node's SQL: taking ownership and loading state
  * at start (synchronous; the loop is not running yet), and the text of the

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * fuzz_reply.c - libFuzzer target: any bytes into the decoders a client and a
  * node trust least: wire_decode_reply (with its route and heartbeat-reply

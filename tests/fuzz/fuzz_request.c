@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * fuzz_request.c - libFuzzer target: any bytes into wire_decode_request, the
  * decoder and validator of every request a server accepts (reserve, confirm,

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * fuzz_seeds.c - writes the seed corpora of the fuzz targets: one valid frame
  * per request operation (heartbeat, admin, global restock and reduce, quota

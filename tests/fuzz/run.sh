@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
 # run.sh - builds the libFuzzer targets with clang (ESC_FUZZ=ON, in
 # build-fuzz/) and runs each for SECONDS on a work copy of its committed seed
 # corpus (tests/fuzz/corpus/<target>; new inputs stay in build-fuzz/corpus).

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
 # answers.sh - the Answers table of docs/libescrow.md, proven. The test reads
 # the table (it is the test's table: one source) and drives every row
 # (call, answer, *out, api) against a real cluster (coordinator and node with

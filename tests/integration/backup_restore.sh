@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
 # backup_restore.sh - the backup and restore procedure of docs/backup.md,
 # against real processes: a node sells 60 of 100 units; pg_dump (custom
 # format) is taken while the node runs; the cluster is thrown away; a fresh

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
 # bad_input.sh - input from the network is validated and answered, never
 # trusted (docs/guarantees.md, "Bad input changes nothing"). Through a raw nanomsg REQ socket
 # esc_probe sends malformed protobuf, out-of-range quantities, oversized ids,

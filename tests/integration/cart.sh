@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
 # cart.sh - a cart is all-or-nothing against a real node: lines for the same
 # item are summed into one hold; when a later line fails, the holds already
 # taken are released (cancelled, units back) and the failing line is named;

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
 # cart_timeout.sh - a cart retried with the same cart key after ESC_ETIMEDOUT
 # completes. Two items on two nodes (routing mode: each line goes to its
 # own node); the node of one line is SIGSTOPped, so the cart's deadline runs

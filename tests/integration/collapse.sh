@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
 # collapse.sh - collapse near sellout. 200 units in 4 segments,
 # the coordinator collapses below 50% remaining. 130 buyers take holds that
 # they abandon (5 s TTL: the holds must all be live when the coordinator

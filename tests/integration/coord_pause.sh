@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
 # coord_pause.sh - a paused coordinator revokes nothing from live nodes.
 # Two managed nodes serve an item under load straight at their endpoints
 # (esc_probe fence-load per node: the direct client sees every FENCED and

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
 # coordinator.sh - escrow-coordinator against a private PostgreSQL, with fake
 # nodes (coord_probe hb-loop: heartbeats only, no commits).
 #   - bad usage exits 2;

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
 # crash.sh - durable before acknowledged (docs/guarantees.md). A flash sale runs
 # (esc_probe record: 128 buyers in flight, each acknowledged outcome written
 # and flushed as it arrives); the node is killed with SIGKILL mid-sale and

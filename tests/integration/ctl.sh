@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
 # ctl.sh - escrowctl against a real, private PostgreSQL: migrate (idempotent,
 # and safe when four run at once), item create (split, defaults, unassigned
 # segments, refusals that change nothing), status, nodes, transfers, holds and

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
 # ctl_cluster.sh - escrowctl as the operator's tool against a real local
 # cluster (tests/support/cluster.sh: private PostgreSQL, escrow-coordinator,
 # two managed escrow-segment nodes): item create without --node (the

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
 # ctl_first_run.sh - escrowctl's answers to a new user:
 #   (a) `escrowctl CMD --help` shows that command's entries of the synopsis
 #       and exits 0, for every command the synopsis lists (read from

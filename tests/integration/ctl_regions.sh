@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
 # ctl_regions.sh - escrowctl over two regions: one private
 # PostgreSQL, two databases (one per region), two INI files whose
 # coordinators and peers point at unused ports. item create --global (by

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
 # ctl_top.sh - escrowctl top against a real local cluster (private
 # PostgreSQL, escrow-coordinator, two managed nodes): after a known sale on
 # named segments (reserves with a segment hint straight to each owner,

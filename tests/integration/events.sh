@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
 # events.sh - the event feed (coordinator/feed/include/escrow_feed.h, escrowctl events --follow)
 # against real processes: a private PostgreSQL, a segment node in static
 # mode, escrow-load, psql sessions and escrowctl followers.

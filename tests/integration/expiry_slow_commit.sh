@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
 # expiry_slow_commit.sh - a hold expires even when its own commit was slow.
 # The segment row is locked from psql (a session that holds it until the
 # test cancels it), so three reserves (ttl 200 ms) stay uncommitted past

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
 # failover.sh - a node dies mid-sale: kill -9 one of two managed
 # nodes while buyers (esc_probe record through libescrow's routing, every
 # acknowledged outcome written down as it arrives) are buying. Its segments

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
 # fencing.sh - a newer owner fences the old one (the epoch: docs/protocols.md).
 # Node A (node id n1) serves under load; node B starts with the same node
 # id on another port, which raises the segments' epoch. From B's SEG-READY

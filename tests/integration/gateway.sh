@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
 # gateway.sh - escrow-gateway with curl against a real cluster (PostgreSQL,
 # coordinator, 2 nodes), over HTTPS with a certificate made here: the probes
 # and the OpenAPI document; credentials (none, malformed, unknown, an admin

@@ -1,4 +1,5 @@
 #!/usr/bin/env python3
+# SPDX-License-Identifier: Apache-2.0
 """gateway_buyers.py - many buyers through escrow-gateway at once, for the
 race and restart tests: THREADS clients (one keep-alive HTTPS connection
 each, examples/gateway/escrow_gateway.py) share BUYERS buyers; each buyer

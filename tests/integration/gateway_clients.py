@@ -1,4 +1,5 @@
 #!/usr/bin/env python3
+# SPDX-License-Identifier: Apache-2.0
 """gateway_clients.py - the Python client of examples/gateway/escrow_gateway.py
 (standard library only) through everything a checkout and an order system do:
 reserve (new, then a replay), extend, release, a cart, confirm, and the event

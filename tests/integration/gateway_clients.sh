@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
 # gateway_clients.sh - checkout code in other languages through escrow-gateway
 # against a real cluster, over HTTPS with a certificate made here:
 #   - PHP (php-cli, php-curl): examples/gateway/checkout.php sells an item of

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
 # gateway_lib.sh - what the escrow-gateway tests (gateway*.sh) share, on top of
 # tests/support/lib.sh (its EXIT trap stops every process and the cluster).
 #

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
 # gateway_race.sh - a race through escrow-gateway: 64 concurrent HTTPS
 # clients, 1,500 buyers (every fifth one sent twice at once with the same
 # Idempotency-Key) for 300 units in 4 segments on 2 nodes. Exactly 300 sold,

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
 # gateway_restart.sh - escrow-gateway stopping and dying under its clients,
 # against a real cluster:
 #   1. a retry after a restart: a hold reserved through one gateway process,

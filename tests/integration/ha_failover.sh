@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
 # ha_failover.sh [kill|stop] - PostgreSQL's primary dies mid-sale. A cluster
 # (coordinator, 2 managed nodes) on a pg_auto_failover formation (monitor,
 # primary pg1, synchronous standby pg2: tests/support/cluster.sh --ha), every

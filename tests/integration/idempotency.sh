@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
 # idempotency.sh - one key, one hold (docs/guarantees.md). Five reserves with the
 # same key in flight at once get the same hold; the same key with other
 # parameters is IDEMPOTENCY_MISMATCH; after a restart of the node the key

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
 # install.sh - libescrow as a shop's build machine sees it, against a real
 # cluster run from the installed daemons:
 #   1. `cmake --install` of this build: the daemons, escrowctl, the library,

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
 # itest_lib.sh - what the integration tests in this directory share, on top
 # of tests/support/lib.sh (which it sources: the EXIT trap that stops every
 # process and the private PostgreSQL comes from there).

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
 # limits.sh - per-order and per-buyer maximums are exact, also when one
 # buyer's requests reach two node processes that own different segments of
 # the item: the database is the arbiter (buyer_usage, charged inside the

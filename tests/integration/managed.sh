@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
 # managed.sh - segment nodes under a coordinator (escrow-segment --coordinator),
 # real processes and a real PostgreSQL, with a fake coordinator
 # (esc_probe fake-coord) whose heartbeat replies this script writes. The

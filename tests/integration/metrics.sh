@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
 # metrics.sh - Prometheus metrics of both daemons and the invariant monitor
 # (docs/operating.md), against real processes: a coordinator and two
 # managed nodes, each with --metrics on a free loopback port, one item of

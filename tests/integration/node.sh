@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
 # node.sh - the Node.js package (client/node) as a shop installs and uses
 # it, against a real cluster (tests/support/cluster.sh: private PostgreSQL,
 # coordinator, 2 nodes):

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
 # ops.sh - what an operator relies on, against real processes and a real
 # PostgreSQL (docs/configuration.md, docs/operating.md):
 #   - --version on every binary names the release and the git commit;

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
 # package.sh - the Debian packages of `make deb` as an operator gets them, on
 # this machine (root: it installs into the system):
 #   1. a clean state: every escrow package purged, no escrow program left;

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
 # python.sh - the Python binding (client/python), installed from the tree
 # without the network and tested with Debian's python3-pytest:
 #   python.sh --unit   tests/unit: no cluster (the answer table, versions,

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
 # race.sh - the flash sale in miniature: 10,000 buyers from 4 processes, 600
 # requests in flight, 100 units split over 4 segments. Exactly 100 holds,
 # all confirmed: sold = 100, nothing oversold, nothing lost (docs/guarantees.md:

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
 # readme_tour.sh - the README's five-minute tour, as a new user types it,
 # finishes: the sale sells out (sold == total, held 0, conservation ok),
 # escrow-load says how long it took (run_s=) and escrowctl check passes.

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
 # reconcile.sh - the node's database connection dies in the middle of group
 # commits (its backend is terminated over and over during a sale). A batch
 # whose COMMIT outcome is unknown must be reconciled before anyone is

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
 # region_config.sh - the daemons' --config FILE (common/region_cfg.h).
 #
 # A bad file (a missing key, an unknown key, a bad DSN, two endpoints on one

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
 # region_lib.sh - what the region tests share: two regions from
 # examples/regions on one machine (tests/support/cluster.sh --regions), and
 # per-region helpers. Region names are as in the INI files (eu, us).

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
 # regions_crash.sh - a coordinator dies between the two commits of a quota
 # transfer, and the transfer still happens exactly once:
 #   1. the donor (us) exits right after its 'sent' committed, before it

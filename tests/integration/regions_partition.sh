@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
 # regions_partition.sh - the link between the two regions' coordinators is
 # cut (every connection through tests/support/faultproxy.py black-holed, then
 # reset) in the middle of a sale:

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
 # regions_sale.sh - two regions from examples/regions (eu, us), one global
 # item split 50/50, demand 80/20: as many buyers as units, 80% of them in
 # eu. Every buyer gets exactly one unit, so eu must sell 80% of the total:

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
 # regions_stock.sh - restock and reduce of a global item across two regions
 # (eu, us from examples/regions, automatic quota moves off so that every
 # figure is exact), with escrowctl check --global sampled in the background

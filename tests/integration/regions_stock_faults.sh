@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
 # regions_stock_faults.sh - restock and reduce of a global item under a cut
 # link and coordinators killed between their steps: each completes exactly
 # once, and escrowctl check --global holds in every sample taken in the

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
 # schema_current.sh - common/schema/current/*.sql state each SQL function,
 # view and trigger as the migrations leave it. Two databases in one private
 # PostgreSQL: "escrow" gets the migrations (escrowctl migrate); "current"

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
 # shard_lib.sh - what the sharding tests share, on top of itest_lib.sh: a
 # coordinator and managed segment nodes on the test's private PostgreSQL,
 # and a conservation sampler that runs during a sale.

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
 # sharded_race.sh - the flash sale across a cluster: a coordinator,
 # 3 managed nodes, one item of 1,000 units in 16 segments, 20,000 buyers with
 # demand skewed 80/20 onto a few segments. Exactly 1,000 sold, 0 stranded

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
 # stale_owner.sh - a paused owner wakes up with a batch of new holds it
 # decided before its segment moved. The hold ids it gave them can never be
 # ids the new owner gives out (each owner gets its own range of hold ids),

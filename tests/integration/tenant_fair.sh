@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
 # tenant_fair.sh - fairness between tenants at a segment node, on by default
 # (docs/credentials.md#fairness-between-tenants): one node in static mode
 # serves an item of tenant t1 and one of t2.

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
 # tenants.sh - tenant isolation and credentials (docs/credentials.md): the
 # TENANT MATRIX. A coordinator and a managed node run with --auth on (and a
 # cluster key); two tenants, shop-a and shop-b, have the SAME item id and

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
 # transfer_crash.sh - a transfer survives the coordinator's death between
 # the donor's commit and the receiver's. The coordinator runs with
 # ESC_FAILPOINT_COORD_EXIT_AFTER_SENT=1: the first time it learns a

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
 # transitions.sh - every transition happens once (docs/guarantees.md):
 #   (a) release twice (in turn and 4 at once): OK, cancelled, units back once
 #   (b) releases racing expiry (sweeper every 10 ms): one final state, units back once

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
 # zombie.sh - a paused node comes back fenced and harmless. Node
 # n1 serves under load (esc_probe fence-load straight at its endpoint, every
 # OK recorded with its wall time); it is SIGSTOPped past its lease, the

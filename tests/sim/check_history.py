@@ -1,4 +1,5 @@
 #!/usr/bin/env python3
+# SPDX-License-Identifier: Apache-2.0
 """check_history.py - checks an escrow history (JSON lines, Jepsen style)
 against a final state dump (JSON). Python 3 standard library only; the
 history parsing, the hold model and the property checks it shares with

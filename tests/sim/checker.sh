@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
 # checker.sh SIM DIR - the separate history checker agrees with the
 # simulator: histories and final dumps of every 100th seed of the CI range
 # (same seeds, same runs as `sim`: a seed does not depend on the others)

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
 # mutations.sh SIM - proves the simulator (and the history checker) can fail:
 # every --mutate KIND injects one bug into the simulated store or the node
 # shell; each must end in a VIOLATION line and a non-zero exit. For the

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
 # replay.sh SIM - the same seed produces the same trace, byte for byte
 # (with and without a mutation), and the trace is not trivially empty.
 set -u

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * sim.h - the deterministic simulation of the segment core (escrow-sim).
  *

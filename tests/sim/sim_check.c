@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * sim_check.c - the simulator's inline invariants, checked after every step
  * (and on every commit and every reply a client receives):

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * sim_main.c - escrow-sim: the scheduler, the clients, the network, the
  * coordinator's transfers, the nemesis, the history and the command line.

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * sim_node.c - the node shell of the simulation: what segment/node/
  * (node_net.c, node_commit.c) does around seg_core, with the simulated

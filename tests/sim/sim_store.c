@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * sim_store.c - the simulated PostgreSQL: the durable rows (segments with
  * epoch, counters, hold_seq and last_batch; holds; transfers) and the

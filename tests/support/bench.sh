@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
 # bench.sh - escrow against what a shop would pick instead, side by side, in
 # one run on this machine and ONE private PostgreSQL (fsync and
 # synchronous_commit on, as tests/support/pg.sh leaves them; checked below).

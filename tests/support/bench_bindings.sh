@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
 # bench_bindings.sh - the language bindings against C, in one run on one
 # local cluster (tests/support/cluster.sh: a private PostgreSQL, a
 # coordinator, 2 nodes). A benchmark, not a test: it prints figures and

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
 # bench_node.sh - the Node.js binding against native libescrow, in one run
 # on one local cluster (private PostgreSQL, coordinator, 1 node): holds/s
 # of one Node process (client/node/bench/bench.js, the addon on Node's own

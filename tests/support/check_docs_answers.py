@@ -1,4 +1,5 @@
 #!/usr/bin/env python3
+# SPDX-License-Identifier: Apache-2.0
 """check_docs_answers.py - every answer told in every language.
 
     check_docs_answers.py [SRC_DIR]        (ctest docs_answers)

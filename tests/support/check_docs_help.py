@@ -1,4 +1,5 @@
 #!/usr/bin/env python3
+# SPDX-License-Identifier: Apache-2.0
 """check_docs_help.py - every binary's flags are documented once: its --help.
 
     check_docs_help.py BIN_DIR SRC_DIR           compare (ctest docs_help)

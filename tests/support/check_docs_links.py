@@ -1,4 +1,5 @@
 #!/usr/bin/env python3
+# SPDX-License-Identifier: Apache-2.0
 """check_docs_links.py - the README and docs/ stand on their own.
 
     check_docs_links.py [SRC_DIR]        (ctest docs_links)

@@ -1,4 +1,5 @@
 #!/usr/bin/env python3
+# SPDX-License-Identifier: Apache-2.0
 """check_function_length.py - functions in the product code stay short.
 
     check_function_length.py [SRC_DIR] [--max N]     (ctest function_length)

@@ -1,4 +1,5 @@
 #!/usr/bin/env python3
+# SPDX-License-Identifier: Apache-2.0
 """check_man_help.py - the man pages carry each binary's --help, verbatim.
 
     check_man_help.py BIN_DIR SRC_DIR           compare (ctest man_help)

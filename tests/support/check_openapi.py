@@ -1,4 +1,5 @@
 #!/usr/bin/env python3
+# SPDX-License-Identifier: Apache-2.0
 """check_openapi.py - validates every answer escrow-gateway gave in a test run
 against its OpenAPI document.
 

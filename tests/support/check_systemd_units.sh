@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
 # check_systemd_units.sh - the systemd units of the Debian packages
 # (debian/escrow-{segment,coordinator,gateway}.service) pass
 # `systemd-analyze verify` without a word of complaint, and each keeps what

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
 # cluster.sh - a local escrow cluster in one command: a private PostgreSQL
 # (pg.sh), the schema, one escrow-coordinator and N segment nodes in managed
 # mode (escrow-segment --coordinator), all on free 127.0.0.1 ports.

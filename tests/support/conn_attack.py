@@ -1,4 +1,5 @@
 #!/usr/bin/env python3
+# SPDX-License-Identifier: Apache-2.0
 """conn_attack.py - what idle connections and slow half-sent frames cost a
 segment node: its memory (RSS) and CPU while they are held, its memory after
 they closed. Run by tests/support/conn_attack.sh, which also measures real

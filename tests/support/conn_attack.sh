@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
 # conn_attack.sh - what a connection flood costs one segment node
 # (docs/operating.md#metrics): one private PostgreSQL, one node in static
 # mode. Real clients (escrow-load: reserve then confirm, ESC_ATTACK_CONC in

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
 # demo.sh - a flash sale, end to end, on this machine: 100,000 buyers after
 # 10,000 units; then the books are checked. Exits non-zero unless nothing was
 # oversold and conservation holds (and, on the cluster, nothing was stranded).

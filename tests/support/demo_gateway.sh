@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
 # demo_gateway.sh - a sale through escrow-gateway, end to end, on this
 # machine: `make demo DEMO_MODE=gateway` (or ESC_BIN=build/bin
 # tests/support/demo_gateway.sh). A local cluster (tests/support/cluster.sh:

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
 # fair_bench.sh - what one tenant's flood does to another tenant's latency
 # on one segment node, with the node's per-tenant limits (node_fair.h) as
 # they are by default, and with the flooding tenant limited harder. One

@@ -1,4 +1,5 @@
 #!/usr/bin/env python3
+# SPDX-License-Identifier: Apache-2.0
 """faultproxy.py - a TCP proxy that can cut, black-hole or delay a link.
 
 This machine's kernel has no tc netem and the tests may not own iptables, so

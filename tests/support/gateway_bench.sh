@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
 # gateway_bench.sh - escrow-gateway's speed against native libescrow, in one
 # run, on one local cluster, on this machine. A benchmark, not a test: it
 # prints figures and ratios and asserts nothing about them.

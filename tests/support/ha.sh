@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
 # ha.sh - a private, throw-away highly available PostgreSQL for the tests and
 # the cluster script: a pg_auto_failover formation (Debian's
 # postgresql-15-auto-failover) of one monitor and two PostgreSQL nodes, pg1

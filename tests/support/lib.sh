@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
 # lib.sh - helpers shared by the integration tests (tests/integration/*.sh) and
 # the demo (tests/support/demo.sh). Source it; it sources pg.sh.
 #

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
 # lint_shell.sh - the shell lint of `make test` (ctest shell_lint, label unit).
 #
 #   tests/support/lint_shell.sh [SOURCE_DIR]     default: two levels above this file

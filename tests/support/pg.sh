@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
 # pg.sh - a private, throw-away PostgreSQL for the demo, the integration
 # tests and CI. Never the system service, never a mock.
 #

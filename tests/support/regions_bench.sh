@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
 # regions_bench.sh - how fast quota follows demand between two regions when
 # they hold many global items. A benchmark, not a test: it prints figures
 # and a ratio and asserts nothing about them.

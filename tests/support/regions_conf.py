@@ -1,4 +1,5 @@
 #!/usr/bin/env python3
+# SPDX-License-Identifier: Apache-2.0
 """regions_conf.py - copies a directory of region INI files (examples/regions)
 for a local run: every dsn points at the private PostgreSQL (one database per
 region, escrow_<region>), every tcp port becomes a free one (the same old

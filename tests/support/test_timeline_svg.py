@@ -1,4 +1,5 @@
 #!/usr/bin/env python3
+# SPDX-License-Identifier: Apache-2.0
 """test_timeline_svg.py - timeline_svg.py on a small made-up sale: render
 draws one group per segment with its three series, a marker per transfer
 that was sent and a line per collapse; check accepts the picture with the

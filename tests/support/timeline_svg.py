@@ -1,4 +1,5 @@
 #!/usr/bin/env python3
+# SPDX-License-Identifier: Apache-2.0
 """timeline_svg.py - the demo's timeline picture: every segment's available,
 held and sold over the sale, the transfers between segments and the
 collapse, as one SVG (Python's standard library only).

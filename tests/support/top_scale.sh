@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
 # top_scale.sh - what one `escrowctl top` sample costs against a large
 # catalog: a private PostgreSQL with ESC_TOP_ITEMS items (default 100,000, a
 # multiple of 100, at least 1,000) of ESC_TOP_SEGMENTS segments (default 4)

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * test_auth.c - unit tests for auth.h (key format, generation, the key
  * table and its tenant index, verification of a signed frame by access

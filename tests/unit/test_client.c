@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * test_client.c - unit tests for libescrow (client/libescrow/): input validation, cart
  * planning, and the asynchronous engine's deadlines, resends, backoff,

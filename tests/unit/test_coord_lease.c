@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * test_coord_lease.c - the coordinator's lease rules (coord_lease.c): a
  * node misses its lease only after lease_ms of silence; the loop's stall is

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * test_coord_policy.c - the coordinator's pure policy (coord_policy.c):
  * demand skew, the dry trigger, collapse, forwarding to the tail, restock

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * test_ctl.c - unit tests for the pure parts of escrowctl: argument parsing
  * and validation (ctl_opts: database and coordinator commands), numbers and

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * test_ctl_top.c - unit tests for the pure parts of `escrowctl top`: its
  * command line and mode (ctl_top_opts), the prefix filter's LIKE pattern,

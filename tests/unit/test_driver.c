@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * test_driver.c - unit tests for the driver (tests/tools/driver): jobs are
  * fake (they end on the lane's timer or at once), so every shape runs on a

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * test_failpoint.c - the failpoint table (common/failpoint.h): values read
  * from the environment once, malformed ones refused with the variable's

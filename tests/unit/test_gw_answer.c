@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * test_gw_answer.c - escrow-gateway's answer table: every ESC_E* code of
  * escrow_errors.h has a row of its own (a code added to the table without

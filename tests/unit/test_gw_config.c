@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * test_gw_config.c - escrow-gateway's settings: defaults, each key's
  * bounds, the INI file (errors name the file and the line: unknown

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * test_gw_idem.c - escrow-gateway's idempotency rules: 201 for a hold this
  * request made, 200 + replay for the one the key already had, a "no" with

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * test_gw_json.c - escrow-gateway's request bodies and answers: every
  * field at and past its bounds, wrong types, unknown and duplicate

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * test_gw_route.c - escrow-gateway's endpoints: each path and method, the
  * wrong method (405), unknown paths (404), hold ids that cannot name a

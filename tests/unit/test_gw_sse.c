@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * test_gw_sse.c - the event stream's frames: id, event name and one data
  * line (a newline in a field cannot split it), a frame that does not fit,

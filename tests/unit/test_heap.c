@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * test_heap.c - the binary heap (common/heap.h): order under pushes,
  * removals from the middle and re-keying, ties, positions kept in the

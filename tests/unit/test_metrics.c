@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * test_metrics.c - the metrics registry's text rendering (Prometheus text
  * exposition format 0.0.4), its bounds and invalid input, the address

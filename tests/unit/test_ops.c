@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * test_ops.c - unit tests for what operators rely on in common/: the log's
  * repeat limit (an outage writes one line per window with the count of

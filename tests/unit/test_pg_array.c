@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * test_pg_array.c - PostgreSQL array literals (common/pg_array.h): building
  * bigint and text arrays (empty, escaped quotes and backslashes, appending

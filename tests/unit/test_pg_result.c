@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * test_pg_result.c - the checked getters of common/pg_result.h on results
  * built in memory (PQmakeEmptyPGresult, PQsetvalue: no server): integers at

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * test_region_cfg.c - unit tests for region_cfg (one region's INI file):
  * a full valid file, the defaults, and one test per kind of error with its

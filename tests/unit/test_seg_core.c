@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * test_seg_core.c - the segment node's decisions, without I/O: counters,
  * the four rejections, idempotency, transitions, expiry at the point of use,

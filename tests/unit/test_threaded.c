@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * test_threaded.c - unit tests for the threaded client (esc_threaded_*,
  * client/libescrow/threaded.c): blocking calls from many threads at once,

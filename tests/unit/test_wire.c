@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * test_wire.c - frames in, validated structs out: every bound (the
  * signature fields included), garbage, truncation, round trips of every

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * escrow.h - libescrow, the client library for checkout code.
  *

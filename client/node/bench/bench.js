@@ -1,4 +1,5 @@
 #!/usr/bin/env node
+// SPDX-License-Identifier: Apache-2.0
 // bench.js - the Node side of the bindings benchmark
 // (tests/support/bench_node.sh): escrow-load's sale from one Node process.
 // Buyers 0..N-1 run `concurrency` at a time; each reserves one unit (key

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 # libescrow from a build tree of this source tree, as the imported target
 # PkgConfig::ESCROW (the name pkg_check_modules(ESCROW ... IMPORTED_TARGET
 # escrow) gives an installed libescrow, so switching is one line in

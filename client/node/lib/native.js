@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // native.js - loads the addon built by npm install (scripts/build.js).
 'use strict';
 

@@ -1,4 +1,5 @@
 #!/usr/bin/env node
+// SPDX-License-Identifier: Apache-2.0
 // build.js - npm install's build step: CMake builds build/escrow.node from
 // src/ with the Node-API headers of the node-api-headers package (nothing
 // is downloaded) and libescrow as CMakeLists.txt says (today: the build

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * addon.c - the module's entry point: the per-environment state and the
  * table of exported functions (ops.h), plus three small ones of its own:

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * addon.h - what every module of the Node.js addon shares: the state kept
  * per Node.js environment (the main thread and each worker thread load the

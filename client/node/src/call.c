@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * call.c - see call.h: a call's promise and async context, settled from
  * libescrow's callbacks.

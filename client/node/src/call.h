@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * call.h - one call from JavaScript: its promise, its async context, and
  * settling it from libescrow's callback on the loop.

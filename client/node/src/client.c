@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * client.c - see client.h: a libescrow client's life inside a Node.js
  * environment.

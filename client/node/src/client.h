@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * client.h - one libescrow asynchronous client on the environment's libuv
  * loop, and its life.

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * ops.c - see ops.h: each exported function reads its arguments, starts a
  * call (call.c) and hands it to libescrow's asynchronous API.

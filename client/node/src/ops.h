@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * ops.h - the addon's exported functions, one per libescrow call. index.js
  * calls them with positional, already type-checked arguments; each returns

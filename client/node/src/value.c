@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * value.c - see value.h: conversions between JavaScript values and
  * libescrow's C types.

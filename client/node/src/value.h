@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * value.h - values between JavaScript and C: arguments in, holds, errors
  * and counters out. No libuv, no libescrow calls: conversions only.

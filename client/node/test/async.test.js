@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Each call is an async resource of its own (async_hooks type
 // 'escrow.reserve', ...): created when the call is made, entered once when
 // its answer settles the promise (the callback scope that also runs what

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Carts: all or nothing, one hold per distinct item, and the failing line
 // named; a cart that fails gives back what it took.
 'use strict';

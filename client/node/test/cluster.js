@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // cluster.js - what the tests share: the running cluster they are pointed
 // at, escrowctl, PostgreSQL (psql; SQL and bulk data go on stdin), and a
 // wait on a condition with a generous deadline (never on the machine's

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The error mapping: each answer arrives as an EscrowError with its code
 // name and number, made by the situation that gives that answer in a real
 // cluster; a NOT_HELD answer carries the hold's final state.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Hold ids are BigInt: here every segment id is above 5,000,000 (node.sh),
 // so every hold id is above 2^53, where a JavaScript number would round it.
 // A hold id goes back in as the BigInt, its decimal string or the Hold.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Idempotency: a key names one checkout. The same key again, one after the
 // other or many times at once, gets the same hold and takes the units once;
 // a cart retried with its key gets the same holds.

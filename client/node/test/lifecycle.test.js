@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // A client's life: close() and collection leave no native client and no
 // call behind; an idle client does not keep the process alive; a worker
 // thread torn down with calls in flight, and a process that exits with

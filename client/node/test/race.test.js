@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The flash sale from one Node process: 5,000 buyers as 5,000 promises in
 // flight at once on one client, for 1,000 units in 8 segments on 2 nodes.
 // Each buyer reserves (TRY_LATER: again with the same key after a short

@@ -1,4 +1,5 @@
 #!/usr/bin/env python3
+# SPDX-License-Identifier: Apache-2.0
 """holds_per_s.py - how fast one Python process checks out through escrow:
 N buyers, each reserve + confirm (as escrow-load --confirm 1 --release 0),
 with C calls in flight, either from C threads sharing one escrow.Client or

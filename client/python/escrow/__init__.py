@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """escrow - checkout holds that never oversell: the Python client of escrow.
 
     import escrow

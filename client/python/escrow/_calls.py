@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """_calls.py - what Client and AsyncClient share: turning Python arguments
 into libescrow's structs (ids are ASCII: anything else is InvalidArgument
 before a byte is sent), opening the threaded client, and turning answers

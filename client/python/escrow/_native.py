@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """_native.py - libescrow through ctypes: finding and loading the library,
 its structs, and the prototypes of the calls the binding makes.
 

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """aio.py - AsyncClient: the same calls as coroutines, for asyncio.
 
 Thousands of calls in flight without a thread per call: each call is queued

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """client.py - Client: blocking calls, safe from any number of threads.
 
 One Client per process is enough: it runs libescrow's threaded client (its

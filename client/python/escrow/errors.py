@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """errors.py - one exception per answer family, each carrying the code.
 
 Every libescrow call answers 0 or a negative code (escrow_errors.h, the same

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """hold.py - Hold, the value every call answers with, and HoldState.
 
 A hold reserves qty units of an item for one checkout until it expires; it

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """checkout_view.py - a checkout in the style of a Django view, on escrow.
 
 POST /checkout/ with {"order": "2026-0001", "item": "tee", "qty": 1}:

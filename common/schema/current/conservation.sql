@@ -1,3 +1,4 @@
+-- SPDX-License-Identifier: Apache-2.0
 -- conservation - the view of conservation, per item: every unit is in a
 -- segment (available, held or sold), in a transfer that was sent and not yet
 -- received, or unallocated; ok when they add up to the total and held + sold

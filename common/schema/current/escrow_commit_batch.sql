@@ -1,3 +1,4 @@
+-- SPDX-License-Identifier: Apache-2.0
 -- escrow_commit_batch - one segment node's group commit, one call per batch:
 -- its new holds, hold transitions (converted, cancelled, expired, extended,
 -- with who caused them), the transfers it gives or receives, and its

@@ -1,3 +1,4 @@
+-- SPDX-License-Identifier: Apache-2.0
 -- escrow_credentials_tenant - the trigger that keeps a tenant key tied to a
 -- registered tenant: '*' (an admin key) is not a row of tenants, so a
 -- foreign key cannot say it. Raises 23503 with constraint

@@ -1,3 +1,4 @@
+-- SPDX-License-Identifier: Apache-2.0
 -- escrow_global_learn - another region's row of global_changes, from its
 -- status: applied when it reports more operations than known here,
 -- global_total moving by the difference; waits (nothing changes) while it

@@ -1,3 +1,4 @@
+-- SPDX-License-Identifier: Apache-2.0
 -- escrow_global_now - a global item's figures here (escrow_global_figures
 -- without an outcome): the answer of escrow_global_restock and
 -- escrow_global_reduce.

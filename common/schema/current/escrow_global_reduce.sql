@@ -1,3 +1,4 @@
+-- SPDX-License-Identifier: Apache-2.0
 -- escrow_global_reduce - a reduce of a global item, carried out by this
 -- region once per operation id: p_qty units off the global total, taken by
 -- items.reduce_pending here (unallocated now, the rest as units come back

@@ -1,3 +1,4 @@
+-- SPDX-License-Identifier: Apache-2.0
 -- escrow_global_restock - a restock of a global item, carried out by this
 -- region once per operation id: p_qty units added to the global total and
 -- placed in p_place (this region's quota, or a quota transfer 'sent' with

@@ -1,3 +1,4 @@
+-- SPDX-License-Identifier: Apache-2.0
 -- escrow_quota_apply - step 2 of a quota transfer, at the receiver, at most
 -- once per (p_from, p_transfer). Returns 'applied' (now), 'applied-before',
 -- 'refused' (now: no such active global item here) or 'refused-before'.

@@ -1,3 +1,4 @@
+-- SPDX-License-Identifier: Apache-2.0
 -- escrow_quota_done - step 3 of a quota transfer, at the donor: the
 -- receiver's answer. 'refused' gives the units back to the donor's
 -- unallocated quota (escrow_unallocated_add: a pending reduce takes them

@@ -1,3 +1,4 @@
+-- SPDX-License-Identifier: Apache-2.0
 -- escrow_quota_send - step 1 of a quota transfer between regions, at the
 -- donor: takes q units of the item's unallocated quota and records them sent
 -- to p_to. Returns the transfer id, or NULL when the item is not global here,

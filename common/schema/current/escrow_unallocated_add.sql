@@ -1,3 +1,4 @@
+-- SPDX-License-Identifier: Apache-2.0
 -- escrow_unallocated_add - p_qty units of quota arrive in an item's
 -- unallocated (a quota transfer applied, refused units back at the donor, a
 -- global restock placed here); a pending reduce takes what it still needs.

@@ -1,3 +1,4 @@
+-- SPDX-License-Identifier: Apache-2.0
 -- segment_holds_agree - per segment, whether its held and sold counters
 -- equal the holds behind them (live holds' qty, converted holds' qty_sold).
 -- Read by escrowctl check and the coordinator's invariant monitor.

@@ -1,3 +1,4 @@
+-- SPDX-License-Identifier: Apache-2.0
 -- 0001_init.sql - the escrow catalog and the system of record.
 --
 -- The database is the final arbiter: every rule that must never break is a

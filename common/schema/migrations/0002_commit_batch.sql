@@ -1,3 +1,4 @@
+-- SPDX-License-Identifier: Apache-2.0
 -- 0002_commit_batch.sql - one group-commit batch of a segment node.
 --
 -- A node decides in memory and sends its decisions here, one call per batch,

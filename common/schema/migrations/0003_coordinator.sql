@@ -1,3 +1,4 @@
+-- SPDX-License-Identifier: Apache-2.0
 -- 0003_coordinator.sql - what the coordinator needs: leases, collapse,
 -- transfer reasons, operator actions.
 --

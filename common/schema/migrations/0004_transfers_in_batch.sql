@@ -1,3 +1,4 @@
+-- SPDX-License-Identifier: Apache-2.0
 -- 0004_transfers_in_batch.sql - transfers (demarcation) and operator actions
 -- in a segment node's group commit.
 --

@@ -1,3 +1,4 @@
+-- SPDX-License-Identifier: Apache-2.0
 -- 0005_monitor.sql - the coordinator's invariant monitor writes its last
 -- result here, so that `escrowctl status` can show it without asking the
 -- coordinator (and shows a stale result as stale).

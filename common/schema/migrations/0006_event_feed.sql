@@ -1,3 +1,4 @@
+-- SPDX-License-Identifier: Apache-2.0
 -- 0006_event_feed.sql - the event feed: a commit-safe order over the outbox,
 -- and the cursors its consumers commit (the reader:
 -- coordinator/feed/include/escrow_feed.h).

@@ -1,3 +1,4 @@
+-- SPDX-License-Identifier: Apache-2.0
 -- 0007_commit_batch_tuned.sql - escrow_commit_batch, same contract, less work
 -- per batch (measured: docs/performance.md).
 --

@@ -1,3 +1,4 @@
+-- SPDX-License-Identifier: Apache-2.0
 -- 0008_regions.sql - regions: one database per region, global items split
 -- into regional quotas, quota moved between regions exactly once.
 --

@@ -1,3 +1,4 @@
+-- SPDX-License-Identifier: Apache-2.0
 -- 0009_credentials.sql - tenant and admin keys (common/auth.h).
 --
 -- A key is shown once, as esk_<key_id>_<secret>, by `escrowctl key create`

@@ -1,3 +1,4 @@
+-- SPDX-License-Identifier: Apache-2.0
 -- 0010_global_stock.sql - restock and reduce of a global item, exactly once
 -- across regions.
 --

@@ -1,3 +1,4 @@
+-- SPDX-License-Identifier: Apache-2.0
 -- 0010_tenant_limits.sql - a tenant's own limits at the segment nodes
 -- (segment/node/node_fair.h), set with `escrowctl tenant limits`.
 --

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * escrow_feed.h - the event feed: how an order system consumes escrow's outbox.
  *

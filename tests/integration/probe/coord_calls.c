@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * coord_calls.c - coord_probe's client calls (see coord_calls.h).
  */

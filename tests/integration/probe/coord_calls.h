@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * coord_calls.h - coord_probe's client calls: what libescrow and escrowctl
  * ask escrow-coordinator, one request each, the answer printed as one line.

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * coord_io.c - coord_probe's shared conventions and connection (see
  * coord_io.h).

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * coord_io.h - what coord_probe's sub-commands share: their conventions
  * (positional arguments, k=v options, exit 2 on bad usage) and one raw REQ

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * coord_probe.c - the integration tests' driver for escrow-coordinator: it
  * plays a segment node (fake_node.c: hb, hb-loop) or a client / escrowctl

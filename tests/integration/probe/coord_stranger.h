@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * coord_stranger.h - coord_probe's subscriber to the coordinator's routing
  * feed (PUB socket) that subscribes to everything, as a stranger on the

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * esc_probe.c - the C driver of the integration tests (the scripts in
  * tests/integration/): main, which parses the command line (probe_args.c)

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * fake_coordinator.c - esc_probe fake-coord (see fake_coordinator.h): a
  * raw REP socket answering heartbeats from a spec file.

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * fake_coordinator.h - esc_probe fake-coord: a fake coordinator for testing
  * a segment node in managed mode without the real one (managed.sh).

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * fake_node.c - coord_probe's fake node (see fake_node.h).
  */

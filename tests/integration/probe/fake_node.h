@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * fake_node.h - coord_probe's fake node: heartbeats to escrow-coordinator
  * as a segment node would send them, with figures given on the command

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * probe.c - what esc_probe's sub-commands share (see probe.h).
  */

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * probe.h - what esc_probe's sub-commands share: how they fail, how they
  * print a hold, how they open libescrow.

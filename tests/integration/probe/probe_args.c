@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * probe_args.c - esc_probe's command line (see probe_args.h): getopt_long
  * over one option table; numbers are checked against their bounds here, so

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * probe_args.h - esc_probe's command line: one sub-command and its options,
  * parsed into a probe_args every sub-command reads (the shell tests in

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * probe_call.h - esc_probe's `call` and `acall`: one libescrow call through
  * the blocking API (call) or the asynchronous one (acall), printing the

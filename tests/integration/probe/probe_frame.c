@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * probe_frame.c - esc_probe's one-frame sub-commands (see probe_frame.h):
  * requests encoded with wire.h's encoders (signed with --credential's key),

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * probe_frame.h - esc_probe's one-frame sub-commands: one request built by
  * hand (any operation, any tenant, the process's credential: esc_probe

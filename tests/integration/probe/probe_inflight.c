@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * probe_inflight.c - esc_probe's in-flight loops (see probe_inflight.h):
  * libescrow's asynchronous client on one libuv loop, and the shared driver

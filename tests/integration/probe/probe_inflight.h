@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * probe_inflight.h - esc_probe's in-flight loops: many libescrow calls in
  * flight at once on one libuv loop (the asynchronous API), in three shapes

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * probe_race.c - esc_probe's races (see probe_race.h): which calls meet,
  * and how their answers are judged. The calls are kept in flight by

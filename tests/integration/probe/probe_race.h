@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * probe_race.h - esc_probe's races: calls that meet at the node at once,
  * where exactly one outcome may win.

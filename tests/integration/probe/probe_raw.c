@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * probe_raw.c - esc_probe raw (see probe_raw.h): hand-built frames over a
  * raw REQ socket (probe_req.h, frames from wire_encode_raw or bytes), and

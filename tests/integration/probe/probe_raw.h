@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * probe_raw.h - esc_probe raw: frames no libescrow would send, straight at
  * one node, each case with the answer it must get.

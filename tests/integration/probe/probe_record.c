@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * probe_record.c - esc_probe's recordings (see probe_record.h): what each
  * buyer's story does and what is written down; the stories run in

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * probe_record.h - esc_probe's recordings: a sale whose acknowledged
  * outcomes are written down, and the checks against them afterwards.

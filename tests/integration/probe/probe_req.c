@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * probe_req.c - a raw REQ socket with resends (see probe_req.h).
  */

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * probe_req.h - a raw nanomsg REQ socket for the test drivers (esc_probe's
  * raw and frame sub-commands, coord_probe): frames built by hand, sent to a

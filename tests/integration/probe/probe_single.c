@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * probe_single.c - esc_probe's blocking sub-commands (see probe_single.h).
  */

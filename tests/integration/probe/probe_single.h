@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * probe_single.h - esc_probe's blocking sub-commands: one call through
  * libescrow's blocking API, its answer as the output. They exit 0 whatever

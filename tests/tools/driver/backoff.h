@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * backoff.h - when to ask again after "try later": capped exponential
  * backoff with jitter, and a time after which to give up. Pure (no clock,

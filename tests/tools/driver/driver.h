@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * driver.h - keeps N jobs in flight on one libuv loop: the one loop that
  * escrow-load, escrow-bench, the chaos client and esc_probe

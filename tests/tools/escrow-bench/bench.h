@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * bench.h - escrow-bench, the benchmark against what a shop would pick
  * instead (docs/performance.md): one hot PostgreSQL row, the same

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * esc.c - escrow, end to end through libescrow's asynchronous API: every
  * reserve is answered only after the node's group commit (durable), or

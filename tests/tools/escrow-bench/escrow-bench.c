@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * escrow-bench.c - escrow-bench's command line: one measurement per invocation
  * (tests/support/bench.sh runs them in order against the servers it

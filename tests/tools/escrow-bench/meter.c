@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * meter.c - the timed window (bench_meter) and the /proc readings
  * (bench_procs) that every escrow-bench measurement shares. See bench.h.

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * pg.c - baselines A and B: the stock in PostgreSQL, decremented by one
  * conditional UPDATE per buyer, in autocommit (each statement is its own

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * redis.c - baseline C: a Redis Lua check-and-decrement gate, what a shop
  * puts in front of its database when one row is too slow. One EVALSHA per

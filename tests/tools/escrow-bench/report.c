@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * report.c - `escrow-bench report FILE`: the BENCH lines of one run (written
  * by the measurements, collected by tests/support/bench.sh) become the

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * counters.c - see counters.h. The only libpq code of escrow-load.
  */

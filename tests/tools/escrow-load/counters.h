@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * counters.h - escrow-load's one question to PostgreSQL: the item's stock
  * counters from the conservation view, read once after the run with

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * escrow-load.c - escrow-load: replays a flash sale against a segment node
  * (--endpoint) or a cluster (--coordinator, libescrow's routing mode).

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * load.h - escrow-load's engine: a flash sale replayed through libescrow's
  * asynchronous API on one uv loop.

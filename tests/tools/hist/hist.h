@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * hist.h - a fixed-size log-linear latency histogram for escrow-load and
  * escrow-bench.

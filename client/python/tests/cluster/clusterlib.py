@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """clusterlib.py - the cluster these tests run against, from the environment
 that tests/integration/python.sh sets after starting it (a private
 PostgreSQL, a coordinator and two segment nodes with --auth on):

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """conftest.py - the fixtures: the cluster (clusterlib.Cluster, from the
 environment python.sh sets) and one escrow.Client for the whole session."""
 

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """test_calls.py - the calls and their answers against the cluster: the same
 key gives the same hold (threads, asyncio, two clients), partial confirm,
 extend, carts (whole, and all-or-nothing when a line fails), and every

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """test_example.py - examples/checkout_view.py, the Django-style view,
 against the cluster: a sale, the same order again, a declined payment, a
 sold-out item."""

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """test_race.py - many buyers race for 100 units through the Python binding,
 from many threads (one shared Client) and from many asyncio tasks (one
 AsyncClient, thousands of calls in flight): exactly 100 are sold, as

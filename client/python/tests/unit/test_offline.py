@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """test_offline.py - the binding without a cluster: the answer table against
 the library's, the one version everywhere, arguments refused before
 anything is sent, hold values, the library lookup, and both clients' call
