@@ -29,6 +29,8 @@
 #include <strings.h>
 
 #include <ini.h>
+
+#include "ini_line.h"
 #include <libpq-fe.h>
 
 enum { SEC_REGION, SEC_COORDINATOR, SEC_QUOTA, SEC_FLOORS, SEC_NODES, SEC_PEERS, SEC_COUNT_ };
@@ -539,22 +541,13 @@ static void note_section(load_state *st, const char *line)
 static char *read_line(char *buf, int cap, void *arg)
 {
     load_state *st = arg;
-    if (fgets(buf, cap, st->f) == NULL) {
+    bool too_long;
+    if (ini_line_read(buf, cap, st->f, REGION_LINE_LEN_MAX, &too_long) == NULL) {
         return NULL;
     }
     st->line++;
-    size_t n = strlen(buf);
-    bool cut = n > 0 && buf[n - 1] != '\n' && !feof(st->f); /* the rest did not fit */
-    if (cut) {
-        int ch;
-        while ((ch = fgetc(st->f)) != EOF && ch != '\n') {
-        }
-    }
-    n -= n > 0 && buf[n - 1] == '\n';
-    n -= n > 0 && buf[n - 1] == '\r';
-    if (cut || n > REGION_LINE_LEN_MAX) {
+    if (too_long) {
         set_err(st, st->line, "line longer than %d bytes", REGION_LINE_LEN_MAX);
-        buf[0] = '\0';
         return buf;
     }
     note_section(st, buf);
