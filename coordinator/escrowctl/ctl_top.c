@@ -237,6 +237,23 @@ static int resolve_dsn(ctl_top_args *a)
     return 0;
 }
 
+/* The title names the database's region first ("region=eu tenant=..."),
+ * when it has one (region_self, written by escrowctl region create). */
+static void name_region(top_run *r)
+{
+    char region[64];
+    if (ctl_db_region_self(r->conn, region, sizeof region) != 0 || region[0] == '\0') {
+        return;
+    }
+    char words[sizeof r->filter];
+    snprintf(words, sizeof words, "%s", r->filter);
+    int n = snprintf(r->filter, sizeof r->filter, "region=%s%s%s", region,
+                     words[0] != '\0' ? " " : "", words);
+    if (n < 0 || (size_t)n >= sizeof r->filter) {
+        r->filter[sizeof r->filter - 1] = '\0'; /* cut: a title, not data */
+    }
+}
+
 int ctl_top_main(int argc, char *const argv[], const ctl_env *env, FILE *out)
 {
     static ctl_top_args a; /* large: not on the stack */
@@ -262,6 +279,7 @@ int ctl_top_main(int argc, char *const argv[], const ctl_env *env, FILE *out)
     rc = rc != 0 ? rc : ctl_top_signals_install(m.live);
     rc = rc != 0 ? rc : ctl_top_db_open(a.dsn, &r.conn);
     if (rc == 0) {
+        name_region(&r);
         rc = m.live ? run_live(&r, &m, out) : run_plain(&r, &m, out);
         ctl_db_close(r.conn);
     }

@@ -119,6 +119,8 @@ esc_assert_eq "$(region_psql eu "SELECT string_agg(kind || ':' || qty, ' ' ORDER
 esc_step "views name their region"
 esc_ctl status t1 gig --config "$eu_cfg" >"$REGION_DIR/out"
 region_has out "region=eu"
+esc_ctl top t1 --once --config "$eu_cfg" >"$REGION_DIR/out"
+region_has out "region=eu tenant=t1"
 esc_ctl nodes --config "$us_cfg" >"$REGION_DIR/out"
 cat "$REGION_DIR/out"
 grep -qE '^us-n1 +us ' "$REGION_DIR/out" || esc_fail "nodes: us-n1 in region us"
