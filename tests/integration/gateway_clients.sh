@@ -15,7 +15,7 @@
 set -euo pipefail
 source "$(dirname "$0")/gateway_lib.sh"
 command -v php >/dev/null || esc_fail "php-cli is not installed (.ci/packages.txt)"
-php -m | grep -qx curl || esc_fail "php-curl is not installed (.ci/packages.txt)"
+php -m | grep -x curl >/dev/null || esc_fail "php-curl is not installed (.ci/packages.txt)"
 
 gw_begin gateway_clients --nodes 2
 esc_ctl item create shop-1 php-tee --total 20 --segments 2 >/dev/null

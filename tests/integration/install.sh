@@ -88,9 +88,9 @@ cmake -S "$ESC_SRC/tests/integration/install_consumer" -B "$T/consumer" -DCMAKE_
     { cat "$T/consumer.log" >&2; esc_fail "find_package(escrow) failed"; }
 nice cmake --build "$T/consumer" >>"$T/consumer.log" 2>&1 ||
     { cat "$T/consumer.log" >&2; esc_fail "the find_package project did not build"; }
-ldd "$T/consumer/checkout_shared" | grep -q "libescrow.so.0 => $P/lib/" ||
+ldd "$T/consumer/checkout_shared" | grep "libescrow.so.0 => $P/lib/" >/dev/null ||
     esc_fail "checkout_shared does not load the installed libescrow.so.0"
-if ldd "$T/consumer/checkout_static" | grep -q libescrow; then
+if ldd "$T/consumer/checkout_static" | grep libescrow >/dev/null; then
     esc_fail "checkout_static loads libescrow.so"
 fi
 

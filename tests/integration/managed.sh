@@ -49,7 +49,7 @@ hb_sync() { # NODE: three more heartbeats, so the current spec was applied
     esc_wait_for 30 hb_count_at_least "$1" $((n + 3)) || esc_fail "managed: $1 stopped heartbeating"
 }
 hb_has() { # NODE REGEX: a heartbeat of NODE matches
-    grep "^HB node=$1 " "$HBLOG" | grep -Eq "$2"
+    grep "^HB node=$1 " "$HBLOG" | grep -E "$2" >/dev/null
 }
 loaded() { # LOG SEG COUNT: the node logged SEG-LOADED for SEG at least COUNT times
     (($(grep -c "SEG-LOADED seg=$2 " "$1" || true) >= $3))

@@ -46,7 +46,7 @@ export DEBIAN_FRONTEND=noninteractive
 purge_all() {
     local p present=()
     for p in "${PKGS[@]}"; do
-        dpkg-query -W -f='${db:Status-Status}\n' "$p" 2>/dev/null | grep -qvx not-installed &&
+        dpkg-query -W -f='${db:Status-Status}\n' "$p" 2>/dev/null | grep -vx not-installed >/dev/null &&
             present+=("$p")
     done
     ((${#present[@]} == 0)) || apt-get purge -y -q "${present[@]}" >"$T/purge.log" 2>&1 ||

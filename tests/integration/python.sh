@@ -55,7 +55,7 @@ python_install() {
 # pytest on a folder of client/python/tests, from outside the tree.
 python_pytest() {
     local preload=""
-    if readelf -d "$ESCROW_LIBRARY" | grep -q 'NEEDED.*libasan'; then
+    if readelf -d "$ESCROW_LIBRARY" | grep 'NEEDED.*libasan' >/dev/null; then
         preload="$(cc -print-file-name=libasan.so) $(cc -print-file-name=libubsan.so)"
     fi
     (cd "$2" && LD_PRELOAD=$preload ASAN_OPTIONS=detect_leaks=0 \

@@ -75,8 +75,16 @@ region_load us --item gig --buyers 200 --concurrency 20 --confirm 1 --release 0 
 esc_assert_eq "$(seg eu held)/$(seg us sold)" "300/200" "held in eu, sold in us"
 
 esc_step "reduce 1200: only 1100 units are unsold: refused, nothing changes"
-region_ctl 1 item reduce t1 gig 1200 --global --op-id r0 "${cfgs[@]}"
-region_has err "cannot reduce t1/gig by 1200: only 1100 units are neither sold nor being reduced"
+# eu judges us's sold units by the last status it heard from us, so until
+# that status carries the 200 sold there, eu counts fewer as sold (and still
+# refuses). Each try must be refused; the figure must reach 1100.
+reduce_refused_with_all_sold_known() {
+    region_ctl 1 item reduce t1 gig 1200 --global --op-id r0 "${cfgs[@]}"
+    region_has err "escrowctl: the coordinator of region eu refused operation r0: cannot reduce t1/gig by 1200"
+    grep -qF "only 1100 units are neither sold nor being reduced" "$REGION_DIR/err"
+}
+esc_wait_for 60 reduce_refused_with_all_sold_known ||
+    region_has err "cannot reduce t1/gig by 1200: only 1100 units are neither sold nor being reduced"
 esc_assert_eq "$(q eu "g.global_total || ' ' || i.reduce_pending")" "1300 0" "nothing reduced"
 esc_assert_eq "$(region_psql eu "SELECT count(*) FROM global_ops WHERE op_id = 'r0'")" 0 "no record"
 

@@ -61,7 +61,7 @@ n1_log_lines=$(wc -l <"$N1_LOG")
 n1_let_go() {
     local seg
     for seg in ${N1_SEGS//,/ }; do
-        tail -n +$((n1_log_lines + 1)) "$N1_LOG" | grep -qE "SEG-(FENCED|DROP) seg=$seg " || return 1
+        tail -n +$((n1_log_lines + 1)) "$N1_LOG" | grep -E "SEG-(FENCED|DROP) seg=$seg " >/dev/null || return 1
     done
 }
 kill -CONT "${SHARD_PID[n1]}"

@@ -31,7 +31,7 @@ buyers=${ESC_BB_BUYERS:-20000}
 conc=${ESC_BB_CONCURRENCY:-256}
 export ESCROW_LIBRARY=${ESCROW_LIBRARY:-$ESC_BIN/../lib/libescrow.so.0}
 [[ -f $ESCROW_LIBRARY ]] || esc_fail "no libescrow at ESCROW_LIBRARY=$ESCROW_LIBRARY"
-if readelf -d "$ESCROW_LIBRARY" | grep -q 'NEEDED.*libasan'; then
+if readelf -d "$ESCROW_LIBRARY" | grep 'NEEDED.*libasan' >/dev/null; then
     echo "note: $ESCROW_LIBRARY is a sanitizer build: figures mean little" >&2
 fi
 py=${ESC_PYTHON:-python3}

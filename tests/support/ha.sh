@@ -175,7 +175,7 @@ _esc_ha_node_tune() {
 _esc_ha_synced() {
     [[ $(esc_ha_state | tr '\n' ' ') == "pg1|primary|primary pg2|secondary|secondary " ]] &&
         "$ESC_PG_BINDIR/psql" -X -At -h 127.0.0.1 -p "$ESC_HA_PORT_pg1" -U "$ESC_PG_USER" \
-            -d escrow -c 'SHOW synchronous_standby_names' 2>/dev/null | grep -q pgautofailover_standby
+            -d escrow -c 'SHOW synchronous_standby_names' 2>/dev/null | grep pgautofailover_standby >/dev/null
 }
 
 _esc_ha_wait_synced() {
@@ -198,7 +198,7 @@ _esc_ha_wait_synced() {
 
 _esc_ha_primary_up() {
     "$ESC_PG_BINDIR/psql" -X -At -h 127.0.0.1 -p "$ESC_HA_PORT_pg1" -U "$ESC_PG_USER" -d escrow \
-        -c 'SELECT NOT pg_is_in_recovery()' 2>/dev/null | grep -q t
+        -c 'SELECT NOT pg_is_in_recovery()' 2>/dev/null | grep t >/dev/null
 }
 
 esc_ha_start() {

@@ -17,9 +17,15 @@
 #      function, or use esc_wait_sql; a fixed argument (a pid) goes into a
 #      variable first; a failure message that needs "$(" goes on the next
 #      line, after "||". Lines continued with a backslash count as one.
-#   3. shellcheck -S error, when shellcheck is installed (.ci/packages.txt
+#   3. No `| grep -q` (nor -qx, -qE ...). Every script runs with pipefail;
+#      grep -q exits at its first match, and a writer still writing then dies
+#      of SIGPIPE, so the pipeline fails (141) now and then, on a fast
+#      machine more often: `cat a b | grep -q x` failed CI with x in both.
+#      Give grep the files itself, or write `| grep x >/dev/null` (grep
+#      reads to the end).
+#   4. shellcheck -S error, when shellcheck is installed (.ci/packages.txt
 #      lists it for CI and make deps).
-# Before the tree, rule 2 checks itself on lines it must refuse and lines it
+# Before the tree, rules 2 and 3 check themselves on lines it must refuse and lines it
 # must accept, so a broken rule cannot pass everything.
 # Exit 0: clean; 1: FILE:LINE: reasons on stderr.
 set -euo pipefail
@@ -66,6 +72,19 @@ stale_waits() {
     ' "$@"
 }
 
+# Rule 3 over the files given: FILE:LINE: reason per offence, exit 1 if any.
+early_grep() {
+    awk '
+    $0 !~ /^[ \t]*#/ && $0 ~ /\|[ \t]*grep[ \t]+-[a-zA-Z]*q/ {
+        printf "%s:%d: grep -q reading a pipe: under pipefail the writer can die of SIGPIPE " \
+               "after the match and fail the line; give grep the file, or use " \
+               "\"| grep PATTERN >/dev/null\"\n", FILENAME, FNR
+        bad++
+    }
+    END { exit bad > 0 }
+    ' "$@"
+}
+
 # Rule 2 on known lines: each of BAD must be refused, each of GOOD accepted.
 self_test() {
     local dir rc=0 line out
@@ -93,6 +112,20 @@ self_test() {
         'wait_value 10 "metric $C_PORT x" 1'
         'x=$(esc_wait_for_nothing "$(q)")'
     )
+    for line in 'cat a b | grep -q x || esc_fail y' 'ldd f | grep -qE "x|y"' 'p |grep -cq x'; do
+        printf '%s\n' "$line" >"$dir/t.sh"
+        if out=$(early_grep "$dir/t.sh"); then
+            echo "lint_shell: self-test: not refused: $line" >&2
+            rc=1
+        fi
+    done
+    for line in 'grep -q x a b || esc_fail y' 'ldd f | grep x >/dev/null' '# cat a | grep -q x'; do
+        printf '%s\n' "$line" >"$dir/t.sh"
+        if ! out=$(early_grep "$dir/t.sh"); then
+            echo "lint_shell: self-test: refused a good line: $line ($out)" >&2
+            rc=1
+        fi
+    done
     for line in "${bad[@]}"; do
         printf '%s\n' "$line" >"$dir/t.sh"
         if out=$(stale_waits "$dir/t.sh"); then
@@ -111,7 +144,7 @@ self_test() {
     return "$rc"
 }
 
-self_test || { echo "lint_shell: the stale-wait rule is broken (self-test)" >&2; exit 1; }
+self_test || { echo "lint_shell: a rule is broken (self-test)" >&2; exit 1; }
 
 cd "$src"
 mapfile -t files < <(find tests chaos -name '*.sh' -type f | sort)
@@ -129,6 +162,10 @@ if ! out=$(stale_waits "${waiters[@]}"); then
     echo "$out" >&2
     rc=1
 fi
+if ! out=$(early_grep "${waiters[@]}"); then
+    echo "$out" >&2
+    rc=1
+fi
 if command -v shellcheck >/dev/null 2>&1; then
     shellcheck -S error "${files[@]}" >&2 || rc=1
     sc="shellcheck -S error"
@@ -136,6 +173,6 @@ else
     sc="shellcheck not installed: skipped"
 fi
 if ((rc == 0)); then
-    echo "lint_shell: ${#files[@]} scripts: bash -n, no stale wait condition, $sc"
+    echo "lint_shell: ${#files[@]} scripts: bash -n, no stale wait condition, no grep -q on a pipe, $sc"
 fi
 exit "$rc"
