@@ -15,8 +15,9 @@
 #   - rows written in the hot tables (pg_stat_user_tables: inserts, updates,
 #     of which HOT updates) and each table's index count;
 #   - the top statements by execution time (pg_stat_statements, track = all:
-#     the statements inside the commit function show one by one): calls,
-#     rows, time and WAL of each, per hold;
+#     the statements inside the commit function show one by one, and the
+#     function's own line includes them): calls, time and WAL of each, per
+#     hold;
 #   - CPU: the node's and PostgreSQL's (postmaster and backends) utime +
 #     stime over the run, per hold (escrow-bench --pids/--pg-pid);
 #   - with perf (Debian's linux-perf) and ESC_PROFILE_PERF != 0: the hottest
@@ -103,6 +104,10 @@ for p in "${perf_pids[@]}"; do
     wait "$p" 2>/dev/null || true
 done
 echo "$line" | tee "$dir/run.txt"
+# Backends hand their table and WAL counters to the statistics system when
+# idle, at the latest PGSTAT_IDLE_INTERVAL (10 s) later; pg_stat_statements
+# counts at once.
+sleep 11
 
 figure() { grep -o "[[:space:]]prof_$1=[0-9.]*" <<<"$line" | cut -d= -f2; }
 ok=$(figure holds)
