@@ -58,7 +58,8 @@
 #
 # --quick (or ESC_BENCH_QUICK=1, make bench QUICK=1): one repetition, one
 # second per measurement, 16 baseline connections, small counts; for the
-# smoke test and a first look, not for figures.
+# smoke test and a first look, not for figures. The knobs below still
+# override it.
 # Knobs: ESC_BENCH_REPS (3) ESC_BENCH_SECONDS (6) ESC_BENCH_WARMUP_MS (1000)
 # ESC_BENCH_CONNS (128) ESC_BENCH_INFLIGHT (512) ESC_BENCH_TOTAL (1000000)
 # ESC_BENCH_MEM_HOLDS (100000) ESC_BENCH_PG_CONF (postgresql.conf lines for
@@ -71,17 +72,20 @@ source "$(dirname "$0")/lib.sh"
 
 quick=${ESC_BENCH_QUICK:-0}
 [[ ${1:-} == --quick ]] && quick=1
-reps=${ESC_BENCH_REPS:-3}
+# quick: small defaults; a knob set in the environment still wins (e.g.
+# ESC_BENCH_QUICK=1 ESC_BENCH_REPS=3 ESC_BENCH_SECONDS=3 for a short run with ranges)
 if ((quick)); then
-    reps=1 seconds=1 warmup_ms=300 conns=16 inflight=128 total=200000 mem_holds=2000
+    d_reps=1 d_seconds=1 d_warmup_ms=300 d_conns=16 d_inflight=128 d_total=200000 d_mem_holds=2000
 else
-    seconds=${ESC_BENCH_SECONDS:-6}
-    warmup_ms=${ESC_BENCH_WARMUP_MS:-1000}
-    conns=${ESC_BENCH_CONNS:-128}
-    inflight=${ESC_BENCH_INFLIGHT:-512}
-    total=${ESC_BENCH_TOTAL:-1000000}
-    mem_holds=${ESC_BENCH_MEM_HOLDS:-100000}
+    d_reps=3 d_seconds=6 d_warmup_ms=1000 d_conns=128 d_inflight=512 d_total=1000000 d_mem_holds=100000
 fi
+reps=${ESC_BENCH_REPS:-$d_reps}
+seconds=${ESC_BENCH_SECONDS:-$d_seconds}
+warmup_ms=${ESC_BENCH_WARMUP_MS:-$d_warmup_ms}
+conns=${ESC_BENCH_CONNS:-$d_conns}
+inflight=${ESC_BENCH_INFLIGHT:-$d_inflight}
+total=${ESC_BENCH_TOTAL:-$d_total}
+mem_holds=${ESC_BENCH_MEM_HOLDS:-$d_mem_holds}
 tenant=bench
 segments=8
 support=$(cd "$(dirname "$0")" && pwd)
