@@ -11,7 +11,9 @@
 #
 # It prints, per hold (holds = the run's successful reserves):
 #   - WAL: records, full-page images and bytes (pg_stat_wal, all of the
-#     server's WAL in the run: the nodes' heartbeats are in it too);
+#     server's WAL in the run: the nodes' heartbeats are in it too), and the
+#     WAL flushes: how many, the holds per flush, the time per fsync
+#     (track_wal_io_timing) - the floor under every commit;
 #   - rows written in the hot tables (pg_stat_user_tables: inserts, updates,
 #     of which HOT updates) and each table's index count;
 #   - the top statements by execution time (pg_stat_statements, track = all:
@@ -51,6 +53,7 @@ echo "MACHINE: load average $(cut -d' ' -f1-3 /proc/loadavg); $(nproc) cores"
 # shellcheck disable=SC2089,SC2090
 ESC_PG_CONF_EXTRA="shared_preload_libraries = 'pg_stat_statements'
 pg_stat_statements.track = all
+track_wal_io_timing = on
 log_checkpoints = on"
 # shellcheck disable=SC2090
 export ESC_PG_CONF_EXTRA
@@ -118,6 +121,11 @@ esc_psql "SELECT format('WAL per hold: %s records, %s full-page images, %s bytes
                         round(wal_records::numeric / $ok, 2), round(wal_fpi::numeric / $ok, 3),
                         round(wal_bytes / $ok, 0), wal_records, pg_size_pretty(wal_bytes))
           FROM pg_stat_wal" | tee "$dir/profile.txt"
+esc_psql "SELECT format('WAL flushes: %s (%s holds each), %s ms per fsync on average, %s ms per write',
+                        wal_sync, round($ok::numeric / greatest(wal_sync, 1), 1),
+                        round((wal_sync_time / greatest(wal_sync, 1))::numeric, 2),
+                        round((wal_write_time / greatest(wal_write, 1))::numeric, 3))
+          FROM pg_stat_wal" | tee -a "$dir/profile.txt"
 echo "CPU per hold: node $(figure cpu_us_per_hold) us, PostgreSQL $(figure pg_cpu_us_per_hold) us" |
     tee -a "$dir/profile.txt"
 {
