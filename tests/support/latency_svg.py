@@ -115,6 +115,21 @@ def log_y(ms, top_ms):
     return TOP + LAT_H * (1 - (math.log10(ms) - lo) / (hi - lo))
 
 
+def runs(wins, idx):
+    """The windows with a value at idx, split where one has none."""
+    out, cur = [], []
+    for w in wins:
+        if w[idx] is None:
+            if cur:
+                out.append(cur)
+            cur = []
+        else:
+            cur.append(w)
+    if cur:
+        out.append(cur)
+    return out
+
+
 def render(title, wins, marks, end_ms, window_ms):
     import math
     worst = max((w[3] for w in wins if w[3] is not None), default=1.0)
@@ -142,10 +157,12 @@ def render(title, wins, marks, end_ms, window_ms):
     out.append('<line class="target" x1="%d" x2="%d" y1="%.1f" y2="%.1f" stroke="#2a9d4a" '
                'stroke-dasharray="6 4"/>' % (LEFT, WIDTH - RIGHT, y10, y10))
     for key, idx, color in (("p50", 2, "#3b6fb6"), ("p99", 3, "#c0392b")):
-        pts = " ".join("%.1f,%.1f" % (x(w[0] + window_ms / 2), log_y(w[idx], top_ms))
-                       for w in wins if w[idx] is not None)
-        out.append('<polyline class="%s" fill="none" stroke="%s" stroke-width="1.5" points="%s"/>'
-                   % (key, color, pts))
+        # a window without answers breaks the line: a stall shows as a gap
+        for run in runs(wins, idx):
+            pts = " ".join("%.1f,%.1f" % (x(w[0] + window_ms / 2), log_y(w[idx], top_ms))
+                           for w in run)
+            out.append('<polyline class="%s" fill="none" stroke="%s" stroke-width="1.5" '
+                       'points="%s"/>' % (key, color, pts))
     bar_w = max(plot_w * window_ms / max(end_ms, 1.0) - 0.5, 0.5)
     for w in wins:
         h = RATE_H * w[1] / max_count
