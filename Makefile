@@ -17,9 +17,15 @@
 #                a cluster on a pg_auto_failover formation loses its primary
 #                mid-sale); not part of make test, which leaves label ha out
 #   make fuzz    the libFuzzer targets for FUZZ_SECONDS each (long runs)
-#   make bench   packages, the Release-ish build in build/ (as make demo),
-#                then the benchmark against the alternatives
-#                (tests/support/bench.sh; results in BENCH_DIR, build/bench)
+#   make bench   packages (redis-server among them: baseline C), the
+#                Release-ish build in build/ (as make demo), then the benchmark
+#                against the alternatives, each figure the median of 3 runs
+#                with its range (tests/support/bench.sh; results and the
+#                latency plot in BENCH_DIR, build/bench); QUICK=1: one short
+#                run of each (a first look, not figures)
+#   make bench-profile  the same build, then where a durable hold's time goes:
+#                WAL bytes and records, the top statements, CPU per hold, perf
+#                (tests/support/profile_hold.sh; logs in BENCH_DIR/profile)
 #   make bench-bindings  the same build, then the Python binding against C
 #                (escrow-load) on one local cluster
 #                (tests/support/bench_bindings.sh; logs in BENCH_DIR/bindings)
@@ -43,6 +49,8 @@ BUILD ?= build
 BUILD_TEST ?= build-test
 DEMO_DIR ?= _demo
 BENCH_DIR ?= $(BUILD)/bench
+# make bench QUICK=1: one repetition of a second per measurement
+QUICK ?= 0
 # cluster (the default, tests/support/cluster.sh), single (one node, static
 # mode) or gateway (the sale over HTTPS through escrow-gateway)
 DEMO_MODE ?= cluster
@@ -54,7 +62,7 @@ FUZZ_SECONDS ?= 600
 DEB_DIR ?= build-deb
 DEB_ABS := $(abspath $(DEB_DIR))
 
-.PHONY: all deps build demo regions test test-ha fuzz clean bench bench-bindings bench-gateway deb test-package
+.PHONY: all deps build demo regions test test-ha fuzz clean bench bench-profile bench-bindings bench-gateway deb test-package
 
 all: build
 
@@ -89,7 +97,12 @@ regions: build
 	  bash tests/integration/regions_sale.sh
 
 bench: build
-	ESC_BIN=$(abspath $(BUILD))/bin ESC_BENCH_DIR=$(abspath $(BENCH_DIR)) tests/support/bench.sh
+	ESC_BIN=$(abspath $(BUILD))/bin ESC_BENCH_DIR=$(abspath $(BENCH_DIR)) ESC_BENCH_QUICK=$(QUICK) \
+	  tests/support/bench.sh
+
+bench-profile: build
+	ESC_BIN=$(abspath $(BUILD))/bin ESC_PROFILE_DIR=$(abspath $(BENCH_DIR))/profile \
+	  tests/support/profile_hold.sh
 
 bench-bindings: build
 	ESC_BIN=$(abspath $(BUILD))/bin ESC_BB_DIR=$(abspath $(BENCH_DIR))/bindings \

@@ -33,39 +33,68 @@
 #       - p99 hold latency at 80% of the 1-node peak (open loop, rate-limited);
 #       - durable hold p99 while 99% of the requests are "no" (single-endpoint:
 #         a sold-out item flooded next to a live one).
-# Then `escrow-bench report` prints the table (what, figure, unit, and the
-# earlier notes of docs/performance.md for comparison), the ratios and one line
-#   RESULT a1_tps=... a128_tps=... ... ratio_esc_a128=... redis_measured=1|0
+# Each measurement runs ESC_BENCH_REPS (3) times (escrow: on a fresh item
+# each time); tests/support/bench_median.py turns the repetitions into one
+# line of medians with each key's min and max.
+# Before and after the run it records the machine's state (CPU model, cores,
+# load average, and the share of CPU time stolen by the hypervisor and spent
+# in iowait over the run, from /proc/stat) and prints the PostgreSQL settings
+# that shape commit latency. The 80%-of-peak run writes every answer's latency
+# (escrow-bench --timeline) and tests/support/latency_svg.py draws p50/p99 per
+# 100 ms window over time, with PostgreSQL's checkpoints and autovacuum runs
+# from its log, as r80-REP.svg in the results directory.
+# Then `escrow-bench report` prints the table (what, median, min-max, unit,
+# and the earlier notes of docs/performance.md for comparison), the ratios
+# of the medians and one line
+#   RESULT a1_tps=... a1_tps_min=... a1_tps_max=... ... redis_measured=1|0
 # and what the nodes' SEG-STOP lines say about the group commit (batches,
 # rows per batch, commit time). Finally the RESULT line is checked: every key
 # present and numeric (Redis keys may be "skipped" only without
 # redis-server); exit 1 otherwise. That check is all the smoke test
 # (ctest bench_smoke, ESC_BENCH_QUICK=1) asserts.
 #
-# --quick (or ESC_BENCH_QUICK=1): one second per measurement, 16 baseline
-# connections, small counts; for the smoke test, not for figures.
-# Knobs: ESC_BENCH_SECONDS (6) ESC_BENCH_WARMUP_MS (1000) ESC_BENCH_CONNS (128)
-# ESC_BENCH_INFLIGHT (512) ESC_BENCH_TOTAL (1000000) ESC_BENCH_MEM_HOLDS (100000)
+# Without redis-server (make bench installs it: .ci/packages.txt) baseline C
+# is not measured and the run says so in a box at its start and its end.
+#
+# --quick (or ESC_BENCH_QUICK=1, make bench QUICK=1): one repetition, one
+# second per measurement, 16 baseline connections, small counts; for the
+# smoke test and a first look, not for figures. The knobs below still
+# override it.
+# Knobs: ESC_BENCH_REPS (3) ESC_BENCH_SECONDS (6) ESC_BENCH_WARMUP_MS (1000)
+# ESC_BENCH_CONNS (128) ESC_BENCH_INFLIGHT (512) ESC_BENCH_TOTAL (1000000)
+# ESC_BENCH_MEM_HOLDS (100000) ESC_BENCH_PG_CONF (postgresql.conf lines for
+# the private PostgreSQL, default below)
 # ESC_BENCH_DIR (logs and results; default a fresh /tmp/escrow-bench.XXXXXX,
-# kept). The whole run takes about 3 minutes on 2 cores.
+# kept). The whole run takes about 10 minutes on 2 cores (quick: 1.5).
 set -euo pipefail
 # shellcheck source=tests/support/lib.sh
 source "$(dirname "$0")/lib.sh"
 
 quick=${ESC_BENCH_QUICK:-0}
 [[ ${1:-} == --quick ]] && quick=1
+# quick: small defaults; a knob set in the environment still wins (e.g.
+# ESC_BENCH_QUICK=1 ESC_BENCH_REPS=3 ESC_BENCH_SECONDS=3 for a short run with ranges)
 if ((quick)); then
-    seconds=1 warmup_ms=300 conns=16 inflight=128 total=200000 mem_holds=2000
+    d_reps=1 d_seconds=1 d_warmup_ms=300 d_conns=16 d_inflight=128 d_total=200000 d_mem_holds=2000
 else
-    seconds=${ESC_BENCH_SECONDS:-6}
-    warmup_ms=${ESC_BENCH_WARMUP_MS:-1000}
-    conns=${ESC_BENCH_CONNS:-128}
-    inflight=${ESC_BENCH_INFLIGHT:-512}
-    total=${ESC_BENCH_TOTAL:-1000000}
-    mem_holds=${ESC_BENCH_MEM_HOLDS:-100000}
+    d_reps=3 d_seconds=6 d_warmup_ms=1000 d_conns=128 d_inflight=512 d_total=1000000 d_mem_holds=100000
 fi
+reps=${ESC_BENCH_REPS:-$d_reps}
+seconds=${ESC_BENCH_SECONDS:-$d_seconds}
+warmup_ms=${ESC_BENCH_WARMUP_MS:-$d_warmup_ms}
+conns=${ESC_BENCH_CONNS:-$d_conns}
+inflight=${ESC_BENCH_INFLIGHT:-$d_inflight}
+total=${ESC_BENCH_TOTAL:-$d_total}
+mem_holds=${ESC_BENCH_MEM_HOLDS:-$d_mem_holds}
 tenant=bench
 segments=8
+support=$(cd "$(dirname "$0")" && pwd)
+[[ $reps =~ ^[1-9][0-9]?$ ]] || esc_fail "ESC_BENCH_REPS must be 1..99, not '$reps'"
+# The private PostgreSQL (pg.sh): its checkpoints and autovacuum runs logged,
+# so the latency plot can mark them.
+ESC_PG_CONF_EXTRA=${ESC_BENCH_PG_CONF:-"log_checkpoints = on
+log_autovacuum_min_duration = 0"}
+export ESC_PG_CONF_EXTRA
 
 for b in escrow-bench escrow-segment escrow-coordinator escrowctl escrow-load; do
     [[ -x ${ESC_BIN:-}/$b ]] || esc_fail "no $b in ESC_BIN='${ESC_BIN:-}' (build first: make bench)"
@@ -80,13 +109,67 @@ mkdir -p "$dir"
 dir=$(cd "$dir" && pwd)
 results=$dir/results.txt
 : >"$results"
-echo "escrow-bench: ${seconds} s per measurement, logs and results in $dir"
+echo "escrow-bench: $reps repetition(s) of ${seconds} s per measurement, logs and results in $dir"
 
+# ---- the machine's state --------------------------------------------------------
+# The first line of /proc/stat: cpu user nice system idle iowait irq softirq steal ...
+cpu_times() { awk '$1 == "cpu" { print $2 + $3 + $4 + $5 + $6 + $7 + $8 + $9, $6, $9; exit }' /proc/stat; }
+machine_state() { # WHEN: before | after
+    local load
+    load=$(cut -d' ' -f1-3 /proc/loadavg)
+    echo "MACHINE $1: load average $load; $(nproc) cores; $(sed -n 's/^model name[[:space:]]*: //p' /proc/cpuinfo | head -n 1)" |
+        tee -a "$dir/machine.txt"
+    if [[ $1 == after ]]; then
+        read -r t1 w1 s1 < <(cpu_times)
+        awk -v t="$((t1 - cpu_t0))" -v w="$((w1 - cpu_w0))" -v s="$((s1 - cpu_s0))" 'BEGIN {
+            printf "MACHINE over the run: steal %.1f%%, iowait %.1f%% of all CPU time\n",
+                t ? 100 * s / t : 0, t ? 100 * w / t : 0 }' | tee -a "$dir/machine.txt"
+    fi
+}
+read -r cpu_t0 cpu_w0 cpu_s0 < <(cpu_times)
+: >"$dir/machine.txt"
+machine_state before
+
+redis_box() {
+    printf '%s\n' \
+        "**********************************************************************" \
+        "*  BASELINE C (Redis) NOT MEASURED: redis-server is not installed.   *" \
+        "*  make bench installs it (.ci/packages.txt); by hand:               *" \
+        "*      sudo apt-get install redis-server                             *" \
+        "*  Every Redis figure and ratio below says skipped.                  *" \
+        "**********************************************************************" | tee /dev/stderr
+}
+have_redis=0
+command -v redis-server >/dev/null && command -v redis-cli >/dev/null && have_redis=1
+((have_redis)) || redis_box
+
+# One measurement: its BENCH line goes to the repetitions of the current
+# measurement (rep.txt) and to every line of the run (raw.txt).
 bench() {
     local out
     out=$("$ESC_BIN/escrow-bench" "$@" --seconds "$seconds" --warmup-ms "$warmup_ms") ||
         esc_fail "escrow-bench $* failed"
-    echo "$out" | tee -a "$results"
+    echo "$out" | tee -a "$dir/rep.txt" "$dir/raw.txt"
+}
+
+# bench ARGS... REP: the same measurement in every repetition (REP unused).
+bench_same() {
+    bench "${@:1:$#-1}"
+}
+
+# measure FN [ARGS...]: runs `FN ARGS... REP` for REP = 1..reps (each runs one
+# bench), then adds the line of medians and ranges to the results.
+measure() {
+    local rep
+    : >"$dir/rep.txt"
+    for ((rep = 1; rep <= reps; rep++)); do
+        ((reps == 1)) || echo "-- repetition $rep of $reps"
+        "$@" "$rep"
+    done
+    python3 "$support/bench_median.py" <"$dir/rep.txt" >>"$results" ||
+        esc_fail "no figures from $*"
+    ((reps == 1)) || echo "-- median of $reps: $(tail -n 1 "$results" | tr ' ' '\n' |
+        grep -v -e '_min=' -e '_max=' -e '^BENCH$' | tr '\n' ' ')"
 }
 
 # The value of KEY from the BENCH lines so far.
@@ -124,17 +207,22 @@ for setting in fsync synchronous_commit; do
     [[ $v == on ]] || esc_fail "PostgreSQL has $setting=$v; the benchmark needs it on"
 done
 echo "PostgreSQL: fsync=on synchronous_commit=on ($(esc_psql 'SHOW wal_sync_method'))"
+esc_psql "SELECT 'PGSETTING ' || name || ' = ' || setting || coalesce(' ' || unit, '')
+          FROM pg_settings WHERE name IN ('shared_buffers', 'synchronous_commit', 'wal_level',
+          'max_wal_size', 'min_wal_size', 'wal_compression', 'wal_buffers', 'fsync',
+          'wal_sync_method', 'full_page_writes', 'commit_delay', 'wal_writer_delay')
+          OR name LIKE 'checkpoint\_%' ORDER BY name" | tee "$dir/pg_settings.txt"
 pg_pid=$(head -n 1 "$ESC_PG_DIR/data/postmaster.pid")
 n1_pid=$(esc_cluster_node_pid n1)
 n1_ep=$(esc_cluster_node_ep n1)
 
 # ---- baselines A and B ------------------------------------------------------
 esc_step "baseline A: one hot row, 1 and $conns connections; PostgreSQL's \"no\""
-bench pg --dsn "$ESCROW_DSN" --rows 1 --conns 1 --label a1
-bench pg --dsn "$ESCROW_DSN" --rows 1 --conns "$conns" --label a128
-bench pg --dsn "$ESCROW_DSN" --rows 1 --conns "$conns" --sold-out --label ano
+measure bench_same pg --dsn "$ESCROW_DSN" --rows 1 --conns 1 --label a1
+measure bench_same pg --dsn "$ESCROW_DSN" --rows 1 --conns "$conns" --label a128
+measure bench_same pg --dsn "$ESCROW_DSN" --rows 1 --conns "$conns" --sold-out --label ano
 esc_step "baseline B: 100 rows, random row, $conns connections"
-bench pg --dsn "$ESCROW_DSN" --rows 100 --conns "$conns" --label b100
+measure bench_same pg --dsn "$ESCROW_DSN" --rows 100 --conns "$conns" --label b100
 esc_psql "DROP SCHEMA bench CASCADE" >/dev/null
 
 # ---- baseline C ---------------------------------------------------------------
@@ -157,30 +245,58 @@ redis_stop() {
     wait "$redis_pid" 2>/dev/null || true
 }
 
-if command -v redis-server >/dev/null && command -v redis-cli >/dev/null; then
+if ((have_redis)); then
     esc_step "baseline C: Redis Lua gate, no persistence, then appendfsync always"
     redis_start mem
-    bench redis --port "$redis_port" --conns "$conns" --label cmem
-    bench redis --port "$redis_port" --conns "$conns" --sold-out --label cno
+    measure bench_same redis --port "$redis_port" --conns "$conns" --label cmem
+    measure bench_same redis --port "$redis_port" --conns "$conns" --sold-out --label cno
     redis_stop
     redis_start aof
-    bench redis --port "$redis_port" --conns "$conns" --label caof
+    measure bench_same redis --port "$redis_port" --conns "$conns" --label caof
     redis_stop
 else
-    esc_step "baseline C: SKIPPED (redis-server is not installed)"
+    esc_step "baseline C: NOT MEASURED (redis-server is not installed; see the box above)"
     echo "BENCH redis_skipped=1" | tee -a "$results"
 fi
 
 # ---- escrow, 1 node -------------------------------------------------------------
+# Each repetition on its own item (hot1rREP ...), so none runs on what an
+# earlier one left.
+e1_run() { # REP
+    create_item "hot1r$1" "$total" "$segments"
+    escrow_routed --item "hot1r$1" --inflight "$inflight" --pids "$n1_pid" --pg-pid "$pg_pid" \
+        --key-prefix "e1r$1" --label e1
+}
+mem_run() { # REP
+    create_item "memr$1" "$total" "$segments"
+    escrow_routed --item "memr$1" --inflight "$inflight" --count "$mem_holds" --pids "$n1_pid" \
+        --key-prefix "memr$1" --label mem
+}
+r80_run() { # RATE REP: open loop on what e1 left of hot1rREP, with the latency plot
+    local csv=$dir/r80-$2.csv
+    escrow_routed --item "hot1r$2" --inflight 8192 --rate "$1" --key-prefix "r80r$2" --label r80 \
+        --timeline "$csv"
+    python3 "$support/latency_svg.py" --timeline "$csv" --pg-log "$ESC_PG_DIR/postgres.log" \
+        --title "escrow, 1 node: holds at $1/s (80% of the 1-node peak), repetition $2" \
+        --out "$dir/r80-$2.svg" || esc_fail "latency_svg.py failed on $csv"
+}
+mix_run() { # REP
+    escrow_direct --item "hot1r$1" --mix-item gone --mix-pct 99 --inflight "$inflight" \
+        --key-prefix "mixr$1" --label mix
+}
+e2_run() { # REP
+    create_item "hot2r$1" "$total" "$segments"
+    esc_psql "SELECT '  ' || node_id || ': ' || count(*) || ' segments of hot2r$1' FROM segments
+              WHERE tenant_id = '$tenant' AND item_id = 'hot2r$1' GROUP BY node_id ORDER BY node_id"
+    escrow_routed --item "hot2r$1" --inflight "$inflight" --pids "$n1_pid,$n2_pid" \
+        --pg-pid "$pg_pid" --key-prefix "e2r$1" --label e2
+}
+
 esc_step "escrow, 1 node: $total units in $segments segments, $inflight in flight"
-create_item hot1 "$total" "$segments"
-escrow_routed --item hot1 --inflight "$inflight" --pids "$n1_pid" --pg-pid "$pg_pid" \
-    --key-prefix e1 --label e1
+measure e1_run
 
 esc_step "escrow: node memory per live hold ($mem_holds holds, not confirmed)"
-create_item mem "$total" "$segments"
-escrow_routed --item mem --inflight "$inflight" --count "$mem_holds" --pids "$n1_pid" \
-    --key-prefix mem --label mem
+measure mem_run
 
 esc_step "escrow: \"no\" once sold out (an item of 100 units, sold, confirmed)"
 create_item gone 100 1
@@ -189,16 +305,17 @@ create_item gone 100 1
     --key-prefix gone --quiet >"$dir/sellout.out" 2>&1 || true
 esc_wait_for 60 grep -q "COORD-SOLD-OUT item=$tenant/gone sold_out=1" "$dir/cluster/coordinator.log" ||
     esc_fail "the coordinator did not flag item gone sold out (see $dir/sellout.out)"
-escrow_direct --item gone --inflight "$inflight" --pids "$n1_pid" --key-prefix nonode \
-    --label nonode
-escrow_routed --item gone --inflight "$inflight" --key-prefix nocache --label nocache
+measure bench_same escrow --endpoint "$n1_ep" --tenant "$tenant" --ttl-ms 600000 --item gone \
+    --inflight "$inflight" --pids "$n1_pid" --key-prefix nonode --label nonode
+measure bench_same escrow --coordinator "$ESCROW_COORDINATOR" --routes "$ESC_CLUSTER_PUBLISH" \
+    --tenant "$tenant" --ttl-ms 600000 --item gone --inflight "$inflight" --key-prefix nocache \
+    --label nocache
 
 esc_step "escrow: rate-limited at 80% of the 1-node peak; then 99% \"no\" next to a live sale"
 peak=$(figure e1_ok_s)
 rate=$(awk -v p="${peak:-0}" 'BEGIN { r = int(p * 0.8); print (r < 1 ? 1 : r) }')
-escrow_routed --item hot1 --inflight 8192 --rate "$rate" --key-prefix r80 --label r80
-escrow_direct --item hot1 --mix-item gone --mix-pct 99 --inflight "$inflight" \
-    --key-prefix mix --label mix
+measure r80_run "$rate"
+measure mix_run
 
 # ---- escrow, 2 nodes ------------------------------------------------------------
 esc_step "escrow, 2 nodes: a second node joins; a fresh item of $total units in $segments segments"
@@ -213,14 +330,11 @@ balanced() {
                    WHERE n.state = 'up' AND s.epoch > 0 GROUP BY node_id) x") == t ]]
 }
 esc_wait_for 30 balanced || echo "note: the segments were not spread evenly within 30 s"
-create_item hot2 "$total" "$segments"
-esc_psql "SELECT '  ' || node_id || ': ' || count(*) || ' segments of hot2' FROM segments
-          WHERE tenant_id = '$tenant' AND item_id = 'hot2' GROUP BY node_id ORDER BY node_id"
-escrow_routed --item hot2 --inflight "$inflight" --pids "$n1_pid,$n2_pid" --pg-pid "$pg_pid" \
-    --key-prefix e2 --label e2
+measure e2_run
 
 # ---- report -----------------------------------------------------------------
 esc_step "stopping the nodes (their SEG-STOP lines carry the group-commit counters)"
+cp "$ESC_PG_DIR/postgres.log" "$dir/postgres.log" 2>/dev/null || true
 esc_node_stop "$n2_pid" || true
 esc_cluster_stop "$dir/cluster" || true
 for log in "$dir/cluster/n1.log" "$dir/cluster/n2.log"; do
@@ -233,12 +347,24 @@ for log in "$dir/cluster/n1.log" "$dir/cluster/n2.log"; do
 done
 
 esc_step "report"
+machine_state after
+{
+    echo
+    cat "$dir/machine.txt"
+    cat "$dir/pg_settings.txt"
+    grep -h 'checkpoint starting\|automatic vacuum' "$dir/postgres.log" 2>/dev/null |
+        sed 's/^/PGLOG /' | tail -n 20 || true
+    for svg in "$dir"/r80-*.svg; do
+        [[ -f $svg ]] && echo "latency over time, 80% of peak: $svg"
+    done
+} | tee "$dir/state.txt"
+((have_redis)) || redis_box
 "$ESC_BIN/escrow-bench" report "$results" | tee "$dir/report.txt" || true
 result=$(grep '^RESULT ' "$dir/report.txt" || true)
 [[ -n $result ]] || esc_fail "no RESULT line"
-bad=$(tr ' ' '\n' <<<"${result#RESULT }" | awk -F= -v redis_ok="$(command -v redis-server || true)" '
+bad=$(tr ' ' '\n' <<<"${result#RESULT }" | awk -F= -v redis_ok="$((have_redis))" '
     $2 ~ /^-?[0-9]+(\.[0-9]+)?$/ { next }
-    $2 == "skipped" && $1 ~ /redis/ && redis_ok == "" { next }
+    $2 == "skipped" && $1 ~ /redis/ && redis_ok == 0 { next }
     { print }')
 [[ -z $bad ]] || esc_fail "RESULT keys without a measured figure: $(tr '\n' ' ' <<<"$bad")"
 if ((quick && own_dir)); then

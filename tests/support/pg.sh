@@ -25,6 +25,9 @@
 # package) and every server command runs through runuser; the database
 # superuser is then "postgres". Otherwise it is the current user.
 # fsync stays on (the default): the demo and the tests measure the real thing.
+# ESC_PG_CONF_EXTRA: more postgresql.conf lines (newline-separated), appended
+# after ours; the benchmark and the profiler set their WAL and logging
+# settings through it (tests/support/bench.sh).
 
 ESC_PG_BINDIR=${ESC_PG_BINDIR:-}
 if [[ -z $ESC_PG_BINDIR ]]; then
@@ -89,9 +92,21 @@ unix_socket_directories = '$ESC_PG_DIR'
 max_connections = 200
 shared_buffers = 256MB
 fsync = on
+# WAL and checkpoints as docs/postgresql.md recommends for production, scaled
+# to a test machine: during a benchmark run checkpoints come by time, not by
+# WAL volume (each one is followed by a burst of full-page images, which
+# wal_compression shrinks). A test writes far less WAL than these bounds.
+max_wal_size = 4GB
+checkpoint_timeout = 15min
+checkpoint_completion_target = 0.9
+wal_compression = on
+wal_buffers = 16MB
 log_line_prefix = '%m [%p] %q%a '
 log_min_messages = warning
 EOF
+    if [[ -n ${ESC_PG_CONF_EXTRA:-} ]]; then
+        printf '# ESC_PG_CONF_EXTRA\n%s\n' "$ESC_PG_CONF_EXTRA" >>"$ESC_PG_DIR/data/postgresql.conf"
+    fi
 }
 
 # initdb into $ESC_PG_DIR/data. Returns non-zero with the log on stderr.

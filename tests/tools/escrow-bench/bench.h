@@ -37,6 +37,7 @@
 #define BENCH_COUNT_MAX 100000000ULL /* holds of a counted run */
 #define BENCH_ROWS_MAX 10000u        /* baseline B rows */
 #define BENCH_LABEL_MAX 32u
+#define BENCH_TIMELINE_MAX 50000000u /* answers a --timeline file records at most */
 
 /* Answers, as the meter sorts them. */
 enum { BENCH_OK = 0, BENCH_NO = 1, BENCH_ERR = 2 };
@@ -62,6 +63,27 @@ double bench_meter_seconds(const bench_meter *m);
 /* Prints " <label>_<key>=<v>" for ops/s of ok and of no, p50/p99 (ms) of
  * both, and the error count. */
 void bench_meter_print(const bench_meter *m, const char *label);
+
+/* --timeline: every answer in the window (timeline.c). */
+typedef struct bench_timeline_rec {
+    int64_t t_us;   /* answer, since the window opened */
+    int64_t lat_us; /* from the send */
+    int kind;       /* BENCH_* */
+} bench_timeline_rec;
+
+typedef struct bench_timeline {
+    bench_timeline_rec *rec; /* owned */
+    size_t n, cap;
+    uint64_t dropped; /* not recorded (BENCH_TIMELINE_MAX or out of memory) */
+} bench_timeline;
+
+/* Records one answer if it arrived inside m's window. */
+void bench_timeline_add(bench_timeline *tl, const bench_meter *m, int kind, int64_t start_us,
+                        int64_t end_us);
+/* Writes the CSV (timeline.c); t0_wall_us is the unix time of m->t0_us.
+ * Returns 0, or -1 with a message on stderr. */
+int bench_timeline_write(const bench_timeline *tl, const char *path, int64_t t0_wall_us);
+void bench_timeline_free(bench_timeline *tl);
 
 /* CPU time (utime + stime) and resident memory of a set of processes, and
  * optionally of a PostgreSQL postmaster and its children. */
@@ -109,6 +131,7 @@ typedef struct bench_opts {
     double rate;             /* 0: closed loop; R: R requests per second */
     uint32_t ttl_ms;
     uint32_t deadline_ms;
+    const char *timeline; /* borrowed; optional: every answer's time and latency (CSV) */
     bench_procs procs;
 } bench_opts;
 

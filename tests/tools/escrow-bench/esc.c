@@ -29,6 +29,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "backoff.h"
 #include "clock.h"
 #include "driver.h"
 #include "escrow.h"
@@ -36,6 +37,11 @@
 /* After the last request of a counted run: let the node finish its batch
  * bookkeeping before its memory is read. */
 #define ESC_SETTLE_MS 300u
+/* Closed loop: a lane told TRY_LATER waits before its next request, as
+ * escrow-load's buyers do (backoff.h: jittered, doubling from 25-50 ms up
+ * to 1-2 s), so an overloaded node is not answered back at once. */
+#define ESC_BACKOFF_BASE_MS 50u
+#define ESC_BACKOFF_CAP_MS 2000u
 
 typedef struct esc_run esc_run;
 
@@ -43,6 +49,7 @@ typedef struct esc_slot {
     esc_run *r;    /* borrowed */
     uint32_t lane; /* the driver's lane this slot is */
     int64_t sent_us;
+    uint32_t try_later; /* TRY_LATER answers in a row on this lane */
     char key[ESC_ID_MAX + 1];
 } esc_slot;
 
@@ -53,6 +60,9 @@ struct esc_run {
     driver *d;       /* owned */
     esc_slot *slots; /* owned, one per lane (o->inflight) */
     bench_meter m;
+    bench_timeline tl;       /* --timeline */
+    int64_t t0_wall_us;      /* unix time of m.t0_us */
+    uint64_t backoffs;       /* closed loop: lanes that waited after TRY_LATER */
     uv_timer_t open_timer;   /* embedded: the window opens (proc sample) */
     uv_timer_t stop_timer;   /* embedded: the window closes */
     uv_timer_t settle_timer; /* embedded: settle of a counted run */
@@ -140,15 +150,51 @@ static void run_ended(driver *d, void *arg)
     maybe_close(r);
 }
 
+static void backoff_done(driver *d, uint32_t lane, void *arg)
+{
+    (void)arg;
+    driver_done(d, lane);
+}
+
+/* Closed loop, after TRY_LATER: true if the lane waits before its next
+ * request (driver_later ends the wait; driver_stop ends it at once). */
+static bool back_off(esc_run *r, esc_slot *s, int status)
+{
+    if (status != ESC_ETRY_LATER || r->o->rate > 0) {
+        s->try_later = 0;
+        return false;
+    }
+    const backoff_policy policy = {
+        .base_ms = ESC_BACKOFF_BASE_MS, .cap_ms = ESC_BACKOFF_CAP_MS, .give_up_ms = UINT32_MAX};
+    int64_t ms = backoff_wait_ms(
+        &policy, s->try_later, 0,
+        bench_mix64(((uint64_t)s->lane << 32) ^ s->try_later ^ (uint64_t)s->sent_us));
+    if (ms < 0 || driver_later(r->d, s->lane, (uint64_t)ms, backoff_done) != 0) {
+        return false;
+    }
+    if (s->try_later < UINT32_MAX) {
+        s->try_later++;
+    }
+    r->backoffs++;
+    return true;
+}
+
 static void reserve_cb(int status, const esc_hold *hold, void *arg)
 {
     (void)hold;
     esc_slot *s = arg;
     esc_run *r = s->r;
-    bench_meter_add(&r->m, classify(r, status), s->sent_us, esc_mono_us());
-    driver_done(
-        r->d,
-        s->lane); /* closed loop: sends the next; libescrow never calls back from inside a call */
+    int64_t now = esc_mono_us();
+    int kind = classify(r, status);
+    bench_meter_add(&r->m, kind, s->sent_us, now);
+    if (r->o->timeline != NULL) {
+        bench_timeline_add(&r->tl, &r->m, kind, s->sent_us, now);
+    }
+    if (back_off(r, s, status)) {
+        return;
+    }
+    /* closed loop: sends the next; libescrow never calls back from inside a call */
+    driver_done(r->d, s->lane);
 }
 
 /* Sends request number `job` from lane (driver_next_fn). */
@@ -184,6 +230,7 @@ static void open_cb(uv_timer_t *t)
 {
     esc_run *r = t->data;
     bench_procs_sample(&r->o->procs, &r->before);
+    r->t0_wall_us = esc_wall_ms() * 1000 - (esc_mono_us() - r->m.t0_us);
 }
 
 static void stop_cb(uv_timer_t *t)
@@ -258,6 +305,7 @@ static void print_result(const esc_run *r)
            " %s_skipped=%" PRIu64,
            l, r->holds_total, l, r->no_sold_out, l, r->no_try_later, l, r->no_segment_empty, l,
            r->stats.sold_out_cached, l, r->stats.frames_sent, l, driver_skipped(r->d));
+    printf(" %s_backoffs=%" PRIu64, l, r->backoffs);
     if (cpu >= 0) {
         printf(" %s_cpu_us_per_hold=%.2f %s_cpu_us_per_answer=%.3f %s_cpu_cores=%.2f", l,
                r->m.ok ? cpu / (double)r->m.ok : 0.0, l, answers ? cpu / (double)answers : 0.0, l,
@@ -317,10 +365,15 @@ int bench_esc_run(const bench_opts *o)
     }
     (void)uv_run(&r->loop, UV_RUN_DEFAULT); /* returns once every handle is closed */
     int crc = uv_loop_close(&r->loop);
+    if (rc == 0 && crc == 0 && o->timeline != NULL &&
+        bench_timeline_write(&r->tl, o->timeline, r->t0_wall_us) != 0) {
+        rc = 1;
+    }
     if (rc == 0 && crc == 0) {
         print_result(r);
     }
     print_errors(r);
+    bench_timeline_free(&r->tl);
     driver_free(r->d);
     free(r->slots);
     free(r);

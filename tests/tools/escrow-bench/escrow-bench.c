@@ -19,6 +19,7 @@ static const char USAGE[] =
     "  escrow (--endpoint URL | --coordinator URL [--routes URL]) --tenant T --item I\n"
     "         [--inflight N] [--rate R] [--count N] [--mix-item I --mix-pct P]\n"
     "         [--ttl-ms MS] [--deadline-ms MS] [--key-prefix S] [--pids P,P] [--pg-pid P]\n"
+    "         [--timeline FILE]   every answer in the window: t_ms,latency_us,kind (CSV)\n"
     "  report FILE                                               table, ratios, RESULT\n"
     "  --version                                                 the version, the git commit\n"
     "common: --label L (key prefix, required) --seconds S (5) --warmup-ms MS (1000)\n"
@@ -73,6 +74,7 @@ static int parse_opt(bench_opts *o, const char *name, const char *v)
     STR_OPT("--item", item_id)
     STR_OPT("--mix-item", mix_item_id)
     STR_OPT("--key-prefix", key_prefix)
+    STR_OPT("--timeline", timeline)
     U32_OPT("--seconds", seconds, 1, BENCH_SECONDS_MAX)
     U32_OPT("--warmup-ms", warmup_ms, 0, BENCH_WARMUP_MS_MAX)
     U32_OPT("--conns", conns, 1, BENCH_CONNS_MAX)

@@ -11,6 +11,12 @@
  * when the run says redis-server was not installed (redis_skipped=1); any
  * other missing figure is an error (exit 1), so a broken measurement cannot
  * pass as a result.
+ *
+ * bench.sh repeats each measurement and writes one line of medians, each key
+ * with its range next to it (<key>_min, <key>_max); the table shows the
+ * range, and the RESULT line carries every key with _min and _max (a run of
+ * one repetition: all three equal). A ratio's range is the widest its two
+ * figures' ranges allow (lowest numerator over highest denominator ...).
  */
 #include "bench.h"
 
@@ -20,8 +26,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#define REPORT_KEYS_MAX 1024u
-#define REPORT_LINE_MAX 8192u
+#define REPORT_KEYS_MAX 4096u
+#define REPORT_LINE_MAX 32768u
 #define REPORT_KEY_LEN 64u
 
 typedef struct kv {
@@ -159,6 +165,16 @@ static double get(const kvs *t, const char *key)
     return k != NULL ? k->value : NAN;
 }
 
+/* Sets a computed figure (NaN: left out). */
+static void put_value(kvs *t, const char *key, double v)
+{
+    char tok[REPORT_KEY_LEN + 32];
+    if (!isnan(v)) {
+        snprintf(tok, sizeof tok, "%s=%.17g", key, v);
+        put(t, tok);
+    }
+}
+
 static void fmt_value(char *buf, size_t len, double v, const char *unit)
 {
     if (isnan(v)) {
@@ -170,23 +186,49 @@ static void fmt_value(char *buf, size_t len, double v, const char *unit)
     }
 }
 
+/* key's _min or _max (suffix); the key itself when the line has no range. */
+static double get_bound(const kvs *t, const char *key, const char *suffix)
+{
+    char name[REPORT_KEY_LEN];
+    if ((size_t)snprintf(name, sizeof name, "%s%s", key, suffix) >= sizeof name) {
+        return NAN;
+    }
+    double v = get(t, name);
+    return isnan(v) ? get(t, key) : v;
+}
+
+/* "min-max" of key, or "" when there is none. */
+static void fmt_range(char *buf, size_t len, const kvs *t, const char *key, const char *unit)
+{
+    char lo[24], hi[24];
+    double a = get_bound(t, key, "_min"), b = get_bound(t, key, "_max");
+    if (isnan(a) || isnan(b)) {
+        snprintf(buf, len, "%s", "");
+        return;
+    }
+    fmt_value(lo, sizeof lo, a, unit);
+    fmt_value(hi, sizeof hi, b, unit);
+    snprintf(buf, len, "%s-%s", lo, hi);
+}
+
 /* The table; returns how many figures are missing. */
 static int print_table(const kvs *t, bool redis_skipped)
 {
     int missing = 0;
-    printf("%-66s %12s  %-10s %s\n", "what", "figure", "unit",
+    printf("%-66s %12s  %-21s %-10s %s\n", "what", "median", "min-max", "unit",
            "earlier notes (docs/performance.md)");
     for (size_t i = 0; i < NROWS; i++) {
         const row *r = &ROWS[i];
-        char buf[32];
+        char buf[32], range[56] = "";
         double v = get(t, r->source);
         if (r->redis && redis_skipped) {
             snprintf(buf, sizeof buf, "SKIPPED");
         } else {
             fmt_value(buf, sizeof buf, v, r->unit);
+            fmt_range(range, sizeof range, t, r->source, r->unit);
             missing += isnan(v);
         }
-        printf("%-66s %12s  %-10s %s\n", r->what, buf, r->unit, r->notes);
+        printf("%-66s %12s  %-21s %-10s %s\n", r->what, buf, range, r->unit, r->notes);
     }
     return missing;
 }
@@ -196,6 +238,7 @@ typedef struct ratio {
     const char *result_key;
     const char *what;
     double num, den;
+    double num_min, num_max, den_min, den_max;
     bool redis;
     double target; /* docs/performance.md; shown with the figure, never asserted */
     const char *target_text;
@@ -216,7 +259,7 @@ static void print_target(const char *what, double v, double target, bool at_most
 
 static void print_ratios(const kvs *t, bool redis_skipped, double best, const ratio *rs, size_t n)
 {
-    printf("\nratios (escrow = the better of 1 and 2 nodes: %.0f holds/s)\n", best);
+    printf("\nratios of the medians (escrow = the better of 1 and 2 nodes: %.0f holds/s)\n", best);
     for (size_t i = 0; i < n; i++) {
         if (rs[i].redis && redis_skipped) {
             printf("  %-62s %10s  target %-8s n/a\n", rs[i].what, "SKIPPED", rs[i].target_text);
@@ -233,15 +276,40 @@ static void print_ratios(const kvs *t, bool redis_skipped, double best, const ra
                  "<= 256");
 }
 
-static void print_value(const char *key, double v, bool skipped)
+static void print_one(const char *key, const char *suffix, double v, bool skipped)
 {
     if (skipped) {
-        printf(" %s=skipped", key);
+        printf(" %s%s=skipped", key, suffix);
     } else if (isnan(v)) {
-        printf(" %s=missing", key);
+        printf(" %s%s=missing", key, suffix);
     } else {
-        printf(" %s=%.*f", key, fabs(v) >= 100 ? 0 : 3, v);
+        printf(" %s%s=%.*f", key, suffix, fabs(v) >= 100 ? 0 : 3, v);
     }
+}
+
+/* key=median key_min=... key_max=... */
+static void print_value(const char *key, double v, double lo, double hi, bool skipped)
+{
+    print_one(key, "", v, skipped);
+    print_one(key, "_min", lo, skipped);
+    print_one(key, "_max", hi, skipped);
+}
+
+static ratio make_ratio(const kvs *t, const char *key, const char *what, const char *num,
+                        const char *den, bool redis, double target, const char *text)
+{
+    ratio r = {key,
+               what,
+               get(t, num),
+               get(t, den),
+               get_bound(t, num, "_min"),
+               get_bound(t, num, "_max"),
+               get_bound(t, den, "_min"),
+               get_bound(t, den, "_max"),
+               redis,
+               target,
+               text};
+    return r;
 }
 
 int bench_report(const char *path)
@@ -252,20 +320,25 @@ int bench_report(const char *path)
         return 1;
     }
     bool redis_skipped = get(&t, "redis_skipped") == 1.0;
+    /* escrow's best: the better median of 1 and 2 nodes, with its range */
     double e1 = get(&t, "e1_ok_s"), e2 = get(&t, "e2_ok_s");
-    double best = isnan(e1) ? e2 : isnan(e2) ? e1 : fmax(e1, e2);
-    double no_node = get(&t, "nonode_no_s"), no_cached = get(&t, "nocache_no_s");
-    double redis_mem = get(&t, "cmem_ok_s");
+    const char *best_key = isnan(e1) || (!isnan(e2) && e2 > e1) ? "e2_ok_s" : "e1_ok_s";
+    double best = get(&t, best_key);
+    put_value(&t, "best_ok_s", best);
+    put_value(&t, "best_ok_s_min", get_bound(&t, best_key, "_min"));
+    put_value(&t, "best_ok_s_max", get_bound(&t, best_key, "_max"));
     const ratio rs[] = {
-        {"ratio_esc_a128", "escrow / A (one hot row, 128 connections)", best, get(&t, "a128_ok_s"),
-         false, 20, ">= 20"},
-        {"ratio_esc_b100", "escrow / B (100 rows)", best, get(&t, "b100_ok_s"), false, 3, ">= 3"},
-        {"ratio_esc_redis_aof", "escrow / C (Redis, appendfsync always)", best,
-         get(&t, "caof_ok_s"), true, 1.5, ">= 1.5"},
-        {"ratio_no_node_redis_mem", "\"no\" by a node / C (Redis, no persistence)", no_node,
-         redis_mem, true, 2, ">= 2"},
-        {"ratio_no_cached_redis_mem", "\"no\" from the cached flag / C (no persistence)", no_cached,
-         redis_mem, true, 2, ">= 2"},
+        make_ratio(&t, "ratio_esc_a128", "escrow / A (one hot row, 128 connections)", "best_ok_s",
+                   "a128_ok_s", false, 20, ">= 20"),
+        make_ratio(&t, "ratio_esc_b100", "escrow / B (100 rows)", "best_ok_s", "b100_ok_s", false,
+                   3, ">= 3"),
+        make_ratio(&t, "ratio_esc_redis_aof", "escrow / C (Redis, appendfsync always)", "best_ok_s",
+                   "caof_ok_s", true, 1.5, ">= 1.5"),
+        make_ratio(&t, "ratio_no_node_redis_mem", "\"no\" by a node / C (Redis, no persistence)",
+                   "nonode_no_s", "cmem_ok_s", true, 2, ">= 2"),
+        make_ratio(&t, "ratio_no_cached_redis_mem",
+                   "\"no\" from the cached flag / C (no persistence)", "nocache_no_s", "cmem_ok_s",
+                   true, 2, ">= 2"),
     };
     size_t nr = sizeof rs / sizeof rs[0];
 
@@ -281,12 +354,16 @@ int bench_report(const char *path)
     }
     printf("\nRESULT");
     for (size_t i = 0; i < NROWS; i++) {
-        print_value(ROWS[i].result_key, get(&t, ROWS[i].source), ROWS[i].redis && redis_skipped);
+        const char *k = ROWS[i].source;
+        print_value(ROWS[i].result_key, get(&t, k), get_bound(&t, k, "_min"),
+                    get_bound(&t, k, "_max"), ROWS[i].redis && redis_skipped);
     }
-    print_value("esc_best_holds_s", best, false);
+    print_value("esc_best_holds_s", best, get(&t, "best_ok_s_min"), get(&t, "best_ok_s_max"),
+                false);
     for (size_t i = 0; i < nr; i++) {
-        print_value(rs[i].result_key, div_or_nan(rs[i].num, rs[i].den),
-                    rs[i].redis && redis_skipped);
+        const ratio *r = &rs[i];
+        print_value(r->result_key, div_or_nan(r->num, r->den), div_or_nan(r->num_min, r->den_max),
+                    div_or_nan(r->num_max, r->den_min), r->redis && redis_skipped);
     }
     printf(" redis_measured=%d\n", redis_skipped ? 0 : 1);
     if (missing > 0) {
