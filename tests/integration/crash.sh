@@ -88,8 +88,13 @@ esc_step "every acknowledged outcome is in PostgreSQL"
 itest_q "CREATE TABLE rec (kind text, key text, hold_id bigint, state text, n bigint)" >/dev/null
 esc_psql "\\copy rec FROM '$REC' WITH (DELIMITER ' ')"
 itest_eq "$(itest_q "SELECT count(*) FROM rec")" "$(lines)" "record lines loaded"
-itest_eq "$(itest_q "SELECT count(*) FROM rec r WHERE r.kind = 'R' AND r.state = 'held' AND r.n = 1")" \
-    "$(itest_q "SELECT count(*) FROM rec WHERE kind = 'R'")" "acknowledged reserves that reported a held hold of 1"
+# A reserve is answered with its hold; a retry of a key whose hold lapsed
+# before the retry arrived (the node was down longer than the 2 s TTL: a slow
+# restart on a loaded machine) is answered OK with the hold `expired`
+# (docs/libescrow.md, Answers). Any other state, or another qty, is wrong.
+itest_eq "$(itest_q "SELECT count(*) FROM rec r WHERE r.kind = 'R' AND r.state IN ('held', 'expired') AND r.n = 1")" \
+    "$(itest_q "SELECT count(*) FROM rec WHERE kind = 'R'")" "acknowledged reserves that reported a hold of 1, held (or lapsed before a retry)"
+echo "acknowledged reserves answered with a lapsed hold (retries after the TTL): $(itest_q "SELECT count(*) FROM rec WHERE kind = 'R' AND state = 'expired'")"
 itest_eq "$(itest_q "SELECT count(*) FROM rec r LEFT JOIN holds h
     ON h.hold_id = r.hold_id AND h.idempotency_key = r.key AND h.buyer_id = r.key AND h.qty = 1
     WHERE h.hold_id IS NULL")" 0 "acknowledged outcomes whose hold is missing or has another key"
