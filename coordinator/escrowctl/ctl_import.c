@@ -23,6 +23,9 @@
 #include "ctl_json.h"
 #include "escrow_errors.h"
 
+/* Items created from which the import ANALYZEs the catalog's tables. */
+#define CTL_IMPORT_ANALYZE_MIN 1000
+
 typedef struct rows {
     ctl_import_row *row;
     size_t n, cap;
@@ -173,7 +176,7 @@ static void progress(size_t done, size_t n, double t0)
 static int write_rows(PGconn *conn, const ctl_args *a, const rows *r, tally *t, double t0)
 {
     int64_t conflicts = 0;
-    int rc = ctl_import_db_load(conn, r->row, r->n, a->spec.region);
+    int rc = ctl_import_db_load(conn, r->row, r->n, a->spec.region, &t->unchanged);
     rc = rc != 0 ? rc : ctl_import_db_conflicts(conn, 0, r->n, &conflicts);
     if (rc == 0 && conflicts > 0) {
         t->failed = conflicts;
@@ -187,11 +190,11 @@ static int write_rows(PGconn *conn, const ctl_args *a, const rows *r, tally *t, 
     size_t lo = 0;
     for (; rc == 0 && lo < r->n; lo += (size_t)a->import_chunk) {
         size_t hi = lo + (size_t)a->import_chunk < r->n ? lo + (size_t)a->import_chunk : r->n;
-        int64_t created = 0;
-        rc = ctl_import_db_chunk(conn, lo, hi, a->spec.region, &created);
+        int64_t created = 0, unchanged = 0;
+        rc = ctl_import_db_chunk(conn, lo, hi, a->spec.region, &created, &unchanged);
         if (rc == 0) {
             t->created += created;
-            t->unchanged += (int64_t)(hi - lo) - created;
+            t->unchanged += unchanged;
         }
         if (tty) {
             progress(rc == 0 ? hi : lo, r->n, t0);
@@ -199,6 +202,9 @@ static int write_rows(PGconn *conn, const ctl_args *a, const rows *r, tally *t, 
     }
     if (tty && r->n > 0) {
         fputc('\n', stderr);
+    }
+    if (rc == 0 && t->created >= CTL_IMPORT_ANALYZE_MIN) {
+        ctl_import_db_analyze(conn);
     }
     if (rc != 0 && lo > 0 && lo < r->n) {
         fprintf(stderr,

@@ -13,6 +13,7 @@
 
 #include <inttypes.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "ctl_db.h"
@@ -29,6 +30,13 @@ static const char sql_table[] =
         "max_per_buyer integer NOT NULL, hold_ttl_ms integer NOT NULL, split bigint[] NOT NULL)";
 static const char sql_copy[] = TAG "COPY import_rows FROM STDIN";
 static const char sql_analyze[] = TAG "ANALYZE import_rows";
+/* Rows whose item exists with the same values: unchanged, set aside. */
+static const char sql_unchanged[] =
+    TAG "DELETE FROM import_rows r USING items i WHERE i.tenant_id = r.tenant_id "
+        "AND i.item_id = r.item_id AND (i.total, i.segments_wanted, i.max_per_order, "
+        "i.max_per_buyer, i.hold_ttl_ms) = (r.total, r.segments, r.max_per_order, "
+        "r.max_per_buyer, r.hold_ttl_ms)";
+static const char sql_analyze_catalog[] = TAG "ANALYZE items, segments";
 
 /* The rows in [$1, $2) whose item exists with other values. */
 static const char sql_conflicts[] =
@@ -54,7 +62,8 @@ static const char sql_items[] =
         "WHERE r.idx >= $1 AND r.idx < $2 ORDER BY r.idx, g.n RETURNING 1) "
         "SELECT (SELECT count(*) FROM ins), (SELECT count(*) FROM segs), "
         "(SELECT COALESCE(sum(segments), 0) FROM import_rows r JOIN ins USING (tenant_id, item_id) "
-        "WHERE r.idx >= $1 AND r.idx < $2)";
+        "WHERE r.idx >= $1 AND r.idx < $2), "
+        "(SELECT count(*) FROM import_rows WHERE idx >= $1 AND idx < $2)";
 
 /* COPY text: ids are printable ASCII without spaces; only '\' needs an
  * escape. */
@@ -120,7 +129,8 @@ static int copy_rows(PGconn *conn, const ctl_import_row *rows, size_t n)
     return PQstatus(conn) != CONNECTION_OK ? ESC_EUNAVAILABLE : rc;
 }
 
-int ctl_import_db_load(PGconn *conn, const ctl_import_row *rows, size_t n, const char *region)
+int ctl_import_db_load(PGconn *conn, const ctl_import_row *rows, size_t n, const char *region,
+                       int64_t *unchanged)
 {
     PGresult *res = NULL;
     const char *p_region[] = {region};
@@ -143,7 +153,17 @@ int ctl_import_db_load(PGconn *conn, const ctl_import_row *rows, size_t n, const
     }
     PQclear(res);
     rc = copy_rows(conn, rows, n);
+    rc = rc != 0 ? rc : ctl_db_query(conn, sql_unchanged, 0, NULL, &res);
+    if (rc == 0) {
+        *unchanged = strtoll(PQcmdTuples(res), NULL, 10);
+    }
+    PQclear(res);
     return rc != 0 ? rc : ctl_db_exec(conn, sql_analyze, 0, NULL);
+}
+
+void ctl_import_db_analyze(PGconn *conn)
+{
+    (void)ctl_db_exec(conn, sql_analyze_catalog, 0, NULL); /* plans only: best effort */
 }
 
 int ctl_import_db_conflicts(PGconn *conn, size_t lo, size_t hi, int64_t *conflicts)
@@ -170,20 +190,22 @@ int ctl_import_db_conflicts(PGconn *conn, size_t lo, size_t hi, int64_t *conflic
     return 0;
 }
 
-int ctl_import_db_chunk(PGconn *conn, size_t lo, size_t hi, const char *region, int64_t *created)
+int ctl_import_db_chunk(PGconn *conn, size_t lo, size_t hi, const char *region, int64_t *created,
+                        int64_t *unchanged)
 {
     char a[24], b[24];
     snprintf(a, sizeof a, "%zu", lo);
     snprintf(b, sizeof b, "%zu", hi);
     const char *params[] = {a, b, region};
     PGresult *res = NULL;
-    int64_t items = 0, segs = 0, wanted = 0, conflicts = 0;
+    int64_t items = 0, segs = 0, wanted = 0, rows = 0, conflicts = 0;
     int rc = ctl_db_begin(conn, "ISOLATION LEVEL READ COMMITTED");
     rc = rc != 0 ? rc : ctl_db_exec(conn, sql_tenants, 2, params);
     rc = rc != 0 ? rc : ctl_db_query(conn, sql_items, 3, params, &res);
     rc = rc != 0 ? rc : ctl_db_i64(res, 0, 0, &items);
     rc = rc != 0 ? rc : ctl_db_i64(res, 0, 1, &segs);
     rc = rc != 0 ? rc : ctl_db_i64(res, 0, 2, &wanted);
+    rc = rc != 0 ? rc : ctl_db_i64(res, 0, 3, &rows);
     PQclear(res);
     if (rc == 0 && segs != wanted) {
         fprintf(stderr,
@@ -191,7 +213,9 @@ int ctl_import_db_chunk(PGconn *conn, size_t lo, size_t hi, const char *region, 
                 segs, wanted);
         rc = ESC_EINTERNAL;
     }
-    rc = rc != 0 ? rc : ctl_import_db_conflicts(conn, lo, hi, &conflicts);
+    if (rc == 0 && items < rows) { /* some existed by now: a concurrent create */
+        rc = ctl_import_db_conflicts(conn, lo, hi, &conflicts);
+    }
     rc = rc == 0 && conflicts > 0 ? ESC_ECONFLICT : rc;
     rc = rc != 0 ? rc : ctl_db_commit(conn);
     if (rc != 0) {
@@ -199,5 +223,6 @@ int ctl_import_db_chunk(PGconn *conn, size_t lo, size_t hi, const char *region, 
         return rc;
     }
     *created = items;
+    *unchanged = rows - items;
     return 0;
 }

@@ -17,6 +17,7 @@
 
 #include "ctl_import_parse.h"
 #include "ctl_opts.h"
+#include "ctl_top_opts.h"
 #include "escrow_errors.h"
 
 static char why[CTL_WHY_MAX];
@@ -201,12 +202,29 @@ static void test_status_opts(void **state)
     assert_int_equal(parse(&a, "holds", "s1", "--buyer", "b", "--paused", NULL), ESC_EINVAL);
 }
 
+/* top takes status's --tenant and --item-prefix as well as its own words. */
+static void test_top_aliases(void **state)
+{
+    (void)state;
+    static ctl_top_args t;
+    const ctl_env env = {.dsn = "dbname=x", .coordinator = NULL};
+    char *argv1[] = {"top", "--tenant", "s1", "--item-prefix", "tee", "--once"};
+    assert_int_equal(ctl_top_args_parse(6, argv1, &env, &t, why), 0);
+    assert_string_equal(t.filter.tenant, "s1");
+    assert_string_equal(t.filter.prefix, "tee");
+    char *argv2[] = {"top", "s1", "--tenant", "s2"};
+    assert_int_equal(ctl_top_args_parse(4, argv2, &env, &t, why), ESC_EINVAL);
+    char *argv3[] = {"top", "--prefix", "a", "--item-prefix", "b"};
+    assert_int_equal(ctl_top_args_parse(5, argv3, &env, &t, why), ESC_EINVAL);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_format),      cmocka_unit_test(test_header),
         cmocka_unit_test(test_csv_rows),    cmocka_unit_test(test_json_rows),
         cmocka_unit_test(test_import_opts), cmocka_unit_test(test_status_opts),
+        cmocka_unit_test(test_top_aliases),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
