@@ -178,7 +178,7 @@ for n in $sizes; do
     status_page=$(time_ms esc_ctl status)
     status_item=$(time_ms esc_ctl status cat sku-0000001)
     rate=$(sale "$n")
-    ratio=$(awk -v a="$rate" -v b="$base" 'BEGIN { printf "%.2f", b > 0 ? a / b : 0 }')
+    ratio=$(awk -v a="$rate" -v b="$base" 'BEGIN { printf "%.2f", (b > 0 ? a / b : 0) }')
     [[ -n $placed ]] || placed=$(awk -v p=$((t2 - t1)) 'BEGIN { printf "%.1f", p / 1000 }')
     awk -v i=$((t1 - t0)) -v p="$placed" -v n="$n" -v c="$coord_cpu" -v g="$pgc" -v nc="$nodes_cpu" \
         -v r="$route" -v sp="$status_page" -v si="$status_item" -v h="$rate" -v q="$ratio" \
