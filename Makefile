@@ -31,6 +31,10 @@
 #                (tests/support/bench_bindings.sh; logs in BENCH_DIR/bindings)
 #   make bench-gateway  the same build, then escrow-gateway against native
 #                libescrow (tests/support/gateway_bench.sh)
+#   make bench-catalog  the same build (with coord_probe), then a catalog of
+#                1,000 / 10,000 / 100,000 items: import, placement, idle CPU,
+#                status and route latency, a sale among idle items
+#                (tests/tools/catalog_bench.sh; not part of make test)
 #   make deb     the Debian packages (debian/, docs/packages.md): dpkg-buildpackage
 #                on a copy of the tree in DEB_DIR/src, the .deb files in DEB_DIR
 #                (build-deb/), then lintian (no errors allowed)
@@ -62,7 +66,7 @@ FUZZ_SECONDS ?= 600
 DEB_DIR ?= build-deb
 DEB_ABS := $(abspath $(DEB_DIR))
 
-.PHONY: all deps build demo regions test test-ha fuzz clean bench bench-profile bench-bindings bench-gateway deb test-package
+.PHONY: all deps build demo regions test test-ha fuzz clean bench bench-profile bench-bindings bench-gateway bench-catalog deb test-package
 
 all: build
 
@@ -110,6 +114,11 @@ bench-bindings: build
 
 bench-gateway: build
 	ESC_BIN=$(abspath $(BUILD))/bin tests/support/gateway_bench.sh
+
+bench-catalog: build
+	cmake -S . -B $(BUILD) -DESC_TESTS=ON >/dev/null
+	cmake --build $(BUILD) -j $(JOBS) --target coord_probe
+	ESC_BIN=$(abspath $(BUILD))/bin tests/tools/catalog_bench.sh
 
 test: deps
 	cmake -S . -B $(BUILD_TEST) -DCMAKE_BUILD_TYPE=RelWithDebInfo -DESC_TESTS=ON -DESC_SANITIZE=ON

@@ -14,6 +14,7 @@
 #include "ctl_db.h"
 #include "ctl_exit.h"
 #include "ctl_feed.h"
+#include "ctl_import.h"
 #include "ctl_item.h"
 #include "ctl_list.h"
 #include "ctl_migrate.h"
@@ -39,6 +40,8 @@ static int dispatch(PGconn *conn, const ctl_args *a, FILE *out, outcome *o)
                          : ctl_migrate(conn, a, out);
     case CTL_CMD_ITEM_CREATE:
         return ctl_item_create(conn, a, out);
+    case CTL_CMD_ITEM_IMPORT:
+        return ctl_import(conn, a, out);
     case CTL_CMD_STATUS:
         return ctl_status(conn, a, out);
     case CTL_CMD_NODES:

@@ -15,6 +15,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "ctl_import_parse.h"
 #include "ctl_num.h"
 #include "ctl_quota.h"
 #include "escrow_errors.h"
@@ -50,13 +51,26 @@ enum opt_id {
     OPT_OP_ID,
     OPT_VIA,
     OPT_STATUS,
+    OPT_FORMAT,
+    OPT_CHUNK,
+    OPT_TENANT,
+    OPT_ITEM_PREFIX,
+    OPT_STATE,
+    OPT_SOLD_OUT,
+    OPT_PAUSED,
+    OPT_OFFSET,
     OPT_COUNT_
 };
 
-#define OPT_BIT(id) (1u << (id))
+#define OPT_BIT(id) (UINT64_C(1) << (id))
 #define OPTS_GLOBAL                                                                                \
     (OPT_BIT(OPT_DSN) | OPT_BIT(OPT_JSON) | OPT_BIT(OPT_HELP) | OPT_BIT(OPT_COORDINATOR) |         \
      OPT_BIT(OPT_TIMEOUT_MS) | OPT_BIT(OPT_CONFIG))
+
+/* status: its filters and pages */
+#define OPTS_STATUS                                                                                \
+    (OPT_BIT(OPT_TENANT) | OPT_BIT(OPT_ITEM_PREFIX) | OPT_BIT(OPT_STATE) | OPT_BIT(OPT_SOLD_OUT) | \
+     OPT_BIT(OPT_PAUSED) | OPT_BIT(OPT_LIMIT) | OPT_BIT(OPT_OFFSET))
 
 /* item restock / reduce: of a global item with --global */
 #define OPTS_STOCK                                                                                 \
@@ -95,6 +109,14 @@ static const struct opt_def {
     [OPT_OP_ID] = {"op-id", true},
     [OPT_VIA] = {"via", true},
     [OPT_STATUS] = {"status", false},
+    [OPT_FORMAT] = {"format", true},
+    [OPT_CHUNK] = {"chunk", true},
+    [OPT_TENANT] = {"tenant", true},
+    [OPT_ITEM_PREFIX] = {"item-prefix", true},
+    [OPT_STATE] = {"state", true},
+    [OPT_SOLD_OUT] = {"sold-out", false},
+    [OPT_PAUSED] = {"paused", false},
+    [OPT_OFFSET] = {"offset", true},
 };
 
 /* What the positional words after the command words mean. */
@@ -107,6 +129,7 @@ typedef enum pos_kind {
     POS_ITEM_SPLIT, /* TENANT ITEM N */
     POS_NODE,       /* NODE */
     POS_HOLD,       /* HOLD_ID */
+    POS_FILE,       /* FILE (item import) */
 } pos_kind;
 
 static const struct cmd_def {
@@ -115,7 +138,7 @@ static const struct cmd_def {
     ctl_cmd cmd;
     int pos_min; /* positional arguments after the command words */
     int pos_max;
-    unsigned opts; /* options allowed besides the global ones */
+    uint64_t opts; /* options allowed besides the global ones */
     pos_kind pos;
     uint32_t admin_op; /* WIRE_ADMIN_* for the coordinator's commands, else 0 */
 } cmd_defs[] = {
@@ -125,6 +148,8 @@ static const struct cmd_def {
          OPT_BIT(OPT_MAX_PER_ORDER) | OPT_BIT(OPT_MAX_PER_BUYER) | OPT_BIT(OPT_HOLD_TTL_MS) |
          OPT_BIT(OPT_GLOBAL) | OPT_BIT(OPT_QUOTA),
      POS_ITEM_SPEC, 0},
+    {"item", "import", CTL_CMD_ITEM_IMPORT, 1, 1,
+     OPT_BIT(OPT_FORMAT) | OPT_BIT(OPT_CHUNK) | OPT_BIT(OPT_REGION), POS_FILE, 0},
     {"item", "restock", CTL_CMD_ITEM_RESTOCK, 3, 3, OPTS_STOCK, POS_ITEM_QTY, WIRE_ADMIN_RESTOCK},
     {"item", "reduce", CTL_CMD_ITEM_REDUCE, 3, 3, OPTS_STOCK, POS_ITEM_QTY, WIRE_ADMIN_REDUCE},
     {"item", "pause", CTL_CMD_ITEM_PAUSE, 2, 2, 0, POS_ITEM, WIRE_ADMIN_PAUSE},
@@ -135,7 +160,7 @@ static const struct cmd_def {
     {"item", "rebalance", CTL_CMD_ITEM_REBALANCE, 2, 2, 0, POS_ITEM, WIRE_ADMIN_REBALANCE},
     {"drain", NULL, CTL_CMD_DRAIN, 1, 1, 0, POS_NODE, WIRE_ADMIN_DRAIN},
     {"undrain", NULL, CTL_CMD_UNDRAIN, 1, 1, 0, POS_NODE, WIRE_ADMIN_UNDRAIN},
-    {"status", NULL, CTL_CMD_STATUS, 0, 2, OPT_BIT(OPT_GLOBAL), POS_FILTERS, 0},
+    {"status", NULL, CTL_CMD_STATUS, 0, 2, OPT_BIT(OPT_GLOBAL) | OPTS_STATUS, POS_FILTERS, 0},
     {"nodes", NULL, CTL_CMD_NODES, 0, 0, 0, POS_NONE, 0},
     {"transfers", NULL, CTL_CMD_TRANSFERS, 0, 2, OPT_BIT(OPT_ALL) | OPT_BIT(OPT_LIMIT), POS_FILTERS,
      0},
@@ -159,7 +184,7 @@ static const struct cmd_def {
 
 typedef struct raw_args {
     const char *val[OPT_COUNT_]; /* borrowed from argv; "" for flags */
-    unsigned seen;               /* OPT_BIT()s */
+    uint64_t seen;               /* OPT_BIT()s */
     const char *pos[CTL_POSITIONAL_MAX];
     int npos;
     const char *config[CTL_CONFIG_MAX]; /* --config may be repeated */
@@ -318,7 +343,7 @@ static int check_cmd_shape(const struct cmd_def *c, const raw_args *raw, char wh
 {
     int words = c->word2 != NULL ? 2 : 1;
     int npos = raw->npos - words;
-    unsigned foreign = raw->seen & ~(c->opts | OPTS_GLOBAL);
+    uint64_t foreign = raw->seen & ~(c->opts | OPTS_GLOBAL);
     if (foreign != 0) {
         for (int i = 0; i < OPT_COUNT_; i++) {
             if ((foreign & OPT_BIT(i)) != 0) {
@@ -410,6 +435,73 @@ static int build_filters(const raw_args *raw, const char *const *pos, int npos, 
     rc = rc != 0
              ? rc
              : get_int(raw, OPT_LIMIT, 1, CTL_LIST_ROWS_MAX, CTL_LIST_ROWS_DEFAULT, &limit, why);
+    a->limit = (int)limit;
+    return rc;
+}
+
+/* item import FILE [--format csv|jsonl] [--chunk N] [--region R]. */
+static int build_import(const raw_args *raw, const char *const *pos, ctl_args *a,
+                        char why[CTL_WHY_MAX])
+{
+    if (pos[0][0] == '\0' || strlen(pos[0]) > CTL_IMPORT_PATH_LEN_MAX) {
+        return fail(why, "FILE must be a path of 1..%d bytes, or - for stdin",
+                    CTL_IMPORT_PATH_LEN_MAX);
+    }
+    memcpy(a->import_path, pos[0], strlen(pos[0]) + 1);
+    ctl_import_format fmt = CTL_IMPORT_CSV;
+    const char *format = (raw->seen & OPT_BIT(OPT_FORMAT)) != 0 ? raw->val[OPT_FORMAT] : NULL;
+    int rc = ctl_import_format_of(format, a->import_path, &fmt, why);
+    a->import_format = (int)fmt;
+    const char *region = (raw->seen & OPT_BIT(OPT_REGION)) != 0 ? raw->val[OPT_REGION] : "local";
+    rc = rc != 0 ? rc : copy_id(a->spec.region, region, CTL_REGION_LEN_MAX, "--region", why);
+    int64_t chunk = 0;
+    rc = rc != 0 ? rc
+                 : get_int(raw, OPT_CHUNK, 1, CTL_IMPORT_CHUNK_MAX, CTL_IMPORT_CHUNK_DEFAULT,
+                           &chunk, why);
+    a->import_chunk = (int)chunk;
+    return rc;
+}
+
+/* status [TENANT [ITEM]] [--tenant T] [--item-prefix P] [--state S]
+ * [--paused] [--sold-out] [--limit N] [--offset N]. */
+static int build_status(const raw_args *raw, int npos, ctl_args *a, char why[CTL_WHY_MAX])
+{
+    static const char *const states[] = {"", "active", "paused", "retired"};
+    int rc = 0;
+    if (a->global && (raw->seen & OPTS_STATUS) != 0) {
+        return fail(why, "status --global takes no filters or pages; name a TENANT [ITEM]");
+    }
+    if ((raw->seen & OPT_BIT(OPT_TENANT)) != 0) {
+        rc = npos > 0
+                 ? fail(why, "--tenant and a TENANT word exclude each other")
+                 : copy_id(a->tenant, raw->val[OPT_TENANT], ESC_TENANT_LEN_MAX, "--tenant", why);
+    }
+    if (rc == 0 && (raw->seen & OPT_BIT(OPT_ITEM_PREFIX)) != 0) {
+        rc = npos > 1 ? fail(why, "--item-prefix and an ITEM word exclude each other")
+                      : copy_id(a->item_prefix, raw->val[OPT_ITEM_PREFIX], ESC_ITEM_LEN_MAX,
+                                "--item-prefix", why);
+    }
+    if (rc == 0 && (raw->seen & OPT_BIT(OPT_STATE)) != 0) {
+        for (int i = 1; i < 4; i++) {
+            a->item_state = strcmp(raw->val[OPT_STATE], states[i]) == 0 ? i : a->item_state;
+        }
+        if (a->item_state == 0) {
+            rc = fail(why, "--state must be active, paused or retired, not '%s'",
+                      raw->val[OPT_STATE]);
+        }
+    }
+    if (rc == 0 && (raw->seen & OPT_BIT(OPT_PAUSED)) != 0) {
+        if (a->item_state != 0 && a->item_state != 2) {
+            return fail(why, "--paused and --state %s exclude each other", raw->val[OPT_STATE]);
+        }
+        a->item_state = 2;
+    }
+    a->sold_out = (raw->seen & OPT_BIT(OPT_SOLD_OUT)) != 0;
+    int64_t limit = 0;
+    rc = rc != 0 ? rc
+                 : get_int(raw, OPT_LIMIT, 1, CTL_STATUS_ITEMS_MAX, CTL_STATUS_ITEMS_DEFAULT,
+                           &limit, why);
+    rc = rc != 0 ? rc : get_int(raw, OPT_OFFSET, 0, INT64_MAX / 2, 0, &a->offset, why);
     a->limit = (int)limit;
     return rc;
 }
@@ -681,6 +773,9 @@ static int build_command(const struct cmd_def *c, const raw_args *raw, ctl_args 
     case POS_ITEM_SPEC:
         rc = build_item_spec(raw, pos, &a->spec, why);
         break;
+    case POS_FILE:
+        rc = build_import(raw, pos, a, why);
+        break;
     case POS_NONE:
     case POS_FILTERS:
         rc = build_filters(raw, pos, raw->npos - words, a, why);
@@ -694,6 +789,10 @@ static int build_command(const struct cmd_def *c, const raw_args *raw, ctl_args 
     }
     if (rc == 0 && c->cmd == CTL_CMD_EVENTS) {
         rc = build_follow(raw, a, why);
+    }
+    if (rc == 0 && c->cmd == CTL_CMD_STATUS) {
+        a->global = (raw->seen & OPT_BIT(OPT_GLOBAL)) != 0;
+        rc = build_status(raw, raw->npos - words, a, why);
     }
     if (rc == 0) {
         rc = build_region(c, raw, a, why);

@@ -39,6 +39,12 @@
 #define CTL_LIST_ROWS_MAX 10000
 /* Items shown by status; each costs up to ESC_SEGMENTS_PER_ITEM_MAX rows. */
 #define CTL_STATUS_ITEMS_MAX 1000
+/* status: items a page (--limit; default CTL_STATUS_ITEMS_DEFAULT). */
+#define CTL_STATUS_ITEMS_DEFAULT 50
+/* item import: rows per transaction (--chunk). */
+#define CTL_IMPORT_CHUNK_DEFAULT 1000
+#define CTL_IMPORT_CHUNK_MAX 100000
+#define CTL_IMPORT_PATH_LEN_MAX 4095
 /* Violations printed per kind by check (all are counted). */
 #define CTL_CHECK_PRINT_MAX 1000
 /* --config FILE: region files (region_cfg.h), in command-line order; the
@@ -59,6 +65,7 @@ typedef enum ctl_cmd {
     CTL_CMD_NONE = 0,
     CTL_CMD_MIGRATE,
     CTL_CMD_ITEM_CREATE,
+    CTL_CMD_ITEM_IMPORT,
     CTL_CMD_STATUS,
     CTL_CMD_HOLDS,
     CTL_CMD_CHECK,
@@ -127,7 +134,17 @@ typedef struct ctl_args {
     bool follow;
     bool from_start;
     char consumer[CTL_CONSUMER_LEN_MAX + 1];
-    ctl_item_spec spec; /* item create */
+    ctl_item_spec spec; /* item create; item import: spec.region */
+    /* item import FILE ("-" = stdin) [--format csv|jsonl] [--chunk N] */
+    char import_path[CTL_IMPORT_PATH_LEN_MAX + 1];
+    int import_format; /* ctl_import_format (ctl_import_parse.h) */
+    int import_chunk;  /* 1..CTL_IMPORT_CHUNK_MAX */
+    /* status: --item-prefix, --state (0 any, 1 active, 2 paused, 3 retired:
+     * ctl_top_state), --sold-out, --offset; the tenant is a->tenant */
+    char item_prefix[ESC_ITEM_LEN_MAX + 1];
+    int item_state;
+    bool sold_out;
+    int64_t offset;
     /* admin commands */
     uint32_t admin_op;               /* WIRE_ADMIN_* */
     int64_t qty;                     /* item restock / reduce: 1..ESC_TOTAL_MAX */

@@ -9,45 +9,57 @@
  */
 #include "ctl_status.h"
 
+#include <inttypes.h>
 #include <stdbool.h>
 #include <string.h>
 
 #include "ctl_db.h"
 #include "ctl_json.h"
+#include "ctl_top_filter.h"
 #include "escrow_errors.h"
+#include "log.h"
 #include "pg_result.h"
 
 #define TAG "/* escrow:ctl-status */ "
 
-/* One row more than shown tells whether the list was cut. */
+/* The page of matching items: the filter's condition over items "i"
+ * (ctl_top_filter_where, its values $1..$n), then the exact ITEM, the
+ * offset and the limit as the next parameters (PAGE_TAIL's %d). One row
+ * more than shown tells whether more follow. */
+#define PAGE_HEAD "WITH p AS (SELECT i.tenant_id, i.item_id FROM items i WHERE "
+#define PAGE_TAIL "%s ORDER BY i.tenant_id, i.item_id OFFSET $%d::bigint LIMIT $%d::integer + %d) "
+static const char sql_count_head[] = TAG "SELECT count(*) FROM items i WHERE ";
+/* Per item: the segments' sums and the open transfers, for the page only
+ * (lateral, so no statement reads the whole catalog); conservation as the
+ * conservation view states it. */
 static const char sql_items[] =
-    TAG "SELECT c.tenant_id, c.item_id, i.state, c.total, c.available, c.held, c.sold, "
-        "c.in_flight, c.unallocated, i.tail_segment, i.segments_wanted, i.reduce_pending, "
-        "(SELECT count(*) FROM segments s WHERE s.tenant_id = c.tenant_id "
-        "AND s.item_id = c.item_id AND s.state = 'active'), "
-        "(SELECT count(*) FROM segments s WHERE s.tenant_id = c.tenant_id "
-        "AND s.item_id = c.item_id AND s.state = 'draining'), "
-        "(SELECT count(*) FROM transfers t WHERE t.tenant_id = c.tenant_id "
-        "AND t.item_id = c.item_id AND t.state IN ('planned', 'sent')), "
-        "c.ok "
-        "FROM conservation c JOIN items i USING (tenant_id, item_id) "
-        "WHERE ($1::text IS NULL OR c.tenant_id = $1) AND ($2::text IS NULL OR c.item_id = $2) "
-        "ORDER BY c.tenant_id, c.item_id LIMIT $3::integer + 1";
-/* Per segment: its region (the database's region_self, $4, once a region's
- * coordinator claimed it; else segments.region), its owner's liveness (state
- * 'down' or a lease that ran out; the lease is only written under a
- * coordinator) and its open transfers: units sent and not yet received, out
- * of and into the segment. */
-static const char sql_segments[] = TAG
-    "WITH i AS (SELECT tenant_id, item_id, tail_segment FROM items "
-    "WHERE ($1::text IS NULL OR tenant_id = $1) AND ($2::text IS NULL OR item_id = $2) "
-    "ORDER BY tenant_id, item_id LIMIT $3::integer) "
-    "SELECT s.tenant_id, s.item_id, s.segment_id, s.seg_no, COALESCE(NULLIF($4, ''), s.region), "
+    "SELECT i.tenant_id, i.item_id, i.state, i.total, s.available, s.held, s.sold, "
+    "t.in_flight, i.unallocated, i.tail_segment, i.segments_wanted, i.reduce_pending, "
+    "s.active, s.draining, t.open, "
+    "s.available + s.held + s.sold + t.in_flight + i.unallocated = i.total "
+    "AND s.held + s.sold <= i.total "
+    "FROM p JOIN items i USING (tenant_id, item_id) "
+    "CROSS JOIN LATERAL (SELECT COALESCE(sum(g.available), 0) AS available, "
+    "COALESCE(sum(g.held), 0) AS held, COALESCE(sum(g.sold), 0) AS sold, "
+    "count(*) FILTER (WHERE g.state = 'active') AS active, "
+    "count(*) FILTER (WHERE g.state = 'draining') AS draining "
+    "FROM segments g WHERE g.tenant_id = p.tenant_id AND g.item_id = p.item_id) s "
+    "CROSS JOIN LATERAL (SELECT COALESCE(sum(x.qty) FILTER (WHERE x.state = 'sent'), 0) "
+    "AS in_flight, count(*) AS open FROM transfers x WHERE x.state IN ('planned', 'sent') "
+    "AND x.tenant_id = p.tenant_id AND x.item_id = p.item_id) t "
+    "ORDER BY i.tenant_id, i.item_id";
+/* Per segment of the page: its region (the database's region_self, the last
+ * parameter, once a region's coordinator claimed it; else segments.region),
+ * its owner's liveness (state 'down' or a lease that ran out; the lease is
+ * only written under a coordinator) and its open transfers: units sent and
+ * not yet received, out of and into the segment. */
+static const char sql_segments[] =
+    "SELECT s.tenant_id, s.item_id, s.segment_id, s.seg_no, COALESCE(NULLIF($%d, ''), s.region), "
     "s.node_id, s.epoch, "
     "s.state, s.available, s.held, s.sold, n.state, "
     "(n.state = 'down' OR (n.lease_until IS NOT NULL AND n.lease_until < now())), "
     "x.open, x.sending, x.receiving, i.tail_segment IS NOT DISTINCT FROM s.segment_id "
-    "FROM segments s JOIN i USING (tenant_id, item_id) "
+    "FROM segments s JOIN p USING (tenant_id, item_id) JOIN items i USING (tenant_id, item_id) "
     "LEFT JOIN nodes n ON n.node_id = s.node_id "
     "CROSS JOIN LATERAL (SELECT count(*) AS open, "
     "COALESCE(sum(t.qty) FILTER (WHERE t.state = 'sent' AND t.from_segment = s.segment_id), "
@@ -212,8 +224,26 @@ static int read_monitor(PGconn *conn, PGresult **out)
     return rc;
 }
 
-static void print_human(FILE *out, const PGresult *items, int nitems, const PGresult *segs)
+/* What the page shows of the matching items. */
+typedef struct page {
+    int64_t offset;   /* items skipped */
+    int64_t matching; /* items that match the filters */
+    int shown;
+} page;
+
+/* "N more; use --limit/--offset" after the page, when more follow. */
+static void human_more(FILE *out, const page *pg)
 {
+    int64_t more = pg->matching - pg->offset - pg->shown;
+    if (more > 0) {
+        fprintf(out, "%" PRId64 " more item%s; use --limit N or --offset %" PRId64 "\n", more,
+                more == 1 ? "" : "s", pg->offset + pg->shown);
+    }
+}
+
+static void print_human(FILE *out, const PGresult *items, const page *pg, const PGresult *segs)
+{
+    int nitems = pg->shown;
     fprintf(out, "%-10s %-16s %-7s %10s %10s %8s %10s %9s %11s %8s %8s %6s %9s %s\n", "TENANT",
             "ITEM", "STATE", "TOTAL", "AVAILABLE", "HELD", "SOLD", "IN_FLIGHT", "UNALLOCATED",
             "SEGMENTS", "DRAINING", "TAIL", "TRANSFERS", "CONSERVATION");
@@ -230,11 +260,12 @@ static void print_human(FILE *out, const PGresult *items, int nitems, const PGre
             unowned += PQgetisnull(segs, s, S_NODE) ? 1 : 0;
         }
     }
-    fprintf(out, "%d item%s, %d segment%s (%d without an owner, %d on a node that is down)\n",
-            nitems, nitems == 1 ? "" : "s", nsegs, nsegs == 1 ? "" : "s", unowned, down);
-    if (PQntuples(items) > nitems) {
-        fprintf(out, "(only the first %d items are shown; name a TENANT or ITEM)\n", nitems);
-    }
+    fprintf(out,
+            "%d item%s (%" PRId64 "..%" PRId64 " of %" PRId64 " matching), %d segment%s "
+            "(%d without an owner, %d on a node that is down)\n",
+            nitems, nitems == 1 ? "" : "s", pg->offset + 1, pg->offset + nitems, pg->matching,
+            nsegs, nsegs == 1 ? "" : "s", unowned, down);
+    human_more(out, pg);
 }
 
 static void json_segment(ctl_json *j, const PGresult *segs, int s)
@@ -281,9 +312,10 @@ static void json_item(ctl_json *j, const PGresult *items, int i)
     ctl_json_bool(j, "conservation_ok", pg_result_true(items, i, I_OK));
 }
 
-static void print_json(FILE *out, const PGresult *items, int nitems, const PGresult *segs,
+static void print_json(FILE *out, const PGresult *items, const page *pg, const PGresult *segs,
                        const PGresult *mon)
 {
+    int nitems = pg->shown;
     ctl_json j;
     ctl_json_init(&j, out);
     ctl_json_begin_obj(&j, NULL);
@@ -301,52 +333,118 @@ static void print_json(FILE *out, const PGresult *items, int nitems, const PGres
     }
     ctl_json_end_arr(&j);
     ctl_json_bool(&j, "truncated", PQntuples(items) > nitems);
+    ctl_json_i64(&j, "matching", pg->matching);
+    ctl_json_i64(&j, "offset", pg->offset);
+    ctl_json_i64(&j, "more",
+                 pg->matching - pg->offset - nitems > 0 ? pg->matching - pg->offset - nitems : 0);
     json_monitor(&j, mon);
     ctl_json_end_obj(&j);
     ctl_json_finish(&j);
 }
 
-int ctl_status(PGconn *conn, const ctl_args *a, FILE *out)
+/* The statements of a's filters and page: count, items, segments. */
+typedef struct status_sql {
+    ctl_top_filter f; /* w.params point into it */
+    ctl_top_where w;
+    char count[CTL_TOP_WHERE_MAX + 256];
+    char items[CTL_TOP_WHERE_MAX + sizeof sql_items + 256];
+    char segs[CTL_TOP_WHERE_MAX + sizeof sql_segments + 256];
+    const char *params[CTL_TOP_WHERE_PARAMS_MAX + 4]; /* filter, item, offset, limit, region */
+    int nfilter; /* parameters of the count: the filter's and the item's */
+    char offset[24], limit[16];
+} status_sql;
+
+static void build_sql(const ctl_args *a, const char *region, status_sql *q)
 {
-    char limit[16];
-    snprintf(limit, sizeof limit, "%d", CTL_STATUS_ITEMS_MAX);
+    ctl_top_filter *f = &q->f;
+    memset(f, 0, sizeof *f);
+    f->state = (ctl_top_state)a->item_state;
+    f->sold_out = a->sold_out;
+    memcpy(f->tenant, a->tenant, sizeof f->tenant);
+    memcpy(f->prefix, a->item_prefix, sizeof f->prefix);
+    ctl_top_filter_where(f, &q->w);
+    int n = q->w.nparams;
+    for (int i = 0; i < n; i++) {
+        q->params[i] = q->w.params[i];
+    }
+    char item_cond[32] = "";
+    if (a->item[0] != '\0') {
+        q->params[n++] = a->item;
+        snprintf(item_cond, sizeof item_cond, " AND i.item_id = $%d", n);
+    }
+    q->nfilter = n;
+    snprintf(q->offset, sizeof q->offset, "%" PRId64, a->offset);
+    snprintf(q->limit, sizeof q->limit, "%d", a->limit);
+    q->params[n] = q->offset;
+    q->params[n + 1] = q->limit;
+    q->params[n + 2] = region;
+    snprintf(q->count, sizeof q->count, "%s%s%s", sql_count_head, q->w.sql, item_cond);
+    int len = snprintf(q->items, sizeof q->items, TAG PAGE_HEAD "%s" PAGE_TAIL "%s", q->w.sql,
+                       item_cond, n + 1, n + 2, 1, sql_items);
+    ESC_ASSERT(len > 0 && (size_t)len < sizeof q->items);
+    len = snprintf(q->segs, sizeof q->segs, TAG PAGE_HEAD "%s" PAGE_TAIL, q->w.sql, item_cond,
+                   n + 1, n + 2, 0);
+    ESC_ASSERT(len > 0 && (size_t)len < sizeof q->segs);
+    snprintf(q->segs + len, sizeof q->segs - (size_t)len, sql_segments, n + 3);
+}
+
+static int read_all(PGconn *conn, const ctl_args *a, PGresult **count, PGresult **items,
+                    PGresult **segs, PGresult **mon)
+{
+    static status_sql q; /* large: not on the stack */
     char region[CTL_REGION_LEN_MAX + 1] = "";
-    const char *params[] = {a->tenant[0] != '\0' ? a->tenant : NULL,
-                            a->item[0] != '\0' ? a->item : NULL, limit, region};
-    PGresult *items = NULL;
-    PGresult *segs = NULL;
-    PGresult *mon = NULL;
     int rc = ctl_db_begin(conn, "ISOLATION LEVEL REPEATABLE READ READ ONLY");
     rc = rc != 0 ? rc : ctl_db_region_self(conn, region, sizeof region);
-    rc = rc != 0 ? rc : ctl_db_query(conn, sql_items, 3, params, &items);
-    rc = rc != 0 ? rc : ctl_db_query(conn, sql_segments, 4, params, &segs);
-    rc = rc != 0 ? rc : read_monitor(conn, &mon);
+    if (rc == 0) {
+        build_sql(a, region, &q);
+    }
+    rc = rc != 0 ? rc : ctl_db_query(conn, q.count, q.nfilter, q.params, count);
+    rc = rc != 0 ? rc : ctl_db_query(conn, q.items, q.nfilter + 2, q.params, items);
+    rc = rc != 0 ? rc : ctl_db_query(conn, q.segs, q.nfilter + 3, q.params, segs);
+    rc = rc != 0 ? rc : read_monitor(conn, mon);
     rc = rc != 0 ? rc : ctl_db_commit(conn);
     if (rc != 0) {
         ctl_db_rollback(conn);
+    }
+    return rc;
+}
+
+int ctl_status(PGconn *conn, const ctl_args *a, FILE *out)
+{
+    PGresult *count = NULL;
+    PGresult *items = NULL;
+    PGresult *segs = NULL;
+    PGresult *mon = NULL;
+    page pg = {.offset = a->offset};
+    int rc = read_all(conn, a, &count, &items, &segs, &mon);
+    if (rc != 0) {
         goto out;
     }
-    if (PQnfields(items) != I_COLS_ || PQnfields(segs) != S_COLS_) {
+    if (PQnfields(items) != I_COLS_ || PQnfields(segs) != S_COLS_ ||
+        ctl_db_i64(count, 0, 0, &pg.matching) != 0) {
         fprintf(stderr, "escrowctl: unexpected answer to the status queries\n");
         rc = ESC_EDB;
         goto out;
     }
-    int nitems = PQntuples(items) > CTL_STATUS_ITEMS_MAX ? CTL_STATUS_ITEMS_MAX : PQntuples(items);
-    if (nitems == 0 && a->item[0] != '\0') {
+    pg.shown = PQntuples(items) > a->limit ? a->limit : PQntuples(items);
+    if (pg.matching == 0 && a->item[0] != '\0') {
         fprintf(stderr, "escrowctl: no item %s/%s\n", a->tenant, a->item);
         rc = ESC_EUNKNOWN_ITEM;
         goto out;
     }
     if (a->json) {
-        print_json(out, items, nitems, segs, mon);
-    } else if (nitems == 0) {
-        fprintf(out, "no items%s%s\n", a->tenant[0] != '\0' ? " for tenant " : "", a->tenant);
+        print_json(out, items, &pg, segs, mon);
+    } else if (pg.shown == 0) {
+        fprintf(out, "no items%s%s", a->tenant[0] != '\0' ? " for tenant " : "", a->tenant);
+        fprintf(out, pg.matching > 0 ? " past --offset %" PRId64 " (%" PRId64 " match)\n" : "\n",
+                pg.offset, pg.matching);
         human_monitor(out, mon);
     } else {
-        print_human(out, items, nitems, segs);
+        print_human(out, items, &pg, segs);
         human_monitor(out, mon);
     }
 out:
+    PQclear(count);
     PQclear(items);
     PQclear(segs);
     PQclear(mon);

@@ -32,6 +32,8 @@ enum top_opt {
     T_ONCE,
     T_BATCH,
     T_ITERATIONS,
+    T_TENANT,
+    T_ITEM_PREFIX,
     T_COUNT_
 };
 
@@ -55,6 +57,8 @@ static const struct top_opt_def {
     [T_ONCE] = {"once", false},
     [T_BATCH] = {"batch", false},
     [T_ITERATIONS] = {"iterations", true},
+    [T_TENANT] = {"tenant", true},           /* = TENANT, as status takes it */
+    [T_ITEM_PREFIX] = {"item-prefix", true}, /* = --prefix, as status takes it */
 };
 
 /* Words after "top": at most TENANT. */
@@ -229,11 +233,19 @@ static int build_filter(const top_raw *raw, ctl_top_filter *f, char why[CTL_WHY_
     if (raw->nwords < 1 || strcmp(raw->word[0], "top") != 0) {
         return fail(why, "expected the command 'top' first");
     }
-    if (raw->nwords == 2) {
-        rc = copy_id(f->tenant, raw->word[1], ESC_TENANT_LEN_MAX, "TENANT", why);
+    if (raw->nwords == 2 && raw->val[T_TENANT] != NULL) {
+        return fail(why, "--tenant and a TENANT word exclude each other");
     }
-    if (rc == 0 && raw->val[T_PREFIX] != NULL) {
-        rc = copy_id(f->prefix, raw->val[T_PREFIX], ESC_ITEM_LEN_MAX, "--prefix", why);
+    if (raw->val[T_PREFIX] != NULL && raw->val[T_ITEM_PREFIX] != NULL) {
+        return fail(why, "--prefix and --item-prefix exclude each other");
+    }
+    const char *tenant = raw->nwords == 2 ? raw->word[1] : raw->val[T_TENANT];
+    const char *prefix = raw->val[T_PREFIX] != NULL ? raw->val[T_PREFIX] : raw->val[T_ITEM_PREFIX];
+    if (tenant != NULL) {
+        rc = copy_id(f->tenant, tenant, ESC_TENANT_LEN_MAX, "TENANT", why);
+    }
+    if (rc == 0 && prefix != NULL) {
+        rc = copy_id(f->prefix, prefix, ESC_ITEM_LEN_MAX, "--prefix", why);
     }
     rc = rc != 0 ? rc : build_state(raw, f, why);
     f->sold_out = raw->val[T_SOLD_OUT] != NULL;
@@ -333,7 +345,8 @@ ctl_top_mode ctl_top_mode_of(const ctl_top_args *a, bool stdout_is_tty)
 void ctl_top_usage(FILE *f)
 {
     fputs("a live view, like top(1) (--dsn; the counters from the segments' owners):\n"
-          "  top [TENANT] [--prefix P] [--state active|paused|retired] [--paused] [--sold-out]\n"
+          "  top [TENANT | --tenant T] [--prefix P | --item-prefix P]\n"
+          "      [--state active|paused|retired] [--paused] [--sold-out]\n"
           "      [--collapsed] [--limit N] [--page N] [--interval-ms MS] [--timeout-ms MS]\n"
           "      [--once | --batch [--iterations N]] [--json]\n"
           "                               per item and segment: owner, state, available,\n"
@@ -342,7 +355,8 @@ void ctl_top_usage(FILE *f)
           "                               and collapse; every --interval-ms (default 1000);\n"
           "                               keys: q quit, n/space/PgDn next page, p/PgUp\n"
           "                               previous page, g first page\n"
-          "    filters: TENANT; --prefix P (item ids starting with P); --state; --paused\n"
+          "    filters: TENANT (or --tenant T); --prefix P or --item-prefix P (item ids\n"
+          "             starting with P); --state; --paused\n"
           "             (= --state paused); --sold-out (nothing available, held, in flight\n"
           "             or unallocated); --collapsed (the item has a tail segment)\n"
           "    pages:   --limit N items a page (default: what fits the terminal; 20 in\n"

@@ -231,7 +231,7 @@ static void test_general_refusals(void **state)
     expect_refused("check args", parse(DSN, &args, why, "check", "extra", NULL));
     expect_refused("migrate args", parse(DSN, &args, why, "migrate", "now", NULL));
     expect_refused("status 3", parse(DSN, &args, why, "status", "a", "b", "c", NULL));
-    expect_refused("status opt", parse(DSN, &args, why, "status", "--limit", "3", NULL));
+    expect_refused("status opt", parse(DSN, &args, why, "status", "--all", NULL));
 }
 
 static void test_help(void **state)

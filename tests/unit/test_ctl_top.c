@@ -202,9 +202,9 @@ static void test_help(void **state)
     assert_non_null(f);
     ctl_top_usage(f);
     fclose(f);
-    const char *words[] = {"top [TENANT]", "--prefix",     "--state", "--paused",      "--sold-out",
-                           "--collapsed",  "--limit",      "--page",  "--interval-ms", "--once",
-                           "--batch",      "--iterations", "--json",  "--timeout-ms",  "q quit"};
+    const char *words[] = {"top [TENANT", "--prefix",     "--state", "--paused",      "--sold-out",
+                           "--collapsed", "--limit",      "--page",  "--interval-ms", "--once",
+                           "--batch",     "--iterations", "--json",  "--timeout-ms",  "q quit"};
     for (size_t i = 0; i < sizeof words / sizeof words[0]; i++) {
         assert_non_null(strstr(buf, words[i]));
     }
