@@ -9,6 +9,10 @@
 #                                 COORD-READY; sets SHARD_COORD_URL, SHARD_PUB_URL,
 #                                 SHARD_COORD_PID, SHARD_COORD_LOG. The same ports are reused
 #                                 by a restart (call it again after a kill).
+#   shard_standby_start [ARGS...]   start one more escrow-coordinator on the same database, on
+#                                 fresh ports, and wait until it stands by (COORD-STANDBY); sets
+#                                 SHARD_STANDBY_URL, SHARD_STANDBY_PUB, SHARD_STANDBY_PID,
+#                                 SHARD_STANDBY_LOG
 #   shard_node_start NODE [ARGS...]   start a managed escrow-segment on a free port; sets
 #                                 SHARD_NODE_PID, SHARD_NODE_EP, SHARD_NODE_LOG; records NODE's pid and
 #                                 endpoint in SHARD_PID[NODE], SHARD_EP[NODE]
@@ -51,6 +55,27 @@ shard_coord_start() {
             esc_fail "the coordinator exited before it was ready"
         fi
         ((SECONDS < deadline)) || esc_fail "the coordinator did not log COORD-READY within 60 s"
+        sleep 0.1
+    done
+}
+
+SHARD_STANDBY_STARTS=0
+shard_standby_start() {
+    SHARD_STANDBY_URL=tcp://127.0.0.1:$(itest_port)
+    SHARD_STANDBY_PUB=tcp://127.0.0.1:$(itest_port)
+    SHARD_STANDBY_STARTS=$((SHARD_STANDBY_STARTS + 1))
+    SHARD_STANDBY_LOG=$ITEST_DIR/standby$SHARD_STANDBY_STARTS.log
+    esc_spawn "$SHARD_STANDBY_LOG" "$ESC_BIN/escrow-coordinator" --dsn "$ESCROW_DSN" \
+        --listen "$SHARD_STANDBY_URL" --publish "$SHARD_STANDBY_PUB" --lease-ms "$SHARD_LEASE_MS" \
+        --heartbeat-ms 100 "$@"
+    SHARD_STANDBY_PID=$ESC_SPAWN_PID
+    local deadline=$((SECONDS + 60))
+    until grep -q 'COORD-STANDBY' "$SHARD_STANDBY_LOG" 2>/dev/null; do
+        if ! kill -0 "$SHARD_STANDBY_PID" 2>/dev/null; then
+            tail -n 30 "$SHARD_STANDBY_LOG" >&2
+            esc_fail "the standby coordinator exited before it stood by"
+        fi
+        ((SECONDS < deadline)) || esc_fail "the standby did not log COORD-STANDBY within 60 s"
         sleep 0.1
     done
 }
