@@ -42,7 +42,7 @@ esc_step "round 1: SIGSTOP the leader (lease check off: only the database fences
 kill -STOP "$A_PID"
 esc_wait_for 30 led_by "$B_LOG" || esc_fail "the standby did not take over within 30 s"
 grep -h 'COORD-LEADER' "$B_LOG"
-"$ESC_BIN/escrowctl" --coordinator "$A_URL" --timeout-ms 10000 item pause t1 fz \
+"$ESC_BIN/escrowctl" --coordinator "$A_URL" --timeout-ms 3000 item pause t1 fz \
     >"$ITEST_DIR/pause_old.out" 2>&1 &
 CTL_PID=$!
 ESC_PIDS+=("$CTL_PID")
