@@ -5,7 +5,8 @@
 # first leads, the second stands by and binds nothing. Nodes and buyers
 # (escrow-load through libescrow's routing) are given both endpoints. A
 # skewed sale keeps segments running dry, so transfers are always being
-# planned; the leader is killed (kill -9) while one is open. Then:
+# planned; the leader is killed (kill -9) while one is open, before the
+# item collapses. Then:
 #   - the standby leads (COORD-READY, its catalog read) within lease + 1 s
 #     of the kill (a timing target, see itest_timing; the figure is printed);
 #   - every transfer completes, and once: none left open, each received
@@ -35,21 +36,23 @@ shard_node_start n2
 shard_wait_served sb 60
 shard_sampler_start sb
 
-esc_step "a skewed sale: most buyers on two segments, which keep asking for stock"
-shard_load --item sb --buyers 4000 --concurrency 32 --confirm 1 --release 0 --skew 90:25 \
+esc_step "a skewed sale: most buyers on one segment, which keeps asking for stock"
+shard_load --item sb --buyers 4000 --concurrency 32 --confirm 1 --release 0 --skew 95:12 \
     --segments 8 --give-up-ms 30000 --deadline-ms 30000 --key-prefix a --quiet \
     >"$ITEST_DIR/load.out" 2>"$ITEST_DIR/load.log" &
 LOAD_PID=$!
 ESC_PIDS+=("$LOAD_PID")
 
-# The kill comes when at least 5 % sold and a transfer is open: one check
-# in one query, so that the kill follows it closely.
+# The kill comes when at least 5 % sold, a transfer is open and the item
+# has not collapsed yet: one check in one query, so that the kill follows it
+# closely.
 open_and_selling() {
     [[ $(itest_q "SELECT (SELECT count(*) FROM transfers WHERE item_id = 'sb'
             AND state IN ('planned', 'sent')) > 0
-        AND (SELECT sum(sold) FROM segments WHERE item_id = 'sb') >= $((TOTAL / 20))") == t ]]
+        AND (SELECT sum(sold) FROM segments WHERE item_id = 'sb') >= $((TOTAL / 20))
+        AND (SELECT tail_segment IS NULL FROM items WHERE item_id = 'sb')") == t ]]
 }
-esc_wait_for 60 open_and_selling || esc_fail "no transfer was open while the sale ran"
+esc_wait_for 60 open_and_selling || esc_fail "no transfer was open before the collapse"
 t0=$(date +%s%3N)
 kill -KILL "$LEADER_PID"
 esc_step "kill -9 of the leader (pid $LEADER_PID)"
