@@ -28,6 +28,7 @@ static failpoint table[FAILPOINT_COUNT] = {
     [FAILPOINT_QUOTA_EXIT_AFTER_APPLY] = {.name = "ESC_FAILPOINT_QUOTA_EXIT_AFTER_APPLY"},
     [FAILPOINT_FOLLOW_CRASH_BATCH] = {.name = "ESC_FAILPOINT_FOLLOW_CRASH_BATCH"},
     [FAILPOINT_GLOBAL_EXIT_AFTER_COMMIT] = {.name = "ESC_FAILPOINT_GLOBAL_EXIT_AFTER_COMMIT"},
+    [FAILPOINT_COORD_IGNORE_LEASE] = {.name = "ESC_FAILPOINT_COORD_IGNORE_LEASE"},
 };
 
 static const char *const where_names[] = {"", "before-commit", "after-commit", "after-give"};
@@ -137,6 +138,11 @@ bool failpoint_node_exit(failpoint_where where)
 bool failpoint_coord_exit_after_sent(void)
 {
     return get(FAILPOINT_COORD_EXIT_AFTER_SENT)->value != 0;
+}
+
+bool failpoint_coord_ignore_lease(void)
+{
+    return get(FAILPOINT_COORD_IGNORE_LEASE)->value != 0;
 }
 
 bool failpoint_quota_exit_after_sent(void)

@@ -24,6 +24,9 @@
  *       receiving region applied a quota, before it answers
  *   ESC_FAILPOINT_GLOBAL_EXIT_AFTER_COMMIT=1  coordinator: exit right after a
  *       global restock or reduce committed, before it answers or sends
+ *   ESC_FAILPOINT_COORD_IGNORE_LEASE=1   coordinator: serve as if its leader
+ *       lease always held (no check by its own clock, a renewal that finds
+ *       another epoch only logged): only the database's fence is left
  *   ESC_FAILPOINT_FOLLOW_CRASH_BATCH=N   escrowctl events --follow: die
  *       after printing the Nth batch, before committing its cursor (0 = off)
  */
@@ -42,6 +45,7 @@ typedef enum failpoint_id {
     FAILPOINT_QUOTA_EXIT_AFTER_APPLY,
     FAILPOINT_FOLLOW_CRASH_BATCH,
     FAILPOINT_GLOBAL_EXIT_AFTER_COMMIT,
+    FAILPOINT_COORD_IGNORE_LEASE,
     FAILPOINT_COUNT
 } failpoint_id;
 
@@ -74,6 +78,10 @@ bool failpoint_coord_exit_after_sent(void);
 bool failpoint_quota_exit_after_sent(void);
 bool failpoint_quota_exit_after_apply(void);
 bool failpoint_global_exit_after_commit(void);
+/* ESC_FAILPOINT_COORD_IGNORE_LEASE=1: the coordinator serves as if its
+ * leader lease always held (the fencing test: only the database's fence
+ * stops a deposed leader's writes). */
+bool failpoint_coord_ignore_lease(void);
 /* ESC_FAILPOINT_FOLLOW_CRASH_BATCH: the batch to die after; 0 = off. */
 int64_t failpoint_follow_crash_batch(void);
 

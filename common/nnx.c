@@ -100,26 +100,46 @@ int nnx_bind(int sock, const char *url)
     return 0;
 }
 
-int nnx_connect(int sock, const char *url, int *eid)
+int nnx_connect(int sock, const char *url, nnx_eids *eids)
 {
     int rc = set_nodelay(sock);
     if (rc < 0) {
         return rc;
     }
-    int id = nn_connect(sock, url);
-    if (id < 0) {
-        return translate(nn_errno());
+    nnx_eids got = {0};
+    const char *p = url;
+    for (;;) {
+        const char *comma = strchr(p, ',');
+        size_t len = comma != NULL ? (size_t)(comma - p) : strlen(p);
+        char one[NN_SOCKADDR_MAX];
+        if (got.n == NNX_CONNECT_MAX || len == 0 || len >= sizeof one) {
+            return ESC_EINVAL;
+        }
+        memcpy(one, p, len);
+        one[len] = '\0';
+        int id = nn_connect(sock, one);
+        if (id < 0) {
+            return translate(nn_errno());
+        }
+        got.id[got.n++] = id;
+        if (comma == NULL) {
+            break;
+        }
+        p = comma + 1;
     }
-    if (eid != NULL) {
-        *eid = id;
+    if (eids != NULL) {
+        *eids = got;
     }
     return 0;
 }
 
-int nnx_reconnect(int sock, int *eid, const char *url)
+int nnx_reconnect(int sock, nnx_eids *eids, const char *url)
 {
-    (void)nn_shutdown(sock, *eid); /* fails only if it is already gone */
-    return nnx_connect(sock, url, eid);
+    for (int i = 0; i < eids->n; i++) {
+        (void)nn_shutdown(sock, eids->id[i]); /* fails only if it is already gone */
+    }
+    eids->n = 0;
+    return nnx_connect(sock, url, eids);
 }
 
 void nnx_close(int sock)

@@ -43,14 +43,24 @@ int nnx_set_rcvmax(int sock, int bytes);
 /* Binds/connects after setting NN_TCP_NODELAY. ESC_EINVAL for a bad URL,
  * ESC_EIO otherwise. */
 int nnx_bind(int sock, const char *url);
-/* *eid (may be NULL) receives the endpoint id, for nnx_reconnect. */
-int nnx_connect(int sock, const char *url, int *eid);
-/* Drops the connecting endpoint *eid and connects to url afresh.
+/* Endpoints one nnx_connect made: url may be a comma-separated list (a
+ * region's coordinators: only the leader binds, so a REQ socket connected
+ * to all of them reaches the one that leads). */
+#define NNX_CONNECT_MAX 4
+typedef struct nnx_eids {
+    int n;
+    int id[NNX_CONNECT_MAX];
+} nnx_eids;
+/* Connects to url, or to each URL of a comma-separated list (at most
+ * NNX_CONNECT_MAX; ESC_EINVAL beyond). *eids (may be NULL) receives the
+ * endpoint ids, for nnx_reconnect. */
+int nnx_connect(int sock, const char *url, nnx_eids *eids);
+/* Drops the connecting endpoints *eids and connects to url afresh.
  * nanomsg 1.1.5's connecting endpoint can wedge after its peer was killed
  * and restarted on the same port (sends refused forever while a new socket
  * connects at once); a client that cannot send for a while calls this.
  * Returns 0 or ESC_EINVAL / ESC_EIO. */
-int nnx_reconnect(int sock, int *eid, const char *url);
+int nnx_reconnect(int sock, nnx_eids *eids, const char *url);
 void nnx_close(int sock);
 
 /* Routing updates (PUB/SUB, cooked sockets: subscribers filter by prefix).

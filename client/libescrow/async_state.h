@@ -52,7 +52,7 @@ enum { PH_SENT, PH_PARKED, PH_DONE };
 typedef struct conn {
     esc_async *a; /* borrowed back pointer */
     int sock;
-    int eid; /* the connecting endpoint, for nnx_reconnect */
+    nnx_eids eid; /* the connecting endpoints, for nnx_reconnect */
     char url[CLI_ENDPOINT_LEN_MAX + 1];
     nnx_watch watch;      /* embedded; the conn is freed after the last close_cb */
     uint32_t calls;       /* calls whose frame is out on this socket */

@@ -21,6 +21,7 @@
 #include "coord_auth.h"
 #include "coord_db.h"
 #include "coord_lease.h"
+#include "coord_leader.h"
 #include "coord_metrics.h"
 #include "coord_mon.h"
 #include "coord_pass.h"
@@ -119,9 +120,12 @@ static void on_frame(void *arg, const void *msg, size_t len, const nnx_hdr *hdr)
     dispatch(c, hdr, &q);
 }
 
+/* Read on only while this coordinator leads by its lease (coord_leader.h):
+ * what it does not read waits in the socket. */
 static bool reading(void *arg)
 {
-    return !((const coord *)arg)->stopping;
+    coord *c = arg;
+    return !c->stopping && coord_leader_serving(c);
 }
 
 static void read_requests(coord *c, int max)
@@ -148,6 +152,11 @@ static uint32_t tick_ms(const coord *c)
 static void on_tick(uv_timer_t *t)
 {
     coord *c = t->data;
+    /* a lapsed lease is a stall: the next tick after it judges nothing
+     * before the heartbeats that waited are read */
+    if (!coord_leader_serving(c)) {
+        return;
+    }
     int64_t now = esc_mono_us();
     int64_t stall_us = coord_lease_stall_us(c->last_tick_us, now, tick_ms(c));
     c->last_tick_us = now;
@@ -171,7 +180,7 @@ static void on_tick(uv_timer_t *t)
 static void on_rebalance(uv_timer_t *t)
 {
     coord *c = t->data;
-    if (!c->loaded) {
+    if (!c->loaded || !coord_leader_serving(c)) {
         return;
     }
     for (size_t i = 0; i < c->cat.nitems; i++) {
@@ -181,13 +190,17 @@ static void on_rebalance(uv_timer_t *t)
 
 static void on_route_timer(uv_timer_t *t)
 {
-    coord_route_tick(t->data);
+    if (coord_leader_serving(t->data)) {
+        coord_route_tick(t->data);
+    }
 }
 
 static void on_poll(uv_timer_t *t)
 {
     coord *c = t->data;
-    coord_db_reload(c);
+    if (coord_leader_serving(c)) {
+        coord_db_reload(c);
+    }
 }
 
 /* coord_db's callback: a catalog read finished. */
@@ -274,6 +287,25 @@ static int start_handles(coord *c)
     return rc;
 }
 
+/* coord_leader's callback: the lease is this coordinator's. What a restart
+ * did from here on: the sockets, the timers, the region, the monitor and
+ * the catalog read from the database. */
+static void on_lead(coord *c)
+{
+    c->leading_started = true;
+    int rc = open_sockets(c);
+    rc = rc ? rc : start_handles(c);
+    rc = rc ? rc : coord_region_start(c, on_region_failed);
+    rc = rc ? rc : coord_mon_start(c);
+    if (rc != 0) {
+        ESC_LOG(ESC_LOG_ERROR, "COORD-START", "cannot start leading: %s", esc_strerror(rc));
+        c->exit_code = 1;
+        coord_stop(c);
+        return;
+    }
+    coord_db_reload(c);
+}
+
 int coord_start(coord *c, uv_loop_t *loop, const coord_config *cfg)
 {
     memset(c, 0, sizeof *c);
@@ -286,16 +318,12 @@ int coord_start(coord *c, uv_loop_t *loop, const coord_config *cfg)
     if (rc != 0 || (rc = coord_auth_start(c)) != 0) {
         return rc;
     }
-    if ((rc = coord_metrics_open(c)) != 0 || (rc = open_sockets(c)) != 0 ||
-        (rc = start_handles(c)) != 0 ||
+    if ((rc = coord_metrics_open(c)) != 0 ||
         (rc = coord_db_open(c, on_reload_done, on_schema_refused)) != 0) {
         return rc;
     }
-    if ((rc = coord_region_start(c, on_region_failed)) != 0 || (rc = coord_mon_start(c)) != 0) {
-        return rc;
-    }
-    coord_db_reload(c);
-    return 0;
+    /* a standby binds nothing: its clients' sockets reach only the leader */
+    return coord_leader_start(c, on_lead);
 }
 
 static void on_handle_closed(uv_handle_t *h)
@@ -306,7 +334,7 @@ static void on_handle_closed(uv_handle_t *h)
 
 static void close_handle(coord *c, uv_handle_t *h)
 {
-    if (!uv_is_closing(h)) {
+    if (h->loop != NULL && !uv_is_closing(h)) { /* NULL: never initialised */
         h->data = c;
         uv_close(h, on_handle_closed);
     }
@@ -319,12 +347,17 @@ void coord_stop(coord *c)
     }
     c->stopping = true;
     coord_admin_stop(c);
-    close_handle(c, (uv_handle_t *)&c->tick_timer);
-    close_handle(c, (uv_handle_t *)&c->rebalance_timer);
-    close_handle(c, (uv_handle_t *)&c->route_timer);
-    close_handle(c, (uv_handle_t *)&c->poll_timer);
-    c->watch.poll.data = c;
-    nnx_watch_close(&c->watch, on_handle_closed);
+    coord_leader_close(c);
+    if (c->leading_started) {
+        close_handle(c, (uv_handle_t *)&c->tick_timer);
+        close_handle(c, (uv_handle_t *)&c->rebalance_timer);
+        close_handle(c, (uv_handle_t *)&c->route_timer);
+        close_handle(c, (uv_handle_t *)&c->poll_timer);
+        if (c->watch.poll.loop != NULL) {
+            c->watch.poll.data = c;
+            nnx_watch_close(&c->watch, on_handle_closed);
+        }
+    }
     coord_region_close(c);
     coord_auth_close(c);
     coord_db_close(c);
@@ -339,6 +372,10 @@ void coord_stop(coord *c)
 
 bool coord_ready(const coord *c, char *why, size_t cap)
 {
+    if (!coord_leader_leads(c)) {
+        snprintf(why, cap, "standing by: another coordinator leads");
+        return false;
+    }
     if (!pgx_connected(&c->db.conn)) {
         snprintf(why, cap, "database not connected");
         return false;

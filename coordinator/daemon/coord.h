@@ -27,6 +27,8 @@
  *   coord_place     nodes, leases, placement, epochs
  *   coord_route     routing tables: versions, publishing, route requests
  *   coord_db        the statement queue and the catalog read
+ *   coord_leader    the region's leader lease and its fence (coord_db asks
+ *                   it before each statement, and tells it of a refused write)
  *   coord_reply     replies on the REP socket
  *   coord_mon, coord_metrics, coord_auth, coord_failpoint
  * and coord_state.h, the data they share (types only).
@@ -41,7 +43,8 @@
 
 #include "coord_state.h"
 
-/* Starts the coordinator on loop: sockets, timers, the database connection
+/* Starts the coordinator on loop: the database connection and the leader
+ * lease (coord_leader.h); once the lease is taken, the sockets, the timers
  * and the first catalog read (COORD-READY is logged when it completes).
  * Returns 0 or an ESC_E* code (then coord_fini and exit). */
 int coord_start(coord *c, uv_loop_t *loop, const coord_config *cfg);

@@ -18,11 +18,13 @@
 #include "clock.h"
 #include "coord_state.h"
 #include "coord_failpoint.h"
+#include "coord_leader.h"
 #include "coord_metrics.h"
 #include "escrow_errors.h"
 #include "log.h"
 #include "pg_result.h"
 #include "schema_version.h"
+#include "sqlstate.h"
 
 #define RECONNECT_MS_MIN 100
 #define RECONNECT_MS_MAX 2000
@@ -35,6 +37,7 @@ typedef struct coord_job {
     char *values[JOB_PARAMS_MAX]; /* owned */
     coord_db_cb cb;
     void *arg;
+    bool lease; /* queued with coord_db_push_front: the leader lease's own */
 } coord_job;
 
 /* ---- the queue ------------------------------------------------------------ */
@@ -68,6 +71,9 @@ static void on_job_done(pgx_conn *pc, PGresult *res, const pgx_err *err, void *a
     }
     j->cb(c, res, err, j->arg);
     job_free(j);
+    if (err->code != 0 && sqlstate_is(err->sqlstate, SQLSTATE_ESC_NOT_LEADER)) {
+        coord_leader_refused(c, err->message);
+    }
     run_next(c);
 }
 
@@ -78,6 +84,12 @@ static void run_next(coord *c)
         return;
     }
     coord_job *j = db->head;
+    /* a leader whose lease ran out by its clock sends nothing but the lease's
+     * statements until a renewal succeeded, a deposed one nothing at all
+     * (coord_leader.h) */
+    if (c->lead.deposed || (!j->lease && coord_leader_leads(c) && !coord_leader_serving(c))) {
+        return;
+    }
     int rc = pgx_query(&db->conn, NULL, j->sql, j->nparams, (const char *const *)j->values,
                        on_job_done, c);
     if (rc == 0) {
@@ -85,14 +97,10 @@ static void run_next(coord *c)
     }
 }
 
-int coord_db_push(coord *c, const char *sql, int nparams, const char *const *values, coord_db_cb cb,
-                  void *arg)
+static coord_job *job_new(const char *sql, int nparams, const char *const *values, coord_db_cb cb,
+                          void *arg)
 {
-    coord_db *db = &c->db;
     ESC_ASSERT(nparams <= JOB_PARAMS_MAX);
-    if (db->njobs >= COORD_JOBS_MAX || c->stopping) {
-        return ESC_EBUSY;
-    }
     coord_job *j = esc_xcalloc(1, sizeof *j);
     j->sql = sql;
     j->nparams = nparams;
@@ -101,12 +109,43 @@ int coord_db_push(coord *c, const char *sql, int nparams, const char *const *val
     }
     j->cb = cb;
     j->arg = arg;
+    return j;
+}
+
+int coord_db_push(coord *c, const char *sql, int nparams, const char *const *values, coord_db_cb cb,
+                  void *arg)
+{
+    coord_db *db = &c->db;
+    if (db->njobs >= COORD_JOBS_MAX || c->stopping) {
+        return ESC_EBUSY;
+    }
+    coord_job *j = job_new(sql, nparams, values, cb, arg);
     if (db->tail != NULL) {
         db->tail->next = j;
     } else {
         db->head = j;
     }
     db->tail = j;
+    db->njobs++;
+    run_next(c);
+    return 0;
+}
+
+int coord_db_push_front(coord *c, const char *sql, int nparams, const char *const *values,
+                        coord_db_cb cb, void *arg)
+{
+    coord_db *db = &c->db;
+    if (c->stopping) {
+        return ESC_EBUSY;
+    }
+    coord_job *j = job_new(sql, nparams, values, cb, arg);
+    j->lease = true;
+    coord_job **at = db->running ? &db->head->next : &db->head;
+    j->next = *at;
+    *at = j;
+    if (j->next == NULL) {
+        db->tail = j;
+    }
     db->njobs++;
     run_next(c);
     return 0;
@@ -150,6 +189,7 @@ static void on_schema(pgx_conn *pc, PGresult *res, const pgx_err *err, void *arg
                 c->db.schema_noted = true;
             }
             c->db.schema_ok = true;
+            coord_leader_session(c); /* the session's epoch, before anything else */
             run_next(c);
             return;
         }

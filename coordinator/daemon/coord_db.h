@@ -53,6 +53,10 @@ void coord_db_close(coord *c);
  * ESC_EBUSY when the queue is full or the coordinator stops (cb never runs). */
 int coord_db_push(coord *c, const char *sql, int nparams, const char *const *values, coord_db_cb cb,
                   void *arg);
+/* As coord_db_push, but the statement runs next, before every queued one
+ * (the one already on the connection finishes first): the leader lease's. */
+int coord_db_push_front(coord *c, const char *sql, int nparams, const char *const *values,
+                        coord_db_cb cb, void *arg);
 /* A write's outcome is unknown (connection lost): re-read the catalog. */
 void coord_db_unknown(coord *c);
 /* Queues a full catalog read (items, segments, nodes, open transfers);

@@ -13,6 +13,7 @@
 
 #include "clock.h"
 #include "coord_state.h"
+#include "coord_leader.h"
 #include "coord_metrics.h"
 #include "escrow_errors.h"
 #include "log.h"
@@ -52,10 +53,13 @@ static const char sql_check[] =
                                                           "0, extract(epoch FROM now())::float8";
 enum { K_KIND, K_TENANT, K_ITEM, K_SEG, K_A, K_B, K_C, K_D, K_N, K_NOW, K_COLS_ };
 
+/* Written only while this coordinator's epoch leads (coord_leader.h): this
+ * connection's statement is its own fence. */
 static const char sql_write[] =
     TAG "INSERT INTO monitor (name, ok, violations, items, segments, checked_at, check_ms, detail) "
-        "VALUES ('conservation', $1::boolean, $2::bigint, $3::bigint, $4::bigint, "
-        "to_timestamp($5::float8), $6::integer, $7) ON CONFLICT (name) DO UPDATE SET "
+        "SELECT 'conservation', $1::boolean, $2::bigint, $3::bigint, $4::bigint, "
+        "to_timestamp($5::float8), $6::integer, $7 FROM coord_leader WHERE epoch = $8::bigint "
+        "FOR SHARE ON CONFLICT (name) DO UPDATE SET "
         "ok = EXCLUDED.ok, violations = EXCLUDED.violations, items = EXCLUDED.items, "
         "segments = EXCLUDED.segments, checked_at = EXCLUDED.checked_at, "
         "check_ms = EXCLUDED.check_ms, detail = EXCLUDED.detail";
@@ -234,8 +238,10 @@ static void on_checked(pgx_conn *pc, PGresult *res, const pgx_err *err, void *ar
     snprintf(v_segs, sizeof v_segs, "%" PRId64, r.segments);
     snprintf(v_now, sizeof v_now, "%.6f", r.now_s);
     snprintf(v_ms, sizeof v_ms, "%u", m->c->cfg.check_ms);
-    const char *v[7] = {v_ok, v_bad, v_items, v_segs, v_now, v_ms, m->detail};
-    if (pgx_query(pc, NULL, sql_write, 7, v, on_written, m) != 0) {
+    char v_epoch[24];
+    snprintf(v_epoch, sizeof v_epoch, "%" PRIu64, m->c->lead.epoch);
+    const char *v[8] = {v_ok, v_bad, v_items, v_segs, v_now, v_ms, m->detail, v_epoch};
+    if (pgx_query(pc, NULL, sql_write, 8, v, on_written, m) != 0) {
         finish(m);
     }
 }
@@ -257,7 +263,7 @@ static void on_written(pgx_conn *pc, PGresult *res, const pgx_err *err, void *ar
 static void on_timer(uv_timer_t *t)
 {
     coord_mon *m = t->data;
-    if (m->busy || m->closing) {
+    if (m->busy || m->closing || !coord_leader_serving(m->c)) {
         return;
     }
     if (!pgx_ready(&m->db)) {

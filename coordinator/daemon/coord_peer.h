@@ -37,7 +37,7 @@ typedef struct coord_peer {
     struct coord_peers *set; /* borrowed: the set it belongs to */
     const region_peer *cfg;  /* borrowed from the region's configuration */
     int sock;
-    int eid;
+    nnx_eids eid;
     nnx_watch watch;
     bool watch_open;
     int64_t last_reply_us;

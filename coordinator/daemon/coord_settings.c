@@ -20,6 +20,7 @@ static const struct option opts[] = {{"dsn", required_argument, NULL, 'd'},
                                      {"listen", required_argument, NULL, 'l'},
                                      {"publish", required_argument, NULL, 'p'},
                                      {"lease-ms", required_argument, NULL, 'L'},
+                                     {"leader-lease-ms", required_argument, NULL, 'E'},
                                      {"heartbeat-ms", required_argument, NULL, 'H'},
                                      {"rebalance-ms", required_argument, NULL, 'R'},
                                      {"collapse-pct", required_argument, NULL, 'C'},
@@ -55,6 +56,7 @@ void coord_settings_usage(FILE *f)
         "                          [--log-format text|json] [--metrics [HOST:]PORT]\n"
         "                          [--metrics-labels on|off] [--check-ms 5000]\n"
         "                          [--auth on|off] [--cluster-key FILE] [--auth-window-ms MS]\n"
+        "                          [--leader-lease-ms 5000]\n"
         "       escrow-coordinator --region FILE [the options above but --dsn, --listen and\n"
         "                          --publish]\n"
         "       escrow-coordinator --config FILE [any option above]\n"
@@ -78,6 +80,11 @@ void coord_settings_usage(FILE *f)
         "  --publish          nanomsg endpoint of the routing updates (PUB)\n"
         "  --lease-ms         a node without a heartbeat for this long loses its segments\n"
         "                     (100..600000)\n"
+        "  --leader-lease-ms  the lease that makes this coordinator the region's leader,\n"
+        "                     held in the database (500..600000, default 5000): a second\n"
+        "                     coordinator on the same database stands by (binds nothing)\n"
+        "                     and takes over once the leader has not renewed it for this\n"
+        "                     long; a deposed leader exits with status 3\n"
         "  --heartbeat-ms     the nodes' heartbeat period (10..60000, below the lease)\n"
         "  --rebalance-ms     policy pass period (10..60000)\n"
         "  --collapse-pct     collapse an item when its remaining stock is at most this\n"
@@ -125,6 +132,7 @@ void coord_settings_init(coord_settings *s)
     s->log_format = ESC_LOG_TEXT;
     coord_config *c = &s->coord;
     c->lease_ms = 2000;
+    c->leader_lease_ms = 5000;
     c->heartbeat_ms = 200;
     c->rebalance_ms = 200;
     c->collapse_pct = 5;
@@ -151,6 +159,8 @@ static int set_number(coord_settings *s, int opt, const char *v, char *why, size
     switch (opt) {
     case 'L':
         return set_range(v, 100, 600000, &c->lease_ms, why, why_len);
+    case 'E':
+        return set_range(v, 500, 600000, &c->leader_lease_ms, why, why_len);
     case 'H':
         return set_range(v, 10, 60000, &c->heartbeat_ms, why, why_len);
     case 'R':
@@ -231,6 +241,7 @@ static int set_opt(void *arg, int opt, const char *v, char *why, size_t why_len)
                    : (snprintf(why, why_len, "takes on or off, not '%s'", v), -1);
     case 'w':
     case 'L':
+    case 'E':
     case 'H':
     case 'R':
     case 'C':
@@ -422,6 +433,7 @@ static int diff_restart(const coord_config *x, const coord_config *y)
         const char *key;
         uint32_t a, b;
     } nums[] = {{"lease_ms", x->lease_ms, y->lease_ms},
+                {"leader_lease_ms", x->leader_lease_ms, y->leader_lease_ms},
                 {"heartbeat_ms", x->heartbeat_ms, y->heartbeat_ms},
                 {"rebalance_ms", x->rebalance_ms, y->rebalance_ms},
                 {"collapse_pct", x->collapse_pct, y->collapse_pct},

@@ -55,6 +55,25 @@ typedef struct coord_db {
     bool schema_noted;            /* a schema one version ahead was logged */
 } coord_db;
 
+/* Bytes of a coordinator's name in the leader lease (host name and first
+ * --listen endpoint). */
+#define COORD_LEADER_ID_MAX 320
+
+/* The leader lease's state (c->lead); only coord_leader.c writes it. */
+typedef struct coord_lead {
+    uv_timer_t timer;             /* acquire (standby) or renew (leader) */
+    char id[COORD_LEADER_ID_MAX]; /* this coordinator's name in coord_leader.holder */
+    uint64_t epoch;               /* 0 = not leading */
+    int64_t valid_until_us;       /* monotonic: the lease holds by this clock until then */
+    int64_t sent_us;              /* monotonic: when the statement in flight was queued */
+    int64_t standby_since_us;     /* monotonic: when this coordinator started waiting */
+    bool busy;                    /* an acquire or renewal is queued or running */
+    bool lapsed;                  /* serving paused: the lease ran out by this clock */
+    bool deposed;                 /* another coordinator leads: stopping, exit status 3 */
+    bool standby_noted;           /* COORD-STANDBY was logged */
+    void (*lead_cb)(coord *c);    /* the lease was taken: start leading */
+} coord_lead;
+
 /* The routing's state (c->route). */
 typedef struct coord_route {
     int pub;                 /* PUB socket; -1 = not open */
@@ -85,6 +104,7 @@ typedef struct coord_config {
     int nlisten;
     const char *publish; /* borrowed */
     uint32_t lease_ms;
+    uint32_t leader_lease_ms; /* the region's leader lease (coord_leader.h) */
     uint32_t heartbeat_ms;
     uint32_t rebalance_ms;
     uint32_t collapse_pct;
@@ -121,9 +141,11 @@ struct coord {
     int64_t started_us;
     /* monotonic: the tick's last run; a late one is a stall of the loop (coord_lease.h) */
     int64_t last_tick_us;
-    coord_db db;       /* the statement queue and the catalog read (coord_db.c) */
-    coord_route route; /* routing tables (coord_route.c) */
-    coord_admin admin; /* admin requests waiting (coord_admin.c) */
+    coord_db db;          /* the statement queue and the catalog read (coord_db.c) */
+    coord_route route;    /* routing tables (coord_route.c) */
+    coord_admin admin;    /* admin requests waiting (coord_admin.c) */
+    coord_lead lead;      /* the leader lease (coord_leader.c) */
+    bool leading_started; /* sockets and timers opened: this coordinator led */
     /* scratch for encoding replies and routes (large: kept off the stack) */
     wire_hb_reply hb_scratch;
     unsigned char frame[ESC_FRAME_BYTES_MAX];

@@ -7,6 +7,7 @@
  * applies what a running coordinator can take.
  * Exit codes: 0 clean stop, 1 failure (a second signal, a region that
  * cannot run, a schema it does not run on), 2 bad usage or configuration,
+ * 3 deposed: another coordinator took the leader lease (coord_leader.h),
  * 99 a failpoint fired (coord_failpoint.h).
  */
 #include <stdio.h>

@@ -533,19 +533,35 @@ static int build_follow(const raw_args *raw, ctl_args *a, char why[CTL_WHY_MAX])
     return copy_id(a->consumer, raw->val[OPT_CONSUMER], CTL_CONSUMER_LEN_MAX, "--consumer", why);
 }
 
-bool ctl_opts_url_valid(const char *url)
+static bool one_url_valid(const char *url, size_t len)
 {
     static const char *const schemes[] = {"tcp://", "ipc://", "inproc://"};
-    if (url == NULL || !wire_id_valid(url, ESC_ENDPOINT_LEN_MAX)) {
-        return false;
-    }
     for (size_t i = 0; i < sizeof schemes / sizeof schemes[0]; i++) {
         size_t n = strlen(schemes[i]);
-        if (strncmp(url, schemes[i], n) == 0 && url[n] != '\0') {
+        if (len > n && strncmp(url, schemes[i], n) == 0) {
             return true;
         }
     }
     return false;
+}
+
+/* One URL, or a comma-separated list (a region's coordinators). */
+bool ctl_opts_url_valid(const char *url)
+{
+    if (url == NULL || !wire_id_valid(url, ESC_ENDPOINT_LEN_MAX)) {
+        return false;
+    }
+    for (const char *p = url;;) {
+        const char *comma = strchr(p, ',');
+        size_t len = comma != NULL ? (size_t)(comma - p) : strlen(p);
+        if (!one_url_valid(p, len)) {
+            return false;
+        }
+        if (comma == NULL) {
+            return true;
+        }
+        p = comma + 1;
+    }
 }
 
 int ctl_opts_apply_region(ctl_args *a, const region_cfg *region, char why[CTL_WHY_MAX])
@@ -600,8 +616,8 @@ static int build_targets(const raw_args *raw, const ctl_env *env, const struct c
     if (coord != NULL && coord[0] != '\0') {
         if (!ctl_opts_url_valid(coord)) {
             return fail(why,
-                        "the coordinator URL must be tcp://HOST:PORT, ipc://PATH or inproc://NAME "
-                        "(at most %d bytes)",
+                        "the coordinator URL must be tcp://HOST:PORT, ipc://PATH or inproc://NAME, "
+                        "or a comma-separated list of them (at most %d bytes)",
                         ESC_ENDPOINT_LEN_MAX);
         }
         memcpy(a->coordinator, coord, strlen(coord) + 1);

@@ -127,7 +127,7 @@ typedef struct node_loading {
 /* Heartbeat client state and the newest assignment (managed mode). */
 typedef struct node_hb {
     int sock; /* raw REQ to the coordinator, -1 when closed */
-    int eid;
+    nnx_eids eid;
     nnx_watch watch;
     uv_timer_t timer;      /* every heartbeat_ms */
     uv_timer_t soon_timer; /* an early heartbeat, at most one per NODE_HB_MIN_GAP_MS */

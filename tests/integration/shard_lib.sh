@@ -9,6 +9,10 @@
 #                                 COORD-READY; sets SHARD_COORD_URL, SHARD_PUB_URL,
 #                                 SHARD_COORD_PID, SHARD_COORD_LOG. The same ports are reused
 #                                 by a restart (call it again after a kill).
+#   shard_standby_start [ARGS...]   start one more escrow-coordinator on the same database, on
+#                                 fresh ports, and wait until it stands by (COORD-STANDBY); sets
+#                                 SHARD_STANDBY_URL, SHARD_STANDBY_PUB, SHARD_STANDBY_PID,
+#                                 SHARD_STANDBY_LOG
 #   shard_node_start NODE [ARGS...]   start a managed escrow-segment on a free port; sets
 #                                 SHARD_NODE_PID, SHARD_NODE_EP, SHARD_NODE_LOG; records NODE's pid and
 #                                 endpoint in SHARD_PID[NODE], SHARD_EP[NODE]
@@ -32,27 +36,47 @@ declare -A SHARD_PID SHARD_EP
 SHARD_LEASE_MS=${SHARD_LEASE_MS:-5000}
 SHARD_COORD_STARTS=0
 
-shard_coord_start() {
+# _shard_coord_spawn LOG URL PUB WORD WHAT [ARGS...]: escrow-coordinator on
+# URL and PUB, logging to LOG; waits until it logs WORD. Sets _SHARD_PID.
+_shard_coord_spawn() {
+    local log=$1 url=$2 pub=$3 word=$4 what=$5
+    shift 5
     [[ -x $ESC_BIN/escrow-coordinator ]] || esc_fail "no escrow-coordinator in ESC_BIN=$ESC_BIN"
+    esc_spawn "$log" "$ESC_BIN/escrow-coordinator" --dsn "$ESCROW_DSN" --listen "$url" \
+        --publish "$pub" --lease-ms "$SHARD_LEASE_MS" --heartbeat-ms 100 "$@"
+    _SHARD_PID=$ESC_SPAWN_PID
+    local deadline=$((SECONDS + 60))
+    until grep -q "$word" "$log" 2>/dev/null; do
+        if ! kill -0 "$_SHARD_PID" 2>/dev/null; then
+            tail -n 30 "$log" >&2
+            esc_fail "the $what exited before it logged $word"
+        fi
+        ((SECONDS < deadline)) || esc_fail "the $what did not log $word within 60 s"
+        sleep 0.1
+    done
+}
+
+shard_coord_start() {
     if [[ -z ${SHARD_COORD_URL:-} ]]; then
         SHARD_COORD_URL=tcp://127.0.0.1:$(itest_port)
         SHARD_PUB_URL=tcp://127.0.0.1:$(itest_port)
     fi
     SHARD_COORD_STARTS=$((SHARD_COORD_STARTS + 1))
     SHARD_COORD_LOG=$ITEST_DIR/coord$SHARD_COORD_STARTS.log
-    esc_spawn "$SHARD_COORD_LOG" "$ESC_BIN/escrow-coordinator" --dsn "$ESCROW_DSN" \
-        --listen "$SHARD_COORD_URL" --publish "$SHARD_PUB_URL" --lease-ms "$SHARD_LEASE_MS" \
-        --heartbeat-ms 100 "$@"
-    SHARD_COORD_PID=$ESC_SPAWN_PID
-    local deadline=$((SECONDS + 60))
-    until grep -q 'COORD-READY' "$SHARD_COORD_LOG" 2>/dev/null; do
-        if ! kill -0 "$SHARD_COORD_PID" 2>/dev/null; then
-            tail -n 30 "$SHARD_COORD_LOG" >&2
-            esc_fail "the coordinator exited before it was ready"
-        fi
-        ((SECONDS < deadline)) || esc_fail "the coordinator did not log COORD-READY within 60 s"
-        sleep 0.1
-    done
+    _shard_coord_spawn "$SHARD_COORD_LOG" "$SHARD_COORD_URL" "$SHARD_PUB_URL" COORD-READY \
+        coordinator "$@"
+    SHARD_COORD_PID=$_SHARD_PID
+}
+
+SHARD_STANDBY_STARTS=0
+shard_standby_start() {
+    SHARD_STANDBY_URL=tcp://127.0.0.1:$(itest_port)
+    SHARD_STANDBY_PUB=tcp://127.0.0.1:$(itest_port)
+    SHARD_STANDBY_STARTS=$((SHARD_STANDBY_STARTS + 1))
+    SHARD_STANDBY_LOG=$ITEST_DIR/standby$SHARD_STANDBY_STARTS.log
+    _shard_coord_spawn "$SHARD_STANDBY_LOG" "$SHARD_STANDBY_URL" "$SHARD_STANDBY_PUB" \
+        COORD-STANDBY "standby coordinator" "$@"
+    SHARD_STANDBY_PID=$_SHARD_PID
 }
 
 shard_node_start() {

@@ -6,9 +6,16 @@
 #
 #   cluster.sh start DIR [--nodes N] [--lease-ms MS] [--heartbeat-ms MS]
 #                        [--rebalance-ms MS] [--watch PID] [--log-level L]
+#                        [--standby-coord] [--leader-lease-ms MS]
 #       Starts everything, waits until the coordinator logs COORD-READY and
 #       every node SEG-READY, then writes DIR/env and prints it. Logs go to
-#       DIR (coordinator.log, n1.log ...). --watch PID: a detached watcher
+#       DIR (coordinator.log, n1.log ...). --standby-coord: a second
+#       coordinator (standby.log) on the same database, started once the
+#       first leads; it stands by (COORD-STANDBY) and takes over when the
+#       leader's lease (--leader-lease-ms, the coordinators' default without
+#       it) runs out. ESCROW_COORDINATOR and ESC_CLUSTER_PUBLISH then list
+#       both coordinators' endpoints, comma-separated, and the nodes are
+#       given both. --watch PID: a detached watcher
 #       stops the whole cluster when PID ends (tests pass their own $$, so a
 #       test killed by a timeout leaves nothing behind). If any step fails,
 #       whatever was started is stopped again and the exit code is 1.
@@ -50,6 +57,8 @@
 # DIR/env (source it) exports:
 #   ESCROW_DSN, ESCROW_COORDINATOR (escrowctl reads both), ESC_CLUSTER_DIR,
 #   ESC_CLUSTER_PUBLISH (the coordinator's PUB endpoint: routes), ESC_CLUSTER_COORD_PID,
+#   with --standby-coord ESC_CLUSTER_STANDBY_PID, ESC_CLUSTER_COORD_URLS and
+#   ESC_CLUSTER_PUBLISH_URLS ("leader standby", each coordinator's own),
 #   ESC_CLUSTER_NODES ("n1 n2 ..."), ESC_CLUSTER_NODE_EP_<node>, ESC_CLUSTER_NODE_PID_<node>,
 #   ESC_CLUSTER_NODE_PORT_<node>, ESC_PG_DIR, ESC_PG_PORT, ESC_PG_USER
 #
@@ -157,7 +166,9 @@ _cl_stop_dir() {
         (
             # shellcheck disable=SC1090
             source "$f"
-            _cl_terminate "${ESC_CLUSTER_COORD_PID:-}" coordinator || exit 1
+            _cl_terminate "${ESC_CLUSTER_STANDBY_PID:-}" "standby coordinator" || rc=1
+            _cl_terminate "${ESC_CLUSTER_COORD_PID:-}" coordinator || rc=1
+            exit "$rc"
         ) || rc=1
         (
             # shellcheck disable=SC1090
@@ -273,14 +284,37 @@ _cl_start_ha() {
         "$ESC_HA_PORT_pg1" "$ESC_HA_PORT_pg2" "$ESC_HA_PID_pg1" "$ESC_HA_PID_pg2" >>"$state"
 }
 
+# The standby coordinator: the leader's arguments with its own endpoints URL
+# and PUB; lists both coordinators in the state file, waits until it stands by.
+_cl_start_standby() {
+    local dir=$1 state=$2 lead_url=$3 lead_pub=$4 url=$5 pub=$6
+    shift 6
+    local args=("$@") pid i
+    for ((i = 0; i < ${#args[@]}; i++)); do
+        case ${args[i]} in
+        --listen) args[i + 1]=$url ;;
+        --publish) args[i + 1]=$pub ;;
+        esac
+    done
+    _cl_say "standby coordinator on $url (routes on $pub)"
+    pid=$(_cl_spawn "$dir/standby.log" "$ESC_BIN/escrow-coordinator" "${args[@]}")
+    printf 'export ESC_CLUSTER_STANDBY_PID=%q ESC_CLUSTER_COORD_URLS=%q ESC_CLUSTER_PUBLISH_URLS=%q\n' \
+        "$pid" "$lead_url $url" "$lead_pub $pub" >>"$state"
+    printf 'export ESCROW_COORDINATOR=%q ESC_CLUSTER_PUBLISH=%q\n' \
+        "$lead_url,$url" "$lead_pub,$pub" >>"$state"
+    _cl_wait_ready "$pid" "$dir/standby.log" COORD-STANDBY "standby coordinator"
+}
+
 _cl_start() {
     local dir=$1
     shift
     local nodes=2 lease_ms=2000 heartbeat_ms=200 rebalance_ms="" watch="" log_level=info
-    local regions="" proxy=0 ha=0
+    local regions="" proxy=0 ha=0 standby=0 leader_lease_ms=""
     while (($#)); do
         case $1 in
         --ha) ha=1; shift ;;
+        --standby-coord) standby=1; shift ;;
+        --leader-lease-ms) leader_lease_ms=$2; shift 2 ;;
         --regions) regions=$2; shift 2 ;;
         --proxy) proxy=1; shift ;;
         --nodes) nodes=$2; shift 2 ;;
@@ -296,7 +330,8 @@ _cl_start() {
         _cl_say "--nodes must be 1..$ESC_CLUSTER_NODES_MAX"
         exit 2
     fi
-    for v in "$lease_ms" "$heartbeat_ms" ${rebalance_ms:+"$rebalance_ms"} ${watch:+"$watch"}; do
+    for v in "$lease_ms" "$heartbeat_ms" ${rebalance_ms:+"$rebalance_ms"} ${watch:+"$watch"} \
+        ${leader_lease_ms:+"$leader_lease_ms"}; do
         [[ $v =~ ^[0-9]+$ ]] || { _cl_say "'$v' is not a number"; exit 2; }
     done
     local b
@@ -350,11 +385,20 @@ _cl_start() {
     local coord_args=(--dsn "$ESCROW_DSN" --listen "$coord_url" --publish "$pub_url"
         --lease-ms "$lease_ms" --heartbeat-ms "$heartbeat_ms" --log-level "$log_level")
     [[ -n $rebalance_ms ]] && coord_args+=(--rebalance-ms "$rebalance_ms")
+    [[ -n $leader_lease_ms ]] && coord_args+=(--leader-lease-ms "$leader_lease_ms")
     local coord_pid
     coord_pid=$(_cl_spawn "$dir/coordinator.log" "$ESC_BIN/escrow-coordinator" "${coord_args[@]}")
     printf 'export ESCROW_COORDINATOR=%q ESC_CLUSTER_PUBLISH=%q ESC_CLUSTER_COORD_PID=%q\n' \
         "$coord_url" "$pub_url" "$coord_pid" >>"$state"
     _cl_wait_ready "$coord_pid" "$dir/coordinator.log" COORD-READY coordinator
+    if [[ $standby == 1 ]]; then
+        local sb_url sb_pub
+        sb_url=tcp://127.0.0.1:$(esc_free_port)
+        sb_pub=tcp://127.0.0.1:$(esc_free_port)
+        _cl_start_standby "$dir" "$state" "$coord_url" "$pub_url" "$sb_url" "$sb_pub" \
+            "${coord_args[@]}"
+        coord_url="$coord_url,$sb_url"
+    fi
 
     local i n port ep pid names=""
     for ((i = 1; i <= nodes; i++)); do
@@ -409,6 +453,13 @@ _cl_status() {
         echo "coordinator pid $ESC_CLUSTER_COORD_PID: running"
     else
         echo "coordinator pid $ESC_CLUSTER_COORD_PID: NOT running"
+    fi
+    if [[ -n ${ESC_CLUSTER_STANDBY_PID:-} ]]; then
+        if kill -0 "$ESC_CLUSTER_STANDBY_PID" 2>/dev/null; then
+            echo "standby coordinator pid $ESC_CLUSTER_STANDBY_PID: running"
+        else
+            echo "standby coordinator pid $ESC_CLUSTER_STANDBY_PID: NOT running"
+        fi
     fi
     for n in $ESC_CLUSTER_NODES; do
         pid_var=ESC_CLUSTER_NODE_PID_$n

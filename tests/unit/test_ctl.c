@@ -707,6 +707,11 @@ static void test_admin_refusals(void **state)
     assert_true(ctl_opts_url_valid("tcp://127.0.0.1:1"));
     assert_true(ctl_opts_url_valid("inproc://x"));
     assert_false(ctl_opts_url_valid(NULL));
+    /* a region's coordinators: a list, each one a URL */
+    assert_true(ctl_opts_url_valid("tcp://127.0.0.1:1,tcp://127.0.0.1:2"));
+    assert_false(ctl_opts_url_valid("tcp://127.0.0.1:1,"));
+    assert_false(ctl_opts_url_valid("tcp://127.0.0.1:1,,tcp://127.0.0.1:2"));
+    assert_false(ctl_opts_url_valid("tcp://127.0.0.1:1,http://x"));
 }
 
 static void test_release_nodes_transfers(void **state)

@@ -125,12 +125,14 @@ typedef void (*esc_log_fn)(int level, const char *line, void *arg);
 typedef struct esc_options {
     const char *
         endpoint; /* segment node, e.g. "tcp://127.0.0.1:7101" or "ipc:///run/esc.sock"; borrowed */
-    const char *coordinator; /* routing mode: the coordinator's request endpoint; borrowed */
-    const char *routes;      /* routing mode, optional: its route PUB endpoint; borrowed */
-    const char *tenant_id;   /* every request is scoped by it; borrowed */
-    uint32_t deadline_ms;    /* default per-call deadline; 0 = 5000 */
-    uint32_t resend_ms;      /* resend an unanswered request after this long; 0 = 500 */
-    esc_log_fn log_fn;       /* optional; the library is silent without it */
+    /* routing mode: the coordinator's request endpoint; borrowed. A region
+     * with a standby coordinator: both, comma-separated (the leader answers) */
+    const char *coordinator;
+    const char *routes; /* routing mode, optional: its route PUB endpoint(s), likewise; borrowed */
+    const char *tenant_id; /* every request is scoped by it; borrowed */
+    uint32_t deadline_ms;  /* default per-call deadline; 0 = 5000 */
+    uint32_t resend_ms;    /* resend an unanswered request after this long; 0 = 500 */
+    esc_log_fn log_fn;     /* optional; the library is silent without it */
     void *log_arg;
     /* optional: the tenant's key ("esk_<key id>_<secret>", from escrowctl key
      * create): it signs every request and opens the routing updates sealed
