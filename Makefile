@@ -13,9 +13,11 @@
 #                then every test (ctest, all labels but package: make
 #                test-package installs into the system), then each libFuzzer
 #                target for FUZZ_SMOKE_SECONDS (tests/fuzz/run.sh)
-#   make test-ha the same build, then the PostgreSQL failover tests (ctest -L ha:
+#   make test-ha the same build, then the failover tests (ctest -L ha:
 #                a cluster on a pg_auto_failover formation loses its primary
-#                mid-sale); not part of make test, which leaves label ha out
+#                mid-sale; a standby coordinator takes over from a leader
+#                killed mid-sale); not part of make test, which leaves label
+#                ha out
 #   make fuzz    the libFuzzer targets for FUZZ_SECONDS each (long runs)
 #   make bench   packages (redis-server among them: baseline C), the
 #                Release-ish build in build/ (as make demo), then the benchmark
