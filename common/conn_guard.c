@@ -269,7 +269,10 @@ void conn_guard_tick(int64_t now)
         return;
     }
     int64_t t = now_ms();
-    if (t - g.last_sweep_ms >= 1000) {
+    /* A tenth of the timeout, 1..60 s: a sweep asks every connection. */
+    int64_t every = (int64_t)g.cfg.idle_s * 100;
+    every = every < 1000 ? 1000 : every > 60000 ? 60000 : every;
+    if (g.cfg.idle_s != 0 && t - g.last_sweep_ms >= every) {
         g.last_sweep_ms = t;
         sweep_idle();
     }
