@@ -48,10 +48,10 @@ static struct {
     uint64_t seed[2];
     uint64_t open, conns_max;
     conn_guard_cfg cfg;
-    _Atomic uint64_t refused_peer, refused_total, refused_nofile, idle_closed, trims;
+    _Atomic uint64_t refused_peer, refused_total, refused_nofile, idle_closed, trims, accepted;
     uint64_t closes_since_trim;
     int64_t last_accept_ms, last_sweep_ms, last_log_ms;
-    uint64_t logged[4]; /* refusal counts at the last CONN-REFUSED line */
+    uint64_t logged[5]; /* the counts at the last CONN-FLOOD line */
     metrics_series *m_open, *m_max, *m_refused[4];
 } g = {.mu = PTHREAD_MUTEX_INITIALIZER, .spare = -1};
 
@@ -139,6 +139,7 @@ static int admit(int fd, const struct sockaddr_storage *ss)
         g.fd_bucket[fd] = b + 1;
         g.bucket_count[b]++;
         g.open++;
+        atomic_fetch_add(&g.accepted, 1);
         g.fd_high = (uint32_t)fd + 1 > g.fd_high ? (uint32_t)fd + 1 : g.fd_high;
     }
     g.last_accept_ms = now_ms();
@@ -245,20 +246,25 @@ static void sweep_idle(void)
     pthread_mutex_unlock(&g.mu);
 }
 
-static void log_refusals(int64_t now)
+/* At most one line per CONN_GUARD_LOG_MS: when connections were refused
+ * or closed idle, or CONN_GUARD_FLOOD or more were accepted, since the
+ * last one. */
+static void log_flood(int64_t now)
 {
-    uint64_t c[4] = {atomic_load(&g.refused_peer), atomic_load(&g.refused_total),
-                     atomic_load(&g.refused_nofile), atomic_load(&g.idle_closed)};
-    if (now - g.last_log_ms < CONN_GUARD_LOG_MS || memcmp(c, g.logged, sizeof c) == 0) {
+    uint64_t c[5] = {atomic_load(&g.refused_peer), atomic_load(&g.refused_total),
+                     atomic_load(&g.refused_nofile), atomic_load(&g.idle_closed),
+                     atomic_load(&g.accepted)};
+    if (now - g.last_log_ms < CONN_GUARD_LOG_MS ||
+        (memcmp(c, g.logged, 4 * sizeof c[0]) == 0 && c[4] - g.logged[4] < CONN_GUARD_FLOOD)) {
         return;
     }
     g.last_log_ms = now;
-    ESC_LOG(ESC_LOG_WARN, "CONN-REFUSED",
-            "per_peer=%" PRIu64 " total_cap=%" PRIu64 " no_descriptors=%" PRIu64
-            " idle_closed=%" PRIu64 " open=%" PRIu64 ": connections refused or closed in the "
-            "last %d s",
-            c[0] - g.logged[0], c[1] - g.logged[1], c[2] - g.logged[2], c[3] - g.logged[3], g.open,
-            CONN_GUARD_LOG_MS / 1000);
+    ESC_LOG(ESC_LOG_WARN, "CONN-FLOOD",
+            "accepted=%" PRIu64 " per_peer=%" PRIu64 " total_cap=%" PRIu64
+            " no_descriptors=%" PRIu64 " idle_closed=%" PRIu64 " open=%" PRIu64
+            ": connections accepted, refused or closed idle since the last such line",
+            c[4] - g.logged[4], c[0] - g.logged[0], c[1] - g.logged[1], c[2] - g.logged[2],
+            c[3] - g.logged[3], conn_guard_read().open);
     memcpy(g.logged, c, sizeof c);
 }
 
@@ -276,7 +282,7 @@ void conn_guard_tick(int64_t now)
         g.last_sweep_ms = t;
         sweep_idle();
     }
-    log_refusals(t);
+    log_flood(t);
     pthread_mutex_lock(&g.mu);
     bool trim = g.closes_since_trim >= CONN_GUARD_TRIM_CLOSES && t - g.last_accept_ms >= 1000;
     if (trim) {

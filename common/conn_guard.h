@@ -42,8 +42,9 @@
  *                        threads freed otherwise.
  *
  * A refused connection is closed at once (the peer sees a reset or EOF).
- * Counts of refusals by reason are logged at most once per
- * CONN_GUARD_LOG_MS (CONN-REFUSED) and exported (conn_guard_register).
+ * Refusals by reason, idle closes, and CONN_GUARD_FLOOD or more accepted
+ * connections are logged at most once per CONN_GUARD_LOG_MS (CONN-FLOOD)
+ * and exported (conn_guard_register).
  * Before conn_guard_start, and in processes that never call it (the
  * gateway links the same library), accept4 and close only pass through.
  */
@@ -61,6 +62,7 @@
 /* Descriptors kept out of the total cap for the daemon's own use. */
 #define CONN_GUARD_FD_RESERVE 256
 #define CONN_GUARD_LOG_MS 10000
+#define CONN_GUARD_FLOOD 1000
 #define CONN_GUARD_TRIM_CLOSES 256
 
 typedef struct conn_guard_cfg {
@@ -81,7 +83,7 @@ int conn_guard_start(const conn_guard_cfg *cfg, uint64_t fd_limit, const char *n
 /* Changes the caps while running (a reload). */
 void conn_guard_set(const conn_guard_cfg *cfg);
 /* From the daemon's loop, about once a second: the idle sweep, the
- * rate-limited CONN-REFUSED line, malloc_trim after a burst of closes. */
+ * rate-limited CONN-FLOOD line, malloc_trim after a burst of closes. */
 void conn_guard_tick(int64_t now_ms);
 conn_guard_counts conn_guard_read(void);
 /* True once conn_guard_start ran. */

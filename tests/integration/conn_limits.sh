@@ -11,7 +11,7 @@
 #                  (prlimit): 20 connections are each dropped once (the
 #                  reserve descriptor), not retried in a spin; with the
 #                  limit back, the node serves again;
-#   and the CONN-REFUSED log line.
+#   and the CONN-FLOOD log lines.
 set -euo pipefail
 source "$(dirname "${BASH_SOURCE[0]}")/itest_lib.sh"
 PEER=$(dirname "${BASH_SOURCE[0]}")/conn_peer.py
@@ -76,9 +76,9 @@ echo "accepts dropped for want of a descriptor: $nofile"
     esc_fail "no_descriptors=$nofile: not one drop per pending connection"
 itest_eq "$(itest_field holds_ok "$(buy after)")" 1 "a client buys with descriptors back"
 
-esc_step "the CONN-REFUSED line (at most one per 10 s)"
-logged() { grep -q 'CONN-REFUSED .*per_peer=10 ' "$ITEST_NODE_LOG"; }
-esc_wait_for 30 logged || esc_fail "no CONN-REFUSED line with per_peer=10"
-grep 'CONN-REFUSED' "$ITEST_NODE_LOG"
+esc_step "the CONN-FLOOD lines (at most one per 10 s)"
+logged() { grep -q 'CONN-FLOOD .*per_peer=10 ' "$ITEST_NODE_LOG"; }
+esc_wait_for 30 logged || esc_fail "no CONN-FLOOD line with per_peer=10"
+grep 'CONN-FLOOD' "$ITEST_NODE_LOG"
 
 itest_pass
