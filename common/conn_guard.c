@@ -176,6 +176,12 @@ int accept4(int s, struct sockaddr *addr, socklen_t *len, int flags)
     return fd;
 }
 
+/* The same, for code that calls accept (libnanomsg imports both). */
+int accept(int s, struct sockaddr *addr, socklen_t *len)
+{
+    return accept4(s, addr, len, 0);
+}
+
 int close(int fd)
 {
     if (fd >= 0 && (uint32_t)fd < g.fd_n && g.fd_bucket != NULL &&

@@ -9,8 +9,8 @@
  * descriptors run out: on EMFILE/ENFILE nanomsg 1.1.5 accepts again at once
  * (src/transports/tcp/atcp.c, NN_USOCK_ACCEPT_ERROR) while the pending
  * connection keeps the listening socket readable. We link the system's
- * libnanomsg, so the fix lives on our side: this module defines accept4()
- * and close() in the daemon's executable. The dynamic linker resolves
+ * libnanomsg, so the fix lives on our side: this module defines accept4(),
+ * accept() and close() in the daemon's executable. The dynamic linker resolves
  * libnanomsg's calls to them (an executable's definitions come first in
  * ELF symbol lookup); each does its check and calls the C library's
  * (dlsym RTLD_NEXT). Once conn_guard_start ran:
