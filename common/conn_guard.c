@@ -147,7 +147,11 @@ static int admit(int fd, const struct sockaddr_storage *ss)
     return refuse;
 }
 
-int accept4(int s, struct sockaddr *addr, socklen_t *len, int flags)
+/* Default visibility: the tree builds hidden, and only an exported
+ * definition takes libnanomsg's calls (interposition). */
+#define CONN_GUARD_EXPORT __attribute__((visibility("default")))
+
+CONN_GUARD_EXPORT int accept4(int s, struct sockaddr *addr, socklen_t *len, int flags)
 {
     if (g.real_accept4 == NULL) {
         resolve();
@@ -177,12 +181,12 @@ int accept4(int s, struct sockaddr *addr, socklen_t *len, int flags)
 }
 
 /* The same, for code that calls accept (libnanomsg imports both). */
-int accept(int s, struct sockaddr *addr, socklen_t *len)
+CONN_GUARD_EXPORT int accept(int s, struct sockaddr *addr, socklen_t *len)
 {
     return accept4(s, addr, len, 0);
 }
 
-int close(int fd)
+CONN_GUARD_EXPORT int close(int fd)
 {
     if (fd >= 0 && (uint32_t)fd < g.fd_n && g.fd_bucket != NULL &&
         __atomic_load_n(&g.fd_bucket[fd], __ATOMIC_RELAXED) != 0) {
