@@ -70,11 +70,11 @@ if command -v prlimit >/dev/null; then
     esc_step "out of descriptors: the node's limit lowered to what it uses + 64, 500 connections"
     used=$(find "/proc/$node_pid/fd" -mindepth 1 | wc -l)
     limit=$(prlimit --pid "$node_pid" --nofile --noheadings --output SOFT)
-    prlimit --pid "$node_pid" --nofile=$((used + 64)):$((used + 64))
+    prlimit --pid "$node_pid" --nofile=$((used + 64)): # the soft limit only
     python3 "$ESC_SRC/tests/support/conn_attack.py" --port "$port" --pid "$node_pid" \
         --idle 500 --slow 0 --hold-s 5 --after-s 1 >"$dir/nofile.out" 2>&1 ||
         esc_fail "the out-of-descriptors run failed: $(cat "$dir/nofile.out")"
-    prlimit --pid "$node_pid" --nofile="$limit:$limit"
+    prlimit --pid "$node_pid" --nofile="$limit":
     cat "$dir/nofile.out"
     nofile_cpu=$(field node_cpu_pct_held "$(grep '^RESULT' "$dir/nofile.out")")
 fi
