@@ -120,7 +120,8 @@ def rogue_signed_short(sig):
     stage answered AUTH (-28), none let through, none unanswered (a stage
     whose daemon the nemesis restarted meanwhile is not judged: a restarted
     coordinator forgot the frames it accepted); no hold left by any of them;
-    the admin frame answered once (0), its replays refused."""
+    the admin frame answered once (0), its replays refused; the control (a
+    rightly signed stats request) answered 0."""
     out = []
     if not sig or "bad_mac_auth" not in sig:
         return ["the rogue's signed frames did not run"]
@@ -132,6 +133,9 @@ def rogue_signed_short(sig):
         if other != 0 or lost != 0 or auth != ROGUE_SIGNED:
             out.append("rogue %s: %d AUTH, %d other (%s), %d lost of %d"
                        % (st, auth, other, sig["%s_codes" % st], lost, ROGUE_SIGNED))
+    if sig.get("good_first") != "0":
+        out.append("rogue control: a rightly signed stats answered %s, not 0"
+                   % sig.get("good_first"))
     if sig.get("replay_first") != "0":
         out.append("rogue replay: the original admin frame answered %s, not 0"
                    % sig.get("replay_first"))

@@ -25,7 +25,8 @@ Against the nodes' own ports (nanomsg SP over TCP, not through libescrow):
 Prints one line: ROGUE malformed=.. replies=.. oversized=.. dropped=..
 garbage=.. held=.. errors=.. seconds=..; with --signed a line before it:
 ROGUE-SIGNED bad_mac_auth=.. bad_mac_other=.. bad_mac_lost=.. bad_mac_codes=..
-(and the same for wrong_key_id, stale, replay) replay_first=STATUS.
+(and the same for wrong_key_id, stale, replay) good_first=STATUS
+replay_first=STATUS.
 Exit 0 (the driver judges the nodes).
 Standard library only.
 """

@@ -14,6 +14,10 @@ every answer read and its status counted:
                 the admin key and answered once, then its exact bytes sent
                 again N times to the coordinator
 
+and one control first: a stats request signed right with the tenant's key,
+which must be answered OK (good_first=0): the refusals
+above are then the signature's, not a broken signer's.
+
 Each reserve carries idempotency key "rogue-<stage>-<i>", so the driver can
 check that none of them left a hold. Standard library only: BLAKE2b
 (hashlib) is the MAC libsodium's crypto_generichash makes.
@@ -192,6 +196,10 @@ def run_signed(node, coord, n, tenant, item, cred, admin_cred, stats):
         skew = -STALE_MS if i % 2 == 0 else STALE_MS
         frames["stale"].append(signed(reserve_op(item, "rogue-stale-%d" % i), tenant, key_id,
                                       key, now + skew, i + 1))
+    c = Conn(node)
+    stats["good_first"] = c.ask(signed(ld(15, b""), tenant, key_id, key,
+                                       int(time.time() * 1000), 1))
+    c.close()
     for stage, fs in frames.items():
         run_stage(node, fs, stats, stage)
     admin_id, admin_key = parse_key(admin_cred)
