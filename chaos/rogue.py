@@ -40,30 +40,15 @@ import sys
 import time
 
 import rogue_signed
+from rogue_signed import ld, varint
 
 SP_REQ = b"\x00SP\x00\x00\x30\x00\x00"  # NN_REQ = 48
 SP_REP = b"\x00SP\x00\x00\x31\x00\x00"
 FRAME_MAX = 64 * 1024
 
 
-def varint(n):
-    out = bytearray()
-    while True:
-        b = n & 0x7F
-        n >>= 7
-        if n:
-            out.append(b | 0x80)
-        else:
-            out.append(b)
-            return bytes(out)
-
-
 def field(num, wt, payload):
     return varint(num << 3 | wt) + payload
-
-
-def ld(num, data):
-    return field(num, 2, varint(len(data)) + data)
 
 
 def malformed_payload(rng, i):
