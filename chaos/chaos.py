@@ -78,6 +78,8 @@ P9_FINISH_S = 90  # the buy-out after the last heal must end within this
 KINDS = ["node-kill9", "node-failpoint-kill9", "node-sigstop", "coord-kill9", "coord-failpoint",
          "pg-immediate", "pg-backend-kill", "net-client-node", "net-node-coord", "net-node-pg"]
 ROGUE_KIND = "rogue-client"
+# Frames of each kind the rogue client signs wrongly (chaos/rogue_signed.py).
+ROGUE_SIGNED = 50
 # The most a node's resident memory may grow while the rogue client runs
 # (malformed, oversized and garbage frames against every node, mid-sale).
 ROGUE_RSS_GROWTH_MAX_KIB = 64 * 1024
@@ -111,6 +113,35 @@ def say(msg):
     sys.stdout.write("[chaos %s] %s\n" % (time.strftime("%H:%M:%S"), msg))
     sys.stdout.flush()
 
+
+
+def rogue_signed_short(sig):
+    """What the signed frames fell short of: each of ROGUE_SIGNED frames per
+    stage answered AUTH (-28), none let through, none unanswered (a stage
+    whose daemon the nemesis restarted meanwhile is not judged: a restarted
+    coordinator forgot the frames it accepted); no hold left by any of them;
+    the admin frame answered once (0), its replays refused; the control (a
+    rightly signed stats request) answered 0."""
+    out = []
+    if not sig or "bad_mac_auth" not in sig:
+        return ["the rogue's signed frames did not run"]
+    for st in ("bad_mac", "wrong_key_id", "stale", "replay"):
+        auth, other, lost = (int(sig["%s_%s" % (st, k)]) for k in ("auth", "other", "lost"))
+        daemon = "coordinator" if st == "replay" else "n1"
+        if daemon in sig["restarted"].split(","):
+            continue  # a restarted daemon forgot the frames it accepted: not exact
+        if other != 0 or lost != 0 or auth != ROGUE_SIGNED:
+            out.append("rogue %s: %d AUTH, %d other (%s), %d lost of %d"
+                       % (st, auth, other, sig["%s_codes" % st], lost, ROGUE_SIGNED))
+    if sig.get("good_first") != "0":
+        out.append("rogue control: a rightly signed stats answered %s, not 0"
+                   % sig.get("good_first"))
+    if sig.get("replay_first") != "0":
+        out.append("rogue replay: the original admin frame answered %s, not 0"
+                   % sig.get("replay_first"))
+    if sig.get("holds_left") != "0":
+        out.append("rogue signed frames left %s holds" % sig.get("holds_left"))
+    return out
 
 class Nft:
     """Real packet loss on loopback: an nftables table of this run drops every
@@ -876,16 +907,27 @@ class Run:
         targets = []
         for n in nodes:
             targets += ["--target", "127.0.0.1:%d" % c.node_port[n]]
+        # signed frames that must not pass: to n1 and the coordinator, with
+        # t1's and the admin key (rogue_signed.py)
+        signed = ["--signed", str(ROGUE_SIGNED), "--tenant", "t1", "--item", "flash-0",
+                  "--coordinator", c.coord_url[len("tcp://"):]]
+        env = dict(os.environ, ROGUE_KEY=c.keys["t1"], ROGUE_ADMIN_KEY=c.admin_key)
+        pids1 = {n: c.procs[n].pid for n in nodes + ["coordinator"]}
         r = subprocess.run([sys.executable, os.path.join(HERE, "rogue.py"), "--seed", str(seed)]
-                           + targets, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
-                           text=True, timeout=600)
+                           + targets + signed, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+                           text=True, timeout=600, env=env)
+        restarted = [n for n in pids1 if c.procs[n].pid != pids1[n]]
+        sig_line = [l for l in r.stdout.splitlines() if l.startswith("ROGUE-SIGNED ")]
+        sig = dict(kv.split("=", 1) for kv in sig_line[0].split()[1:]) if sig_line else {}
+        sig["holds_left"] = c.psql("SELECT count(*) FROM holds WHERE idempotency_key LIKE 'rogue-%'")
+        sig["restarted"] = ",".join(restarted) or "-"
         time.sleep(1.0)
         rss1 = {n: c.rss_kib(n) for n in nodes}
         growth = {n: (rss1[n] - rss0[n]) for n in nodes
                   if c.procs[n].pid == pids0[n] and rss0[n] and rss1[n]}
         line = [l for l in r.stdout.splitlines() if l.startswith("ROGUE ")]
         figs = dict(kv.split("=") for kv in line[0].split()[1:]) if line else {}
-        self.rogue = {"figures": figs, "rss_growth_kib": growth, "rc": r.returncode,
+        self.rogue = {"figures": figs, "signed": sig, "rss_growth_kib": growth, "rc": r.returncode,
                       "crashes": len(c.crashes) - crashes0, "measured_nodes": len(growth),
                       "output": r.stdout[-1500:]}
         self.nemesis_event("rogue-end", self.rogue)
@@ -1013,6 +1055,7 @@ class Run:
                 short.append("rogue figures short")
             if self.rogue["crashes"]:
                 short.append("node crashes under the rogue client")
+            short += rogue_signed_short(self.rogue["signed"])
         elif "flash" in [w for p in phases for w in p] and not self.a.no_rogue:
             short.append("the rogue client did not run")
         if not all(p["met"] for p in self.p9):
@@ -1039,6 +1082,8 @@ class Run:
         print("  daemon crashes: %d %s" % (len(self.cluster.crashes), self.cluster.crashes or ""))
         if self.rogue:
             g = self.rogue["rss_growth_kib"]
+            print("  rogue signed: %s" % " ".join("%s=%s" % kv
+                                                  for kv in self.rogue["signed"].items()))
             print("  rogue: %s; node RSS growth KiB %s (max %.1f MiB); node crashes %d"
                   % (" ".join("%s=%s" % kv for kv in self.rogue["figures"].items()), g,
                      max(g.values()) / 1024.0 if g else -1, self.rogue["crashes"]))

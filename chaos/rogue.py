@@ -4,6 +4,7 @@
 
     rogue.py --target 127.0.0.1:PORT [--target ...] [--malformed 10000]
              [--oversized 1000] [--garbage 100] [--seed N]
+             [--signed N --coordinator 127.0.0.1:PORT --tenant T --item I]
 
 Against the nodes' own ports (nanomsg SP over TCP, not through libescrow):
   malformed   frames inside a correct SP/TCP session (REQ handshake, 8-byte
@@ -17,11 +18,20 @@ Against the nodes' own ports (nanomsg SP over TCP, not through libescrow):
   garbage     non-protocol connections: HTTP, random bytes, a wrong SP
               protocol id, half an SP header, and idle half-open connections
               held until the end of the run.
+  signed      (--signed N; the tenant's key in $ROGUE_KEY, the admin key in
+              $ROGUE_ADMIN_KEY) N frames each with a bad MAC, a wrong key id,
+              a clock outside the window, and N replays of one admin frame to
+              the coordinator (rogue_signed.py), to the first target.
 Prints one line: ROGUE malformed=.. replies=.. oversized=.. dropped=..
-garbage=.. held=.. errors=.. seconds=..  Exit 0 (the driver judges the nodes).
+garbage=.. held=.. errors=.. seconds=..; with --signed a line before it:
+ROGUE-SIGNED bad_mac_auth=.. bad_mac_other=.. bad_mac_lost=.. bad_mac_codes=..
+(and the same for wrong_key_id, stale, replay) good_first=STATUS
+replay_first=STATUS.
+Exit 0 (the driver judges the nodes).
 Standard library only.
 """
 import argparse
+import os
 import random
 import select
 import socket
@@ -29,29 +39,16 @@ import struct
 import sys
 import time
 
+import rogue_signed
+from rogue_signed import ld, varint
+
 SP_REQ = b"\x00SP\x00\x00\x30\x00\x00"  # NN_REQ = 48
 SP_REP = b"\x00SP\x00\x00\x31\x00\x00"
 FRAME_MAX = 64 * 1024
 
 
-def varint(n):
-    out = bytearray()
-    while True:
-        b = n & 0x7F
-        n >>= 7
-        if n:
-            out.append(b | 0x80)
-        else:
-            out.append(b)
-            return bytes(out)
-
-
 def field(num, wt, payload):
     return varint(num << 3 | wt) + payload
-
-
-def ld(num, data):
-    return field(num, 2, varint(len(data)) + data)
 
 
 def malformed_payload(rng, i):
@@ -255,12 +252,22 @@ def main():
     ap.add_argument("--oversized", type=int, default=1000)
     ap.add_argument("--garbage", type=int, default=100)
     ap.add_argument("--seed", type=int, default=1)
+    ap.add_argument("--signed", type=int, default=0)
+    ap.add_argument("--coordinator", type=hostport)
+    ap.add_argument("--tenant", default="t1")
+    ap.add_argument("--item", default="flash-0")
     a = ap.parse_args()
     rng = random.Random(a.seed)
     stats = {"malformed": 0, "replies": 0, "oversized": 0, "dropped": 0, "garbage": 0,
              "held": 0, "errors": 0, "reconnects": 0, "connect_retries": 0}
     held = []
     t0 = time.time()
+    if a.signed:
+        sig = {}
+        rogue_signed.run_signed(a.target[0], a.coordinator, a.signed, a.tenant, a.item,
+                                os.environ["ROGUE_KEY"], os.environ["ROGUE_ADMIN_KEY"], sig)
+        print("ROGUE-SIGNED " + " ".join("%s=%s" % kv for kv in sig.items()))
+        sys.stdout.flush()
     # Half-open connections first, held while the rest runs.
     run_garbage(a.target, a.garbage, rng, stats, held)
     run_malformed(a.target, a.malformed, rng, stats)

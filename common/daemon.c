@@ -3,6 +3,7 @@
  * daemon.c - see daemon.h.
  */
 #include "daemon.h"
+#include "conn_guard.h"
 #include "daemon_fds.h"
 
 #include <inttypes.h>
@@ -65,6 +66,7 @@ static void on_beat(uv_timer_t *t)
 {
     (void)t;
     health_beat(&st.health, mono_ms());
+    conn_guard_tick(mono_ms());
     char why[HEALTH_WHY_LEN] = "";
     bool ready = false;
     if (st.ops->stopping(st.d)) {
@@ -158,6 +160,9 @@ int daemon_metrics_start(metrics_registry *reg, const char *addr, metrics_http *
 {
     char why[256];
     int rc = metrics_process_register(reg);
+    if (rc == 0 && conn_guard_on()) {
+        rc = conn_guard_register(reg);
+    }
     if (rc != 0) {
         ESC_LOG(ESC_LOG_ERROR, log_id, "cannot register the process metrics");
         return rc;

@@ -4,7 +4,6 @@
  */
 #include "daemon_fds.h"
 
-#include <dirent.h>
 #include <errno.h>
 #include <inttypes.h>
 #include <string.h>
@@ -34,50 +33,4 @@ uint64_t daemon_fds_raise(const char *name)
             "%s: open files limit %" PRIu64 " (the hard limit; was %" PRIu64 ")", name,
             (uint64_t)rl.rlim_cur, before);
     return (uint64_t)rl.rlim_cur;
-}
-
-int64_t daemon_fds_open(void)
-{
-    DIR *d = opendir("/proc/self/fd");
-    if (d == NULL) {
-        return -1;
-    }
-    int64_t n = 0;
-    for (struct dirent *e = readdir(d); e != NULL; e = readdir(d)) {
-        n += e->d_name[0] != '.';
-    }
-    closedir(d);
-    return n - 1; /* the directory's own descriptor */
-}
-
-void daemon_fds_register(daemon_fds *f, metrics_registry *reg)
-{
-    memset(f, 0, sizeof *f);
-    if (reg == NULL) {
-        return;
-    }
-    metrics_family *o = metrics_family_add(reg, METRICS_GAUGE, "escrow_process_open_fds",
-                                           "File descriptors open (client connections "
-                                           "included).",
-                                           NULL, NULL, 0);
-    metrics_family *m = metrics_family_add(reg, METRICS_GAUGE, "escrow_process_max_fds",
-                                           "The limit of open files (RLIMIT_NOFILE, raised to "
-                                           "the hard limit at start).",
-                                           NULL, NULL, 0);
-    f->open = o != NULL ? metrics_get0(o) : NULL;
-    f->max = m != NULL ? metrics_get0(m) : NULL;
-}
-
-void daemon_fds_sample(daemon_fds *f, int64_t now_us)
-{
-    if (f->open == NULL ||
-        (f->last_us != 0 && now_us - f->last_us < (int64_t)DAEMON_FDS_SAMPLE_MS * 1000)) {
-        return;
-    }
-    f->last_us = now_us;
-    struct rlimit rl;
-    metrics_set(f->open, (double)daemon_fds_open());
-    if (f->max != NULL && getrlimit(RLIMIT_NOFILE, &rl) == 0) {
-        metrics_set(f->max, (double)rl.rlim_cur);
-    }
 }

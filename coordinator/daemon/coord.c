@@ -16,6 +16,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "conn_guard.h"
 #include "clock.h"
 #include "coord_admin.h"
 #include "coord_auth.h"
@@ -318,7 +319,11 @@ int coord_start(coord *c, uv_loop_t *loop, const coord_config *cfg)
     if (rc != 0 || (rc = coord_auth_start(c)) != 0) {
         return rc;
     }
-    if ((rc = coord_metrics_open(c)) != 0 ||
+    /* Its clients (escrowctl, routes subscribers, heartbeats): the per-peer
+     * cap, no idle timeout (a routes subscriber never sends a byte). */
+    conn_guard_cfg guard = {CONN_GUARD_PER_PEER_DEFAULT, 0};
+    if ((rc = conn_guard_start(&guard, 0, "escrow-coordinator")) != 0 ||
+        (rc = coord_metrics_open(c)) != 0 ||
         (rc = coord_db_open(c, on_reload_done, on_schema_refused)) != 0) {
         return rc;
     }

@@ -13,7 +13,6 @@
 #include "clock.h"
 #include "coord_state.h"
 #include "daemon.h"
-#include "daemon_fds.h"
 #include "escrow_errors.h"
 #include "log.h"
 #include "metrics_http.h"
@@ -21,7 +20,6 @@
 struct coord_metrics {
     metrics_registry *reg; /* owned */
     metrics_http *http;    /* owned; NULL until started */
-    daemon_fds fds;        /* open descriptors and their limit */
     metrics_series *nodes_up, *nodes_draining, *nodes_down;
     metrics_series *lease_expiries, *epoch_changes, *loop_stalls;
     metrics_series *segs_active, *segs_draining, *segs_unserved, *view_gap;
@@ -124,7 +122,6 @@ int coord_metrics_open(coord *c)
     register_catalog(m);
     register_transfers(m);
     register_misc(m);
-    daemon_fds_register(&m->fds, m->reg);
     return daemon_metrics_start(m->reg, c->cfg.metrics, &m->http, "COORD-METRICS");
 }
 
@@ -236,7 +233,6 @@ void coord_metrics_sample(coord *c)
         return;
     }
     m->last_sample_us = now;
-    daemon_fds_sample(&m->fds, now);
     size_t up = 0, draining = 0, down = 0;
     for (size_t i = 0; i < c->cat.nnodes; i++) {
         const coord_node *n = c->cat.nodes[i];

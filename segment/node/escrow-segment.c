@@ -14,6 +14,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "conn_guard.h"
 #include "clock.h"
 #include "daemon.h"
 #include "escrow_errors.h"
@@ -69,6 +70,8 @@ static void run_reload(void *d)
     esc_log_set_level(fresh.log_level);
     esc_log_set_format(fresh.log_format);
     node_settings_take_reloadable(&running, &fresh);
+    conn_guard_cfg guard = {running.node.conn_per_peer, running.node.conn_idle_s};
+    conn_guard_set(&guard);
     node_settings_free(&fresh);
     static int reloads; /* numbered: not held back as a repeat of the previous reload */
     ESC_LOG(ESC_LOG_INFO, "SEG-RELOAD", "reloaded reload=%d changed=%d credentials=re-read",

@@ -15,6 +15,7 @@
 #include <string.h>
 
 #include "clock.h"
+#include "conn_guard.h"
 #include "escrow_errors.h"
 #include "log.h"
 #include "node_assign.h"
@@ -135,7 +136,9 @@ int node_start(node *n, uv_loop_t *loop, const node_config *cfg)
         return rc;
     }
     node_commit_init(n);
-    if ((rc = node_metrics_open(n)) != 0 || (rc = node_net_open(n)) != 0 ||
+    conn_guard_cfg guard = {cfg->conn_per_peer, cfg->conn_idle_s};
+    if ((rc = conn_guard_start(&guard, 0, "escrow-segment")) != 0 ||
+        (rc = node_metrics_open(n)) != 0 || (rc = node_net_open(n)) != 0 ||
         (rc = start_sweep(n)) != 0 || (rc = node_db_open(n)) != 0 ||
         (n->managed && (rc = node_assign_open(n)) != 0)) {
         return rc;

@@ -97,6 +97,9 @@ typedef struct node_config {
     uint32_t rate_tenant, rate_tenant_burst;
     uint32_t rate_buyer, rate_buyer_burst;
     uint32_t live_holds_tenant;
+    /* Client connections (conn_guard.h): per peer address, and the seconds
+     * one may stay without sending a byte; 0 = no cap / no timeout. */
+    uint32_t conn_per_peer, conn_idle_s;
 } node_config;
 
 /* A transfer this node executes: in a batch, or done and reported in every

@@ -12,7 +12,6 @@
 
 #include "clock.h"
 #include "daemon.h"
-#include "daemon_fds.h"
 #include "escrow_errors.h"
 #include "log.h"
 #include "metrics.h"
@@ -25,7 +24,6 @@
 
 struct node_metrics {
     metrics_registry *reg; /* owned */
-    daemon_fds fds;        /* open descriptors and their limit */
     metrics_http *http;    /* owned */
     metrics_family *requests, *rejections;
     metrics_series *req[OPS_N][STATUS_N]; /* looked up on first use */
@@ -156,7 +154,6 @@ int node_metrics_open(node *n)
     register_batches(m);
     register_segments(m);
     register_io(m);
-    daemon_fds_register(&m->fds, m->reg);
     return daemon_metrics_start(m->reg, n->cfg.metrics, &m->http, "SEG-METRICS");
 }
 
@@ -292,7 +289,6 @@ void node_metrics_sample(node *n)
         return;
     }
     m->last_sample_us = now;
-    daemon_fds_sample(&m->fds, now);
     int64_t avail = 0, held = 0, sold = 0, served = 0;
     for (size_t i = 0; i < n->core.nsegs; i++) {
         const seg_segment *s = &n->core.segs[i];

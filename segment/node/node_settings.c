@@ -12,6 +12,7 @@
 
 #include "auth_guard.h"
 #include "build_info.h"
+#include "conn_guard.h"
 #include "log.h"
 #include "metrics_http.h"
 #include "ratelim.h"
@@ -34,6 +35,8 @@ static const struct option opts[] = {{"node-id", required_argument, NULL, 'n'},
                                      {"rate-tenant", required_argument, NULL, 'T'},
                                      {"rate-buyer", required_argument, NULL, 'B'},
                                      {"live-holds-tenant", required_argument, NULL, 'H'},
+                                     {"conn-per-peer", required_argument, NULL, 'P'},
+                                     {"conn-idle-s", required_argument, NULL, 'I'},
                                      {"help", no_argument, NULL, 'h'},
                                      {"version", no_argument, NULL, 'V'},
                                      {"check-config", no_argument, NULL, 'X'},
@@ -52,7 +55,8 @@ void node_settings_usage(FILE *f)
             "                      [--sweep-ms MS] [--metrics [HOST:]PORT]\n"
             "                      [--auth on|off] [--cluster-key FILE] [--auth-window-ms MS]\n"
             "                      [--rate-tenant N[:BURST]] [--rate-buyer N[:BURST]]\n"
-            "                      [--live-holds-tenant N]\n"
+            "                      [--live-holds-tenant N] [--conn-per-peer N]\n"
+            "                      [--conn-idle-s S]\n"
             "       escrow-segment --region FILE --node-id ID [--advertise URL] [the options\n"
             "                      above but --dsn, --listen and --coordinator]\n"
             "       escrow-segment --config FILE [any option above]\n"
@@ -97,6 +101,10 @@ void node_settings_usage(FILE *f)
             "  --live-holds-tenant  live holds per tenant on this node; over it a reserve is\n"
             "                 BUSY. 0 = only the node's own maximum (4194304). Default\n"
             "                 1048576; a tenant's own: escrowctl tenant limits\n"
+            "  --conn-per-peer  TCP connections one IP address may hold open; more are\n"
+            "                 closed at accept. 0 = no cap. Default 1024\n"
+            "  --conn-idle-s  a connection that sent no byte for this long is closed.\n"
+            "                 0 = never. Default 600\n"
             "  --check-config read and check the settings and the files they name, print\n"
             "                 \"configuration ok\" and exit 0 (2 and the error if not); opens\n"
             "                 nothing\n"
@@ -114,6 +122,8 @@ void node_settings_init(node_settings *s)
     s->node.rate_tenant = NODE_FAIR_RATE_DEFAULT;
     s->node.rate_tenant_burst = NODE_FAIR_BURST_DEFAULT;
     s->node.live_holds_tenant = NODE_FAIR_LIVE_HOLDS_DEFAULT;
+    s->node.conn_per_peer = CONN_GUARD_PER_PEER_DEFAULT;
+    s->node.conn_idle_s = CONN_GUARD_IDLE_S_DEFAULT;
 }
 
 static int set_string(node_settings *s, int opt, const char *v, char *why, size_t why_len)
@@ -168,14 +178,18 @@ static int set_number(node_settings *s, int opt, const char *v, char *why, size_
         }
         return 0;
     }
-    if (opt == 'H') {
+    if (opt == 'H' || opt == 'P' || opt == 'I') {
+        long max = opt == 'H' ? (long)ESC_LIVE_HOLDS_MAX : opt == 'P' ? 1000000 : 86400;
         char *end;
         long x = strtol(v, &end, 10);
-        if (*v == '\0' || *end != '\0' || x < 0 || x > (long)ESC_LIVE_HOLDS_MAX) {
-            snprintf(why, why_len, "must be 0..%u, not '%s'", ESC_LIVE_HOLDS_MAX, v);
+        if (*v == '\0' || *end != '\0' || x < 0 || x > max) {
+            snprintf(why, why_len, "must be 0..%ld, not '%s'", max, v);
             return -1;
         }
-        s->node.live_holds_tenant = (uint32_t)x;
+        uint32_t *to = opt == 'H'   ? &s->node.live_holds_tenant
+                       : opt == 'P' ? &s->node.conn_per_peer
+                                    : &s->node.conn_idle_s;
+        *to = (uint32_t)x;
         return 0;
     }
     node_config *c = &s->node;
@@ -219,6 +233,8 @@ static int set_opt(void *arg, int opt, const char *v, char *why, size_t why_len)
     case 'T':
     case 'B':
     case 'H':
+    case 'P':
+    case 'I':
     case 'W':
         return set_number(s, opt, v, why, why_len);
     default:
@@ -424,6 +440,9 @@ int node_settings_diff(const node_settings *a, const node_settings *b)
     snprintf(nx, sizeof nx, "%u", x->live_holds_tenant);
     snprintf(ny, sizeof ny, "%u", y->live_holds_tenant);
     n += config_note_change(id, "live_holds_tenant", nx, ny, true, false);
+    snprintf(nx, sizeof nx, "%u:%u", x->conn_per_peer, x->conn_idle_s);
+    snprintf(ny, sizeof ny, "%u:%u", y->conn_per_peer, y->conn_idle_s);
+    n += config_note_change(id, "conn_per_peer:conn_idle_s", nx, ny, true, false);
     n += diff_keys(a, b);
     n += config_note_change(id, "node_id", x->node_id, y->node_id, false, false);
     n += config_note_change(id, "listen", lx, ly, false, false);
@@ -451,6 +470,8 @@ void node_settings_take_reloadable(node_settings *running, const node_settings *
     r->rate_buyer = f->rate_buyer;
     r->rate_buyer_burst = f->rate_buyer_burst;
     r->live_holds_tenant = f->live_holds_tenant;
+    r->conn_per_peer = f->conn_per_peer;
+    r->conn_idle_s = f->conn_idle_s;
     memcpy(running->cluster_key, fresh->cluster_key, sizeof running->cluster_key);
     memcpy(running->cluster_key_prev, fresh->cluster_key_prev, sizeof running->cluster_key_prev);
     r->cluster_key = f->cluster_key != NULL ? running->cluster_key : NULL;

@@ -108,7 +108,8 @@ scrape "$C_PORT" >"$ITEST_DIR/coord-before.txt"
 for f in escrow_requests_total escrow_rejections_total escrow_holds_live escrow_holds_ended_total \
     escrow_batch_rows escrow_commit_latency_seconds escrow_batches_failed_total \
     escrow_segments_fenced_total escrow_segments_served escrow_transfers_total escrow_db_up \
-    escrow_db_reconnects_total escrow_heartbeats_total escrow_process_open_fds escrow_process_max_fds; do
+    escrow_db_reconnects_total escrow_heartbeats_total process_open_fds process_max_fds \
+    escrow_conn_open escrow_conn_max; do
     grep -q "^# HELP $f " "$ITEST_DIR/n1-before.txt" || esc_fail "node: no HELP for $f"
     grep -q "^# TYPE $f " "$ITEST_DIR/n1-before.txt" || esc_fail "node: no TYPE for $f"
 done
@@ -118,7 +119,7 @@ for f in escrow_coord_nodes escrow_coord_lease_expiries_total escrow_coord_epoch
     escrow_coord_collapses_total escrow_coord_admin_requests_total escrow_db_up \
     escrow_conservation_ok escrow_conservation_violations \
     escrow_conservation_last_check_timestamp_seconds escrow_coord_loop_stalls_total \
-    escrow_process_open_fds escrow_process_max_fds; do
+    process_open_fds process_max_fds escrow_conn_open escrow_conn_max; do
     grep -q "^# HELP $f " "$ITEST_DIR/coord-before.txt" || esc_fail "coordinator: no HELP for $f"
 done
 grep -q '^# TYPE escrow_commit_latency_seconds histogram$' "$ITEST_DIR/n1-before.txt" ||
@@ -133,8 +134,8 @@ wait_value 30 "metric $C_PORT escrow_conservation_ok" 1
 # descriptors: some open, under the limit the daemon raised (DAEMON-FDS)
 fds_ok() { # PORT
     local open max
-    open=$(metric "$1" escrow_process_open_fds)
-    max=$(metric "$1" escrow_process_max_fds)
+    open=$(metric "$1" process_open_fds)
+    max=$(metric "$1" process_max_fds)
     [[ $open =~ ^[0-9]+$ && $max =~ ^[0-9]+$ ]] && ((open > 0 && open < max))
 }
 for port in "$N1_PORT" "$C_PORT"; do

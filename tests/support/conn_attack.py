@@ -11,7 +11,9 @@ clients' latency meanwhile; it prints figures and asserts nothing.
 --idle N: N TCP connections that complete nanomsg's SP handshake (a REQ
 peer's 8-byte header) and then send nothing. --slow N: N more that announce a
 frame of --announce bytes (default 4000, under the node's 4 KiB limit for
-requests) and send only half of it. Both are held for --hold-s seconds
+requests) and send only half of it. Each --per-source connections (default
+1000, under the node's default per-peer cap) come from another local address
+(127.0.1.1, 127.0.1.2, ...; 0: all from one). Both are held for --hold-s seconds
 (default 10), then closed; RSS is read again --after-s seconds later
 (default 5). Prints one line per phase and a RESULT line:
 
@@ -43,11 +45,15 @@ def cpu_ticks(pid):
     return int(parts[11]) + int(parts[12])  # utime + stime
 
 
-def open_conns(host, port, n, announce):
+def open_conns(host, port, n, announce, per_source, first=0):
+    """From 127.0.1.1, 127.0.1.2, ...: per_source connections each (the
+    node's per-peer cap counts by address; 0: all from the default)."""
     conns, refused = [], 0
-    for _ in range(n):
+    for i in range(first, first + n):
         try:
-            s = socket.create_connection((host, port), timeout=5)
+            src = ("127.0.%d.%d" % (1 + i // per_source // 250, 1 + i // per_source % 250), 0) \
+                if per_source else None
+            s = socket.create_connection((host, port), timeout=5, source_address=src)
             s.sendall(SP_HEADER_REQ)
             if announce:
                 body = b"\x80\x00\x00\x01" + b"x" * (announce - 4)  # request id, then bytes
@@ -68,6 +74,7 @@ def main():
     ap.add_argument("--announce", type=int, default=4000)
     ap.add_argument("--hold-s", type=float, default=10.0)
     ap.add_argument("--after-s", type=float, default=5.0)
+    ap.add_argument("--per-source", type=int, default=1000)
     a = ap.parse_args()
     soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
     resource.setrlimit(resource.RLIMIT_NOFILE, (hard, hard))
@@ -77,8 +84,8 @@ def main():
         return 2
     base = rss_mib(a.pid)
     print(f"node rss before: {base:.1f} MiB", flush=True)
-    idle, r1 = open_conns(a.host, a.port, a.idle, 0)
-    slow, r2 = open_conns(a.host, a.port, a.slow, a.announce)
+    idle, r1 = open_conns(a.host, a.port, a.idle, 0, a.per_source)
+    slow, r2 = open_conns(a.host, a.port, a.slow, a.announce, a.per_source, a.idle)
     print(f"opened {len(idle)} idle and {len(slow)} slow connections "
           f"({r1 + r2} refused)", flush=True)
     hz = os.sysconf("SC_CLK_TCK")

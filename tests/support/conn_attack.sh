@@ -65,5 +65,19 @@ wait "$apid" || esc_fail "the attack script failed: $(cat "$dir/attack.out")"
 cat "$dir/attack.out"
 echo "clients alone:       p50 $(field p50_ms "$alone") ms, p99 $(field p99_ms "$alone") ms"
 echo "clients under attack: p50 $(field p50_ms "$held") ms, p99 $(field p99_ms "$held") ms"
-echo "RESULT $(grep '^RESULT' "$dir/attack.out" | cut -d' ' -f2-) clients_p99_alone_ms=$(field p99_ms "$alone") clients_p99_attack_ms=$(field p99_ms "$held")"
+nofile_cpu=-
+if command -v prlimit >/dev/null; then
+    esc_step "out of descriptors: the node's limit lowered to what it uses + 64, 500 connections"
+    used=$(find "/proc/$node_pid/fd" -mindepth 1 | wc -l)
+    limit=$(prlimit --pid "$node_pid" --nofile --noheadings --output SOFT)
+    prlimit --pid "$node_pid" --nofile=$((used + 64)): # the soft limit only
+    python3 "$ESC_SRC/tests/support/conn_attack.py" --port "$port" --pid "$node_pid" \
+        --idle 500 --slow 0 --hold-s 5 --after-s 1 >"$dir/nofile.out" 2>&1 ||
+        esc_fail "the out-of-descriptors run failed: $(cat "$dir/nofile.out")"
+    prlimit --pid "$node_pid" --nofile="$limit":
+    cat "$dir/nofile.out"
+    nofile_cpu=$(field node_cpu_pct_held "$(grep '^RESULT' "$dir/nofile.out")")
+fi
+echo "load average: $(cut -d' ' -f1-3 /proc/loadavg)"
+echo "RESULT $(grep '^RESULT' "$dir/attack.out" | cut -d' ' -f2-) clients_p99_alone_ms=$(field p99_ms "$alone") clients_p99_attack_ms=$(field p99_ms "$held") node_cpu_pct_nofile=$nofile_cpu"
 esc_node_stop "$node_pid" || true
