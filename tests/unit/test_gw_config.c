@@ -86,7 +86,7 @@ static void test_file(void **state)
         const char *text, *want;
     } bad[] = {
         {"[gateway]\nlisen = 1\n", ":2: [gateway] unknown key 'lisen'"},
-        {"[gw]\nlisten = 1\n", ":2: unknown section [gw]"},
+        {"[gw]\nlisten = 1\n", ":1: unknown section [gw]"},
         {"listen = 1\n", ":1: key 'listen' is outside [gateway]"},
         {"[gateway]\nlisten = 1\nlisten = 2\n",
          ":3: [gateway] listen: given twice (first on line 2)"},
