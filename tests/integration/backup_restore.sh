@@ -23,6 +23,9 @@ LOST=60    # buyers served after the dump, by nodes that changed owner
 itest_begin backup_restore
 [[ -x $ESC_BIN/escrow-load ]] || esc_fail "backup_restore: no escrow-load in ESC_BIN=$ESC_BIN"
 D=$ITEST_DIR
+# The lost cluster has been running for a while: its transaction ids are far
+# ahead of a fresh cluster's (epoch 1 here), as they are in production.
+esc_pg_xid_epoch 1 || esc_fail "backup_restore: cannot set the lost cluster's transaction-id epoch"
 
 # Buyers $1 with key prefix $2 (each takes one unit and confirms); more args go to escrow-load.
 sell() {
