@@ -361,17 +361,10 @@ int auth_parse_window(const char *s, uint32_t *window_ms)
     return 0;
 }
 
-int auth_parse_onoff(const char *s, bool *on)
+void auth_key_id_text(const char *key, char *out, size_t cap)
 {
-    if (strcmp(s, "on") == 0) {
-        *on = true;
-        return 0;
-    }
-    if (strcmp(s, "off") == 0) {
-        *on = false;
-        return 0;
-    }
-    return ESC_EINVAL;
+    snprintf(out, cap, "%.*s", key != NULL && key[0] != '\0' ? 4 + AUTH_KEY_ID_LEN : 0,
+             key != NULL ? key : "");
 }
 
 int auth_cluster_key_load(const char *path, char out[ESC_CREDENTIAL_LEN_MAX + 1], bool *have,

@@ -120,8 +120,9 @@ void auth_guard_fini(auth_guard *g);
  * --cluster-key options. */
 int auth_read_key_file(const char *path, char *out, size_t cap, char *why, size_t why_len);
 
-/* "on" / "off" for --auth. Returns 0 or ESC_EINVAL. */
-int auth_parse_onoff(const char *s, bool *on);
+/* "esk_<id>": a key's id, never its secret ("" when key is NULL or ""),
+ * for the daemons' reload messages. */
+void auth_key_id_text(const char *key, char *out, size_t cap);
 
 /* The daemons' cluster key: read from path (--cluster-key FILE) when given,
  * else the text of $ESCROW_CLUSTER_KEY, else none (*have = false). Returns

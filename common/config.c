@@ -359,3 +359,69 @@ int config_argv(const config_spec *s, int argc, char **argv, config_set_fn set, 
     }
     return 0;
 }
+
+int config_parse_log_level(const char *v, int *level, char *why, size_t why_len)
+{
+    *level = esc_log_level_parse(v);
+    if (*level < 0) {
+        snprintf(why, why_len, "takes error, warn, info or debug, not '%s'", v);
+        return -1;
+    }
+    return 0;
+}
+
+int config_parse_log_format(const char *v, int *format, char *why, size_t why_len)
+{
+    *format = esc_log_format_parse(v);
+    if (*format < 0) {
+        snprintf(why, why_len, "takes text or json, not '%s'", v);
+        return -1;
+    }
+    return 0;
+}
+
+int config_parse_onoff(const char *v, bool *on, char *why, size_t why_len)
+{
+    if (strcmp(v, "on") == 0 || strcmp(v, "off") == 0) {
+        *on = strcmp(v, "on") == 0;
+        return 0;
+    }
+    snprintf(why, why_len, "takes on or off, not '%s'", v);
+    return -1;
+}
+
+int config_load_or_region(const config_spec *s, const char *path, const bool *given,
+                          config_set_fn set, void *arg, const config_region_ref *r, char *err,
+                          size_t errlen)
+{
+    int kind = config_is_region_file(path, err, errlen);
+    if (kind < 0) {
+        return -1;
+    }
+    if (kind == 1) {
+        if (*r->region != NULL) {
+            snprintf(err, errlen, "--config names a region file and --region another one");
+            return -1;
+        }
+        *r->region = path;
+        *r->region_by = "--config";
+        return 0;
+    }
+    if (config_load(s, path, given, set, arg, err, errlen) != 0) {
+        return -1;
+    }
+    if (*r->region != NULL && !given[r->region_opt]) {
+        snprintf(r->by_buf, r->by_cap, "region in %s", path);
+        *r->region_by = r->by_buf;
+    }
+    return 0;
+}
+
+int config_note_log_changes(const char *log_id, int level_a, int level_b, int format_a,
+                            int format_b)
+{
+    int n = config_note_change(log_id, "log_level", esc_log_level_name(level_a),
+                               esc_log_level_name(level_b), true, false);
+    return n + config_note_change(log_id, "log_format", esc_log_format_name(format_a),
+                                  esc_log_format_name(format_b), true, false);
+}

@@ -115,6 +115,36 @@ void config_strs_free(config_strs *strs);
 int config_note_change(const char *log_id, const char *key, const char *old, const char *new_,
                        bool applied, bool secret);
 
+/* The values every daemon's setter shares, with the same sentence in why
+ * when a value is refused: a log level (error, warn, info or debug), a log
+ * format (text or json), on or off. Each returns 0 or -1. */
+int config_parse_log_level(const char *v, int *level, char *why, size_t why_len);
+int config_parse_log_format(const char *v, int *format, char *why, size_t why_len);
+int config_parse_onoff(const char *v, bool *on, char *why, size_t why_len);
+
+/* The region file a daemon was given, and by which setting (for messages). */
+typedef struct config_region_ref {
+    const char **region;    /* --region FILE, NULL if none; set here when --config names one */
+    const char **region_by; /* "--config", "region in FILE" */
+    char *by_buf;           /* room for "region in FILE" */
+    size_t by_cap;
+    int region_opt; /* --region's getopt value */
+} config_region_ref;
+
+/* --config FILE of a daemon that also takes --region: a region file (first
+ * section [region]) is taken as --region FILE; any other file is the
+ * daemon's own, loaded with config_load (its region key, unless --region
+ * was given, is then named "region in FILE"). Returns 0, or -1 with a
+ * sentence in err. */
+int config_load_or_region(const config_spec *s, const char *path, const bool *given,
+                          config_set_fn set, void *arg, const config_region_ref *r, char *err,
+                          size_t errlen);
+
+/* Logs the reload of the log level and format (both applied at once):
+ * the number of settings that changed. */
+int config_note_log_changes(const char *log_id, int level_a, int level_b, int format_a,
+                            int format_b);
+
 /* True if the option named name (a flag's name, "sweep-ms") is a key of s. */
 bool config_is_key(const config_spec *s, const char *name);
 

@@ -5,12 +5,12 @@
  * checks them, and hands the gateway to the daemon skeleton (daemon.h).
  * Exit codes: 0 clean stop, 1 failure, 2 bad usage.
  */
-#include <getopt.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "build_info.h"
+#include "config.h"
 #include "daemon.h"
 #include "gw.h"
 #include "log.h"
@@ -66,75 +66,14 @@ static void usage(FILE *f)
             "line (the test suite validates them against the OpenAPI document).\n");
 }
 
-/* A flag as given: its INI key and value (borrowed from argv). */
-typedef struct given {
-    const char *config;
-    size_t n;
-    struct {
-        char key[32];
-        const char *value;
-    } flags[64];
-} given;
-
-static bool given_has(const char *key, void *arg)
-{
-    const given *gv = arg;
-    for (size_t i = 0; i < gv->n; i++) {
-        if (strcmp(gv->flags[i].key, key) == 0) {
-            return true;
-        }
-    }
-    return false;
-}
-
-static int parse_args(int argc, char **argv, given *gv)
-{
-    static const char *const names[] = {
-        "dsn",         "coordinator",     "routes",         "listen",
-        "tls-cert",    "tls-key",         "plain-http",     "metrics",
-        "deadline-ms", "connections-max", "body-bytes-max", "rate-tenant",
-        "streams-max", "clients-max",     "log-level"};
-    enum { N = sizeof names / sizeof names[0] };
-    struct option opts[N + 4];
-    for (int i = 0; i < N; i++) {
-        opts[i] = (struct option){names[i], required_argument, NULL, 1000 + i};
-    }
-    opts[N] = (struct option){"config", required_argument, NULL, 'F'};
-    opts[N + 1] = (struct option){"help", no_argument, NULL, 'h'};
-    opts[N + 2] = (struct option){"version", no_argument, NULL, 'V'};
-    opts[N + 3] = (struct option){NULL, 0, NULL, 0};
-    int ch;
-    while ((ch = getopt_long(argc, argv, "", opts, NULL)) != -1) {
-        if (ch == 'h') {
-            usage(stdout);
-            exit(0);
-        } else if (ch == 'V') {
-            build_info_print(stdout, "escrow-gateway");
-            exit(0);
-        } else if (ch == 'F') {
-            gv->config = optarg;
-        } else if (ch >= 1000 && ch < 1000 + N && gv->n < sizeof gv->flags / sizeof gv->flags[0]) {
-            snprintf(gv->flags[gv->n].key, sizeof gv->flags[gv->n].key, "%s", names[ch - 1000]);
-            for (char *p = gv->flags[gv->n].key; *p != '\0'; p++) {
-                *p = *p == '-' ? '_' : *p;
-            }
-            gv->flags[gv->n++].value = optarg;
-        } else {
-            return -1;
-        }
-    }
-    if (optind != argc) {
-        fprintf(stderr, "escrow-gateway: unexpected argument '%s'\n", argv[optind]);
-        return -1;
-    }
-    return 0;
-}
-
-/* Defaults, the file, the flags, the checks. Returns 0 or 2 (bad usage,
- * after a message on stderr). */
+/* Defaults, $ESCROW_DSN, the flags, the file (config.h: the keys the flags
+ * did not set), the checks. Returns 0, 2 (bad usage, after a message on
+ * stderr) or -1 (--help or --version printed: exit 0). */
 static int configure(int argc, char **argv, gw_config *cfg)
 {
-    static given gv;
+    static bool given[CONFIG_OPTS_MAX];
+    const char *file = NULL;
+    bool check_only = false, show_usage = false;
     gw_config_defaults(cfg);
     const char *env_dsn = getenv("ESCROW_DSN");
     char err[GW_ERR_LEN];
@@ -142,19 +81,26 @@ static int configure(int argc, char **argv, gw_config *cfg)
         fprintf(stderr, "escrow-gateway: $ESCROW_DSN: %s\n", err);
         return 2;
     }
-    if (parse_args(argc, argv, &gv) != 0) {
-        usage(stderr);
-        return 2;
+    const config_argv_out out = {given, &file, &check_only, &show_usage};
+    int rc =
+        config_argv(gw_config_spec(), argc, argv, gw_config_set_opt, cfg, &out, err, sizeof err);
+    if (rc == CONFIG_ARGV_HELP) {
+        usage(stdout);
+        return -1;
     }
-    if (gv.config != NULL && gw_config_load(gv.config, cfg, given_has, &gv, err, sizeof err) != 0) {
+    if (rc == CONFIG_ARGV_VERSION) {
+        build_info_print(stdout, "escrow-gateway");
+        return -1;
+    }
+    if (rc == 0 && file != NULL) {
+        rc = gw_config_load(file, cfg, given, err, sizeof err);
+    }
+    if (rc != 0) {
         fprintf(stderr, "escrow-gateway: %s\n", err);
-        return 2;
-    }
-    for (size_t i = 0; i < gv.n; i++) {
-        if (gw_config_set(cfg, gv.flags[i].key, gv.flags[i].value, err, sizeof err) != 0) {
-            fprintf(stderr, "escrow-gateway: %s\n", err);
-            return 2;
+        if (show_usage) {
+            usage(stderr);
         }
+        return 2;
     }
     uint32_t rate, burst;
     if (ratelim_parse(cfg->rate_tenant, &rate, &burst) != 0) {
@@ -179,7 +125,7 @@ int main(int argc, char **argv)
     static gw_config cfg; /* the gateway borrows it until exit */
     int rc = configure(argc, argv, &cfg);
     if (rc != 0) {
-        return rc;
+        return rc < 0 ? 0 : rc;
     }
     static gw g;
     static const daemon_ops ops = {.name = "escrow-gateway",

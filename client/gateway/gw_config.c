@@ -1,9 +1,8 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /*
- * gw_config.c - see gw_config.h. libinih reads the file through a reader
- * of ours that counts lines (Debian builds libinih without
- * INI_HANDLER_LINENO; inih calls the handler for the line it read last),
- * as common/region_cfg.c does.
+ * gw_config.c - see gw_config.h. The file and the flags go through
+ * config.h, as the other daemons' do: one setter (gw_config_set_opt) for
+ * both.
  */
 #include "gw_config.h"
 
@@ -13,10 +12,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include <ini.h>
-
+#include "esc_assert.h"
 #include "escrow_errors.h"
-#include "log.h"
 
 enum key_kind { K_STR, K_ONOFF, K_U32, K_LOG };
 
@@ -95,11 +92,30 @@ static int set_u32(const key_def *k, void *field, const char *value, char *err, 
     errno = 0;
     unsigned long long v = strtoull(value, &end, 10);
     if (value[0] < '0' || value[0] > '9' || *end != '\0' || errno != 0 || v < k->lo || v > k->hi) {
-        return errf(err, errlen, "%s: must be a number in %u..%u, not '%s'", k->name, k->lo, k->hi,
-                    value);
+        return errf(err, errlen, "must be a number in %u..%u, not '%s'", k->lo, k->hi, value);
     }
     *(uint32_t *)field = (uint32_t)v;
     return 0;
+}
+
+/* Sets k to value; on error a sentence without the key in why. */
+static int set_key(gw_config *c, const key_def *k, const char *value, char *why, size_t why_len)
+{
+    void *field = (char *)c + k->off;
+    switch (k->kind) {
+    case K_STR:
+        if (strlen(value) >= k->cap) {
+            return errf(why, why_len, "longer than %zu bytes", k->cap - 1);
+        }
+        memcpy(field, value, strlen(value) + 1);
+        return 0;
+    case K_ONOFF:
+        return config_parse_onoff(value, field, why, why_len) == 0 ? 0 : ESC_EINVAL;
+    case K_LOG:
+        return config_parse_log_level(value, field, why, why_len) == 0 ? 0 : ESC_EINVAL;
+    default:
+        return set_u32(k, field, value, why, why_len);
+    }
 }
 
 int gw_config_set(gw_config *c, const char *key, const char *value, char *err, size_t errlen)
@@ -108,138 +124,64 @@ int gw_config_set(gw_config *c, const char *key, const char *value, char *err, s
     if (k == NULL) {
         return errf(err, errlen, "unknown key '%s'", key);
     }
-    void *field = (char *)c + k->off;
-    switch (k->kind) {
-    case K_STR:
-        if (strlen(value) >= k->cap) {
-            return errf(err, errlen, "%s: longer than %zu bytes", k->name, k->cap - 1);
-        }
-        memcpy(field, value, strlen(value) + 1);
-        return 0;
-    case K_ONOFF:
-        if (strcmp(value, "on") != 0 && strcmp(value, "off") != 0) {
-            return errf(err, errlen, "%s: takes on or off, not '%s'", k->name, value);
-        }
-        *(bool *)field = strcmp(value, "on") == 0;
-        return 0;
-    case K_LOG:
-        if (esc_log_level_parse(value) < 0) {
-            return errf(err, errlen, "%s: takes error, warn, info or debug, not '%s'", k->name,
-                        value);
-        }
-        *(int *)field = esc_log_level_parse(value);
-        return 0;
-    default:
-        return set_u32(k, field, value, err, errlen);
-    }
-}
-
-typedef struct load_state {
-    FILE *f;
-    const char *path;
-    gw_config *c;
-    bool (*skip)(const char *key, void *arg);
-    void *skip_arg;
-    int line;
-    int err_line; /* first error's line; 0 = none */
-    char err[GW_ERR_LEN];
-    int key_line[NKEYS];
-} load_state;
-
-static void fail_at(load_state *st, const char *msg)
-{
-    if (st->err_line == 0) {
-        st->err_line = st->line;
-        snprintf(st->err, sizeof st->err, "%s", msg);
-    }
-}
-
-static int on_key(void *arg, const char *section, const char *name, const char *value)
-{
-    load_state *st = arg;
-    char msg[GW_ERR_LEN];
-    const key_def *k = find_key(name);
-    if (strcmp(section, "gateway") != 0) {
-        snprintf(msg, sizeof msg,
-                 section[0] ? "unknown section [%s]" : "key '%s' is outside of [gateway]",
-                 section[0] ? section : name);
-    } else if (k == NULL) {
-        snprintf(msg, sizeof msg, "[gateway] unknown key '%s'", name);
-    } else if (st->key_line[k - keys] != 0) {
-        snprintf(msg, sizeof msg, "[gateway] %s given twice (first on line %d)", name,
-                 st->key_line[k - keys]);
-    } else {
-        st->key_line[k - keys] = st->line;
-        char why[GW_ERR_LEN - 16];
-        if (st->skip != NULL && st->skip(name, st->skip_arg)) {
-            return 1;
-        }
-        if (gw_config_set(st->c, name, value, why, sizeof why) == 0) {
-            return 1;
-        }
-        snprintf(msg, sizeof msg, "[gateway] %s", why);
-    }
-    fail_at(st, msg);
-    return 1;
-}
-
-static char *read_line(char *buf, int cap, void *arg)
-{
-    load_state *st = arg;
-    if (fgets(buf, cap, st->f) == NULL) {
-        return NULL;
-    }
-    st->line++;
-    size_t n = strlen(buf);
-    if (n > 0 && buf[n - 1] != '\n' && !feof(st->f)) {
-        int ch;
-        while ((ch = fgetc(st->f)) != EOF && ch != '\n') {
-        }
-        char msg[64];
-        snprintf(msg, sizeof msg, "line longer than %d bytes", GW_LINE_LEN_MAX);
-        fail_at(st, msg);
-        buf[0] = '\0';
-    }
-    return buf;
-}
-
-int gw_config_load(const char *path, gw_config *c, bool (*skip)(const char *key, void *arg),
-                   void *arg, char *err, size_t errlen)
-{
-    static load_state st; /* large; the daemon loads once, before any thread */
-    memset(&st, 0, sizeof st);
-    st.f = fopen(path, "r");
-    if (st.f == NULL) {
-        snprintf(err, errlen, "%s: cannot open: %s", path, strerror(errno));
-        return -1;
-    }
-    st.path = path;
-    st.c = c;
-    st.skip = skip;
-    st.skip_arg = arg;
-    ini_max_line = GW_LINE_LEN_MAX + 3;
-    ini_use_stack = true;
-    ini_allow_multiline = false;
-    ini_allow_inline_comments = true;
-    ini_allow_no_value = false;
-    ini_stop_on_first_error = false;
-    int rc = ini_parse_stream(read_line, &st, on_key, &st);
-    bool bad_read = ferror(st.f) != 0;
-    fclose(st.f);
-    if (bad_read) {
-        snprintf(err, errlen, "%s: cannot read", path);
-        return -1;
-    }
-    if (rc > 0 && (st.err_line == 0 || rc < st.err_line)) {
-        st.err_line = rc;
-        snprintf(st.err, sizeof st.err, "syntax error");
-    }
-    if (rc < 0 || st.err_line != 0) {
-        snprintf(err, errlen, "%s:%d: %s", path, rc < 0 ? 0 : st.err_line,
-                 rc < 0 ? "out of memory" : st.err);
-        return -1;
+    char why[GW_ERR_LEN / 2];
+    if (set_key(c, k, value, why, sizeof why) != 0) {
+        return errf(err, errlen, "%s: %s", key, why);
     }
     return 0;
+}
+
+/* The flags, each a key of [gateway] with '_' for '-' (config.h): getopt
+ * values 1.. (none of config.h's own). */
+static const struct option opts[] = {{"dsn", required_argument, NULL, 1},
+                                     {"coordinator", required_argument, NULL, 2},
+                                     {"routes", required_argument, NULL, 3},
+                                     {"listen", required_argument, NULL, 4},
+                                     {"tls-cert", required_argument, NULL, 5},
+                                     {"tls-key", required_argument, NULL, 6},
+                                     {"plain-http", required_argument, NULL, 7},
+                                     {"metrics", required_argument, NULL, 8},
+                                     {"deadline-ms", required_argument, NULL, 9},
+                                     {"connections-max", required_argument, NULL, 10},
+                                     {"body-bytes-max", required_argument, NULL, 11},
+                                     {"rate-tenant", required_argument, NULL, 12},
+                                     {"streams-max", required_argument, NULL, 13},
+                                     {"clients-max", required_argument, NULL, 14},
+                                     {"log-level", required_argument, NULL, 15},
+                                     {"config", required_argument, NULL, CONFIG_OPT_FILE},
+                                     {"help", no_argument, NULL, CONFIG_OPT_HELP},
+                                     {"version", no_argument, NULL, CONFIG_OPT_VERSION},
+                                     {NULL, 0, NULL, 0}};
+
+static const char *const not_keys[] = {"config", NULL};
+static const config_spec spec = {"gateway", opts, not_keys, NULL};
+
+const config_spec *gw_config_spec(void)
+{
+    return &spec;
+}
+
+int gw_config_set_opt(void *arg, int opt, const char *value, char *why, size_t why_len)
+{
+    for (size_t i = 0; opts[i].name != NULL; i++) {
+        if (opts[i].val == opt && opt != CONFIG_OPT_FILE) {
+            char key[32];
+            snprintf(key, sizeof key, "%s", opts[i].name);
+            for (char *p = key; *p != '\0'; p++) {
+                *p = *p == '-' ? '_' : *p;
+            }
+            const key_def *k = find_key(key);
+            ESC_ASSERT(k != NULL);
+            return set_key(arg, k, value, why, why_len) == 0 ? 0 : -1;
+        }
+    }
+    snprintf(why, why_len, "not a setting");
+    return -1;
+}
+
+int gw_config_load(const char *path, gw_config *c, const bool *given, char *err, size_t errlen)
+{
+    return config_load(&spec, path, given, gw_config_set_opt, c, err, errlen);
 }
 
 /* "HOST:PORT", "[V6]:PORT" or "PORT" (127.0.0.1). */

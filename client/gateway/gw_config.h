@@ -2,9 +2,10 @@
 /*
  * gw_config.h - escrow-gateway's settings: defaults, one key at a time
  * (a command-line flag and an INI key are the same setting: --tls-cert and
- * tls_cert), the INI file (section [gateway], libinih), and the checks
- * that need them all. Reads the file and nothing else: no sockets, no
- * loop. Errors are one line: "gw.ini:7: [gateway] unknown key 'lisen'",
+ * tls_cert), the INI file (section [gateway], read by config.h as the
+ * other daemons' files are), and the checks that need them all. Reads the
+ * file and nothing else: no sockets, no loop. Errors are one line: "gw.ini:7: [gateway] unknown key
+ * 'lisen'",
  * "--deadline-ms: must be a number in 100..600000, not 'x'".
  *
  *   [gateway]
@@ -31,13 +32,14 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "config.h"
 #include "esc_limits.h"
 
 #define GW_PATH_LEN_MAX 1024
 #define GW_DSN_LEN_MAX 1024
 #define GW_ERR_LEN 512
 /* Bytes per line of the INI file (a dsn and its key fit). */
-#define GW_LINE_LEN_MAX 1200
+#define GW_LINE_LEN_MAX CONFIG_LINE_LEN_MAX
 #define GW_LISTEN_DEFAULT_TLS "127.0.0.1:8443"
 #define GW_LISTEN_DEFAULT_PLAIN "127.0.0.1:8080"
 
@@ -65,12 +67,19 @@ void gw_config_defaults(gw_config *c);
  * ESC_EINVAL with a sentence in err ("KEY: ..."); unknown keys too. */
 int gw_config_set(gw_config *c, const char *key, const char *value, char *err, size_t errlen);
 
-/* Reads path's [gateway] section into c; keys for which skip(key, arg) is
- * true are left alone (the command line set them). Returns 0, or -1 with
- * "PATH:LINE: ..." in err (an unknown section or key, a key given twice, a
- * value out of range, a line too long, a file that cannot be read). */
-int gw_config_load(const char *path, gw_config *c, bool (*skip)(const char *key, void *arg),
-                   void *arg, char *err, size_t errlen);
+/* The gateway's flags as a config.h spec: the getopt table (every flag that
+ * takes a value is a key of [gateway], "tls-cert" as tls_cert; --config,
+ * --help and --version are config.h's) and its setter (a config_set_fn;
+ * arg is the gw_config). config_argv parses the command line with them. */
+const config_spec *gw_config_spec(void);
+int gw_config_set_opt(void *arg, int opt, const char *value, char *why, size_t why_len);
+
+/* Reads path's [gateway] section into c (config_load); keys whose flag is
+ * given[its getopt value] are left alone (the command line set them; given
+ * may be NULL). Returns 0, or -1 with "PATH:LINE: ..." in err (an unknown
+ * section or key, a key given twice, a value out of range, a line too
+ * long, a file that cannot be read). */
+int gw_config_load(const char *path, gw_config *c, const bool *given, char *err, size_t errlen);
 
 /* What needs every setting: dsn and coordinator given; tls_cert and
  * tls_key both, unless plain_http (which excludes them); listen parses.

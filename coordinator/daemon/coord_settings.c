@@ -223,22 +223,13 @@ static int set_opt(void *arg, int opt, const char *v, char *why, size_t why_len)
     s->set[opt] = true;
     switch (opt) {
     case 'v':
-        s->log_level = esc_log_level_parse(v);
-        return s->log_level >= 0
-                   ? 0
-                   : (snprintf(why, why_len, "takes error, warn, info or debug, not '%s'", v), -1);
+        return config_parse_log_level(v, &s->log_level, why, why_len);
     case 'f':
-        s->log_format = esc_log_format_parse(v);
-        return s->log_format >= 0 ? 0
-                                  : (snprintf(why, why_len, "takes text or json, not '%s'", v), -1);
+        return config_parse_log_format(v, &s->log_format, why, why_len);
     case 'a':
-        return auth_parse_onoff(v, &s->coord.auth) == 0
-                   ? 0
-                   : (snprintf(why, why_len, "takes on or off, not '%s'", v), -1);
+        return config_parse_onoff(v, &s->coord.auth, why, why_len);
     case 'b':
-        return auth_parse_onoff(v, &s->coord.metrics_labels) == 0
-                   ? 0
-                   : (snprintf(why, why_len, "takes on or off, not '%s'", v), -1);
+        return config_parse_onoff(v, &s->coord.metrics_labels, why, why_len);
     case 'w':
     case 'L':
     case 'E':
@@ -336,27 +327,9 @@ static int apply_region(coord_settings *s, bool *show_usage, char *err, size_t e
 /* --config: the coordinator's file, or (first section [region]) a region file. */
 static int read_config(coord_settings *s, char *err, size_t errlen)
 {
-    int kind = config_is_region_file(s->config, err, errlen);
-    if (kind < 0) {
-        return -1;
-    }
-    if (kind == 1) {
-        if (s->region != NULL) {
-            snprintf(err, errlen, "--config names a region file and --region another one");
-            return -1;
-        }
-        s->region = s->config;
-        s->region_by = "--config";
-        return 0;
-    }
-    if (config_load(&spec, s->config, s->given, set_opt, s, err, errlen) != 0) {
-        return -1;
-    }
-    if (s->region != NULL && !s->given['r']) {
-        snprintf(s->region_by_buf, sizeof s->region_by_buf, "region in %s", s->config);
-        s->region_by = s->region_by_buf;
-    }
-    return 0;
+    const config_region_ref r = {&s->region, &s->region_by, s->region_by_buf,
+                                 sizeof s->region_by_buf, 'r'};
+    return config_load_or_region(&spec, s->config, s->given, set_opt, s, &r, err, errlen);
 }
 
 static int check(const coord_settings *s, char *err, size_t errlen)
@@ -463,26 +436,16 @@ static int diff_restart(const coord_config *x, const coord_config *y)
     return n;
 }
 
-/* "esk_<id>": a key's id, never its secret ("" when none). */
-static void key_id_text(const char *key, char *out, size_t cap)
-{
-    snprintf(out, cap, "%.*s", key != NULL && key[0] != '\0' ? 4 + AUTH_KEY_ID_LEN : 0,
-             key != NULL ? key : "");
-}
-
 int coord_settings_diff(const coord_settings *a, const coord_settings *b)
 {
     const char *id = "COORD-RELOAD";
-    int n = config_note_change(id, "log_level", esc_log_level_name(a->log_level),
-                               esc_log_level_name(b->log_level), true, false);
-    n += config_note_change(id, "log_format", esc_log_format_name(a->log_format),
-                            esc_log_format_name(b->log_format), true, false);
+    int n = config_note_log_changes(id, a->log_level, b->log_level, a->log_format, b->log_format);
     char ka[32], kb[32];
-    key_id_text(a->coord.cluster_key, ka, sizeof ka);
-    key_id_text(b->coord.cluster_key, kb, sizeof kb);
+    auth_key_id_text(a->coord.cluster_key, ka, sizeof ka);
+    auth_key_id_text(b->coord.cluster_key, kb, sizeof kb);
     n += config_note_change(id, "cluster_key", ka, kb, true, false);
-    key_id_text(a->coord.cluster_key_prev, ka, sizeof ka);
-    key_id_text(b->coord.cluster_key_prev, kb, sizeof kb);
+    auth_key_id_text(a->coord.cluster_key_prev, ka, sizeof ka);
+    auth_key_id_text(b->coord.cluster_key_prev, kb, sizeof kb);
     n += config_note_change(id, "cluster_key (previous, accepted)", ka, kb, true, false);
     n += diff_restart(&a->coord, &b->coord);
     n += config_note_change(id, "region", a->region, b->region, false, false);

@@ -210,18 +210,11 @@ static int set_opt(void *arg, int opt, const char *v, char *why, size_t why_len)
     uint16_t port;
     switch (opt) {
     case 'v':
-        s->log_level = esc_log_level_parse(v);
-        return s->log_level >= 0
-                   ? 0
-                   : (snprintf(why, why_len, "takes error, warn, info or debug, not '%s'", v), -1);
+        return config_parse_log_level(v, &s->log_level, why, why_len);
     case 'f':
-        s->log_format = esc_log_format_parse(v);
-        return s->log_format >= 0 ? 0
-                                  : (snprintf(why, why_len, "takes text or json, not '%s'", v), -1);
+        return config_parse_log_format(v, &s->log_format, why, why_len);
     case 'A':
-        return auth_parse_onoff(v, &s->node.auth) == 0
-                   ? 0
-                   : (snprintf(why, why_len, "takes on or off, not '%s'", v), -1);
+        return config_parse_onoff(v, &s->node.auth, why, why_len);
     case 'm':
         if (metrics_http_parse(v, host, sizeof host, &port) != 0) {
             snprintf(why, why_len, "takes PORT, HOST:PORT or [IPV6]:PORT, not '%s'", v);
@@ -309,27 +302,9 @@ static int apply_region(node_settings *s, char *err, size_t errlen)
 /* --config: the node's file, or (first section [region]) a region file. */
 static int read_config(node_settings *s, char *err, size_t errlen)
 {
-    int kind = config_is_region_file(s->config, err, errlen);
-    if (kind < 0) {
-        return -1;
-    }
-    if (kind == 1) {
-        if (s->region != NULL) {
-            snprintf(err, errlen, "--config names a region file and --region another one");
-            return -1;
-        }
-        s->region = s->config;
-        s->region_by = "--config";
-        return 0;
-    }
-    if (config_load(&spec, s->config, s->given, set_opt, s, err, errlen) != 0) {
-        return -1;
-    }
-    if (s->region != NULL && !s->given['R']) {
-        snprintf(s->region_by_buf, sizeof s->region_by_buf, "region in %s", s->config);
-        s->region_by = s->region_by_buf;
-    }
-    return 0;
+    const config_region_ref r = {&s->region, &s->region_by, s->region_by_buf,
+                                 sizeof s->region_by_buf, 'R'};
+    return config_load_or_region(&spec, s->config, s->given, set_opt, s, &r, err, errlen);
 }
 
 /* What needs every setting. */
@@ -397,20 +372,13 @@ static void listen_text(const node_config *c, char *out, size_t cap)
     }
 }
 
-/* "esk_<id>": a key's id, never its secret ("" when none). */
-static void key_id_text(const char *key, char *out, size_t cap)
-{
-    snprintf(out, cap, "%.*s", key != NULL && key[0] != '\0' ? 4 + AUTH_KEY_ID_LEN : 0,
-             key != NULL ? key : "");
-}
-
 static int diff_keys(const node_settings *a, const node_settings *b)
 {
     char ka[32], kb[32], pa[32], pb[32];
-    key_id_text(a->node.cluster_key, ka, sizeof ka);
-    key_id_text(b->node.cluster_key, kb, sizeof kb);
-    key_id_text(a->cluster_key_prev, pa, sizeof pa);
-    key_id_text(b->cluster_key_prev, pb, sizeof pb);
+    auth_key_id_text(a->node.cluster_key, ka, sizeof ka);
+    auth_key_id_text(b->node.cluster_key, kb, sizeof kb);
+    auth_key_id_text(a->cluster_key_prev, pa, sizeof pa);
+    auth_key_id_text(b->cluster_key_prev, pb, sizeof pb);
     int n = config_note_change("SEG-RELOAD", "cluster_key", ka, kb, true, false);
     n += config_note_change("SEG-RELOAD", "cluster_key (previous, accepted)", pa, pb, true, false);
     if (n == 0 && a->node.cluster_key != NULL && b->node.cluster_key != NULL &&
@@ -427,10 +395,7 @@ int node_settings_diff(const node_settings *a, const node_settings *b)
     listen_text(x, lx, sizeof lx);
     listen_text(y, ly, sizeof ly);
     const char *id = "SEG-RELOAD";
-    int n = config_note_change(id, "log_level", esc_log_level_name(a->log_level),
-                               esc_log_level_name(b->log_level), true, false);
-    n += config_note_change(id, "log_format", esc_log_format_name(a->log_format),
-                            esc_log_format_name(b->log_format), true, false);
+    int n = config_note_log_changes(id, a->log_level, b->log_level, a->log_format, b->log_format);
     snprintf(nx, sizeof nx, "%u:%u", x->rate_tenant, x->rate_tenant_burst);
     snprintf(ny, sizeof ny, "%u:%u", y->rate_tenant, y->rate_tenant_burst);
     n += config_note_change(id, "rate_tenant", nx, ny, true, false);

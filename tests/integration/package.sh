@@ -5,7 +5,8 @@
 #   1. a clean state: every escrow package purged, no escrow program left;
 #   2. `apt-get install ./*.deb` of all seven packages; the escrow system
 #      user exists, the installed units pass `systemd-analyze verify`
-#      unchanged, every program finds its libraries;
+#      unchanged, each daemon's /etc/escrow/*.ini is a conffile, the man
+#      pages are there, every program finds its libraries;
 #   3. a cluster of the installed daemons, started by hand (this container
 #      has no systemd as PID 1): /usr/bin/escrowctl migrate, then
 #      /usr/bin/escrow-coordinator and two /usr/bin/escrow-segment;
@@ -17,7 +18,8 @@
 #      load /usr/lib/<triplet>/libescrow.so.0 and sell one unit between them;
 #      python3-escrow: Debian's /usr/bin/python3 imports escrow from
 #      /usr/lib/python3/dist-packages and sells one more unit;
-#   6. escrowctl check, the cluster stopped, every package purged again.
+#   6. escrowctl check, the cluster stopped, every package purged again
+#      (the conffiles and man pages gone too).
 #
 #   make test-package        (make deb, then this script)
 #   ctest -L package         (this script, on the packages already in build-deb/)
@@ -65,7 +67,9 @@ assert_gone() {
     local f
     for f in /usr/bin/escrow-segment /usr/bin/escrow-coordinator /usr/bin/escrow-gateway \
         /usr/bin/escrowctl /usr/bin/escrow-load /usr/include/escrow \
-        /usr/lib/python3/dist-packages/escrow /lib/systemd/system/escrow-segment.service; do
+        /usr/lib/python3/dist-packages/escrow /lib/systemd/system/escrow-segment.service \
+        /etc/escrow/segment.ini /etc/escrow/coordinator.ini /etc/escrow/gateway.ini \
+        /usr/share/man/man8/escrow-segment.8.gz /usr/share/man/man1/escrowctl.1.gz; do
         [[ ! -e $f ]] || esc_fail "$f is still there after the purge ($1)"
     done
     ! compgen -G "/usr/lib/*/libescrow.so*" >/dev/null || esc_fail "libescrow is still there ($1)"
@@ -100,6 +104,14 @@ for d in "${DAEMONS[@]}"; do
     [[ -f $unit ]] || esc_fail "$d did not install $unit"
     grep -qx "ExecStart=/usr/bin/$d --config /etc/escrow/${d#escrow-}.ini" "$unit" ||
         esc_fail "$unit does not start /usr/bin/$d with its config file"
+    # The config file is a conffile (an upgrade keeps the operator's edits).
+    conf=/etc/escrow/${d#escrow-}.ini
+    [[ -f $conf ]] || esc_fail "$d did not install $conf"
+    dpkg-query -W -f='${Conffiles}\n' "$d" | grep -q "^ $conf " ||
+        esc_fail "$conf is not a conffile of $d"
+done
+for page in man8/escrow-segment.8 man8/escrow-coordinator.8 man8/escrow-gateway.8 man1/escrowctl.1; do
+    [[ -f /usr/share/man/$page.gz ]] || esc_fail "no /usr/share/man/$page.gz"
 done
 for b in "${DAEMONS[@]}" escrowctl escrow-load escrow-bench; do
     if ldd "/usr/bin/$b" | grep 'not found'; then esc_fail "/usr/bin/$b misses a library"; fi

@@ -5,7 +5,8 @@
     check_man_help.py BIN_DIR SRC_DIR           compare (ctest man_help)
     check_man_help.py BIN_DIR SRC_DIR --write   rewrite the blocks from the binaries
 
-docs/man/NAME.SECTION (escrowctl.1, escrow-segment.8, escrow-coordinator.8, escrow-gateway.8)
+docs/man/NAME.SECTION (escrowctl.1, escrow-segment.8, escrow-coordinator.8, escrow-gateway.8,
+escrow-load.1, escrow-bench.1)
 is written by hand (NAME, DESCRIPTION, FILES, SIGNALS, SEE ALSO ...) except
 for its OPTIONS block: the lines between `.\\" BEGIN help` and `.\\" END help`
 are `BIN_DIR/NAME --help`, escaped for roff, in a no-fill block. The check
@@ -18,7 +19,8 @@ import shutil
 import subprocess
 import sys
 
-PAGES = {"escrowctl": "1", "escrow-segment": "8", "escrow-coordinator": "8", "escrow-gateway": "8"}
+PAGES = {"escrowctl": "1", "escrow-segment": "8", "escrow-coordinator": "8", "escrow-gateway": "8",
+         "escrow-load": "1", "escrow-bench": "1"}
 BEGIN = '.\\" BEGIN help (tests/support/check_man_help.py --write)'
 END = '.\\" END help'
 

@@ -12,6 +12,8 @@
 #   esc_pg_restart          restart it on the same port (starts it if it is down)
 #   esc_pg_kill_immediate   stop it the way a crash does (-m immediate: no checkpoint,
 #                           crash recovery on the next start); the data stays
+#   esc_pg_xid_epoch E      stop it, set the epoch of its transaction ids to E
+#                           (pg_resetwal -e), start it again on the same port
 #   esc_pg_running          true while the server answers
 #   esc_free_port           print a free TCP port on 127.0.0.1
 # The caller owns cleanup: call esc_pg_stop from an EXIT trap (tests/support/lib.sh
@@ -204,6 +206,13 @@ esc_pg_restart() {
         _esc_pg_ctl -w -t "$ESC_PG_WAIT_S" -l "$ESC_PG_DIR/postgres.log" start \
             >>"$ESC_PG_DIR/pg_ctl.log" 2>&1
     fi
+}
+
+esc_pg_xid_epoch() {
+    _esc_pg_ctl -w -t "$ESC_PG_WAIT_S" -m fast stop >>"$ESC_PG_DIR/pg_ctl.log" 2>&1 &&
+        _esc_pg_as_owner "$ESC_PG_BINDIR/pg_resetwal" -e "$1" "$ESC_PG_DIR/data" \
+            >>"$ESC_PG_DIR/pg_ctl.log" 2>&1 &&
+        esc_pg_restart
 }
 
 esc_pg_kill_immediate() {

@@ -35,7 +35,7 @@ static void write_file(const char *text)
 static int load(const char *text, gw_config *c, char *err)
 {
     write_file(text);
-    int rc = gw_config_load(path, c, NULL, NULL, err, GW_ERR_LEN);
+    int rc = gw_config_load(path, c, NULL, err, GW_ERR_LEN);
     unlink(path);
     return rc;
 }
@@ -86,10 +86,10 @@ static void test_file(void **state)
         const char *text, *want;
     } bad[] = {
         {"[gateway]\nlisen = 1\n", ":2: [gateway] unknown key 'lisen'"},
-        {"[gw]\nlisten = 1\n", ":2: unknown section [gw]"},
-        {"listen = 1\n", ":1: key 'listen' is outside of [gateway]"},
+        {"[gw]\nlisten = 1\n", ":1: unknown section [gw]"},
+        {"listen = 1\n", ":1: key 'listen' is outside [gateway]"},
         {"[gateway]\nlisten = 1\nlisten = 2\n",
-         ":3: [gateway] listen given twice (first on line 2)"},
+         ":3: [gateway] listen: given twice (first on line 2)"},
         {"[gateway]\n\ndeadline_ms = 5\n", ":3: [gateway] deadline_ms: must be a number"},
         {"[gateway]\nthis is not ini\n", ":2: syntax error"},
     };
@@ -107,14 +107,21 @@ static void test_file(void **state)
     assert_int_equal(load(longline, &c, err), -1);
     assert_non_null(strstr(err, ":2: line longer than"));
     free(longline);
-    assert_int_equal(gw_config_load("/nonexistent/gw.ini", &c, NULL, NULL, err, sizeof err), -1);
+    assert_int_equal(gw_config_load("/nonexistent/gw.ini", &c, NULL, err, sizeof err), -1);
     assert_non_null(strstr(err, "cannot open"));
 }
 
-static bool skip_listen(const char *key, void *arg)
+/* given[] of a command line that set --listen. */
+static void given_listen(bool given[CONFIG_OPTS_MAX])
 {
-    (void)arg;
-    return strcmp(key, "listen") == 0;
+    memset(given, 0, CONFIG_OPTS_MAX * sizeof given[0]);
+    for (const struct option *o = gw_config_spec()->opts; o->name != NULL; o++) {
+        if (strcmp(o->name, "listen") == 0) {
+            given[o->val] = true;
+            return;
+        }
+    }
+    fail_msg("no --listen in the gateway's flags");
 }
 
 static void test_flags_win(void **state)
@@ -125,7 +132,9 @@ static void test_flags_win(void **state)
     char err[GW_ERR_LEN];
     strcpy(c.listen, "127.0.0.1:9000");
     write_file("[gateway]\nlisten = 127.0.0.1:1\n");
-    assert_int_equal(gw_config_load(path, &c, skip_listen, NULL, err, sizeof err), 0);
+    bool given[CONFIG_OPTS_MAX];
+    given_listen(given);
+    assert_int_equal(gw_config_load(path, &c, given, err, sizeof err), 0);
     unlink(path);
     assert_string_equal(c.listen, "127.0.0.1:9000");
 }
@@ -187,8 +196,8 @@ static void test_example_file(void **state)
     gw_config c;
     gw_config_defaults(&c);
     char err[GW_ERR_LEN];
-    if (gw_config_load(ESC_SOURCE_DIR "/examples/gateway/gateway.ini", &c, NULL, NULL, err,
-                       sizeof err) != 0) {
+    if (gw_config_load(ESC_SOURCE_DIR "/examples/gateway/gateway.ini", &c, NULL, err, sizeof err) !=
+        0) {
         fail_msg("%s", err);
     }
     assert_string_equal(c.coordinator, "tcp://127.0.0.1:7000");
