@@ -60,7 +60,8 @@ itest_eq "$(itest_field closed "$r")" 5 "idle and slow connections closed"
 idle_closed() { [[ $(metric 'escrow_conn_refused_total{reason="idle_timeout"}') -ge 5 ]]; }
 esc_wait_for 30 idle_closed || esc_fail "idle_timeout counter under 5"
 open_back() { [[ $(metric escrow_conn_open) == 0 ]]; }
-esc_wait_for 30 open_back || esc_fail "escrow_conn_open: $(metric escrow_conn_open), not 0"
+esc_wait_for 30 open_back ||
+    esc_fail "escrow_conn_open: $(metric escrow_conn_open), not 0"
 
 esc_step "out of descriptors: 20 connections while the node has 8 spare"
 used=$(find "/proc/$ITEST_NODE_PID/fd" -mindepth 1 | wc -l)

@@ -107,7 +107,7 @@ for d in "${DAEMONS[@]}"; do
     # The config file is a conffile (an upgrade keeps the operator's edits).
     conf=/etc/escrow/${d#escrow-}.ini
     [[ -f $conf ]] || esc_fail "$d did not install $conf"
-    dpkg-query -W -f='${Conffiles}\n' "$d" | grep -q "^ $conf " ||
+    dpkg-query -W -f='${Conffiles}\n' "$d" | grep "^ $conf " >/dev/null ||
         esc_fail "$conf is not a conffile of $d"
 done
 for page in man8/escrow-segment.8 man8/escrow-coordinator.8 man8/escrow-gateway.8 man1/escrowctl.1; do
