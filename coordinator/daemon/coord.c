@@ -23,6 +23,7 @@
 #include "coord_lease.h"
 #include "coord_metrics.h"
 #include "coord_mon.h"
+#include "coord_ret.h"
 #include "coord_pass.h"
 #include "coord_place.h"
 #include "coord_region.h"
@@ -291,7 +292,8 @@ int coord_start(coord *c, uv_loop_t *loop, const coord_config *cfg)
         (rc = coord_db_open(c, on_reload_done, on_schema_refused)) != 0) {
         return rc;
     }
-    if ((rc = coord_region_start(c, on_region_failed)) != 0 || (rc = coord_mon_start(c)) != 0) {
+    if ((rc = coord_region_start(c, on_region_failed)) != 0 || (rc = coord_mon_start(c)) != 0 ||
+        (rc = coord_ret_start(c)) != 0) {
         return rc;
     }
     coord_db_reload(c);
@@ -329,6 +331,7 @@ void coord_stop(coord *c)
     coord_auth_close(c);
     coord_db_close(c);
     coord_mon_close(c);
+    coord_ret_close(c);
     ESC_LOG(ESC_LOG_INFO, "COORD-STOP",
             "stopped heartbeats=%" PRIu64 " routes=%" PRIu64 " admin=%" PRIu64 " grants=%" PRIu64
             " transfers_planned=%" PRIu64 " transfers_done=%" PRIu64
@@ -360,6 +363,7 @@ void coord_fini(coord *c)
     c->sock = -1;
     coord_route_close(c);
     coord_mon_free(c);
+    coord_ret_free(c);
     coord_metrics_free(c);
     coord_region_free(c);
     coord_auth_free(c);
