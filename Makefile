@@ -25,6 +25,9 @@
 #                (tests/support/bench_bindings.sh; logs in BENCH_DIR/bindings)
 #   make bench-gateway  the same build, then escrow-gateway against native
 #                libescrow (tests/support/gateway_bench.sh)
+#   make bench-history  the same build, then durable holds/s and p99 with 20
+#                million ended holds in the holds table against an empty one
+#                (tests/support/history_bench.sh)
 #   make deb     the Debian packages (debian/, docs/packages.md): dpkg-buildpackage
 #                on a copy of the tree in DEB_DIR/src, the .deb files in DEB_DIR
 #                (build-deb/), then lintian (no errors allowed)
@@ -54,7 +57,7 @@ FUZZ_SECONDS ?= 600
 DEB_DIR ?= build-deb
 DEB_ABS := $(abspath $(DEB_DIR))
 
-.PHONY: all deps build demo regions test test-ha fuzz clean bench bench-bindings bench-gateway deb test-package
+.PHONY: all deps build demo regions test test-ha fuzz clean bench bench-bindings bench-gateway bench-history deb test-package
 
 all: build
 
@@ -97,6 +100,9 @@ bench-bindings: build
 
 bench-gateway: build
 	ESC_BIN=$(abspath $(BUILD))/bin tests/support/gateway_bench.sh
+
+bench-history: build
+	ESC_BIN=$(abspath $(BUILD))/bin tests/support/history_bench.sh
 
 test: deps
 	cmake -S . -B $(BUILD_TEST) -DCMAKE_BUILD_TYPE=RelWithDebInfo -DESC_TESTS=ON -DESC_SANITIZE=ON
