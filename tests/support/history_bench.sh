@@ -91,6 +91,9 @@ t0=$SECONDS
 window=$(esc_psql "SELECT window_days FROM retention_settings")
 bytes0=$(holds_bytes)
 per_day=$((holds / window))
+# the window's past days get their own partitions (a run only makes today and
+# ahead): without them every row would land in holds_default
+esc_psql "SELECT escrow_partitions_ensure(escrow_today() - $window, escrow_today() - 1)" >/dev/null
 for ((d = window; d >= 1; d--)); do
     # key order = hold id order = time order: every index grows at its right end
     esc_psql "INSERT INTO holds (hold_id, tenant_id, item_id, segment_id, buyer_id, qty, qty_sold,
@@ -110,6 +113,8 @@ esc_psql "VACUUM (ANALYZE) holds" >/dev/null
 filled=$((per_day * window))
 bytes1=$(holds_bytes)
 echo "BENCH fill_holds=$filled fill_s=$((SECONDS - t0))" | tee -a "$results"
+[[ $(esc_psql "SELECT count(*) FROM holds_default") == 0 ]] ||
+    esc_fail "the fill went to holds_default: the day partitions are missing"
 
 esc_step "3. the table with $filled ended holds"
 measure full full
