@@ -37,6 +37,9 @@
 #                1,000 / 10,000 / 100,000 items: import, placement, idle CPU,
 #                status and route latency, a sale among idle items
 #                (tests/tools/catalog_bench.sh; not part of make test)
+#   make bench-history  the same build, then durable holds/s and p99 with 20
+#                million ended holds in the holds table against an empty one
+#                (tests/support/history_bench.sh)
 #   make deb     the Debian packages (debian/, docs/packages.md): dpkg-buildpackage
 #                on a copy of the tree in DEB_DIR/src, the .deb files in DEB_DIR
 #                (build-deb/), then lintian (no errors allowed)
@@ -68,7 +71,7 @@ FUZZ_SECONDS ?= 600
 DEB_DIR ?= build-deb
 DEB_ABS := $(abspath $(DEB_DIR))
 
-.PHONY: all deps build demo regions test test-ha fuzz clean bench bench-profile bench-bindings bench-gateway bench-catalog deb test-package
+.PHONY: all deps build demo regions test test-ha fuzz clean bench bench-profile bench-bindings bench-gateway bench-catalog bench-history deb test-package
 
 all: build
 
@@ -121,6 +124,8 @@ bench-catalog: build
 	cmake -S . -B $(BUILD) -DESC_TESTS=ON >/dev/null
 	cmake --build $(BUILD) -j $(JOBS) --target coord_probe
 	ESC_BIN=$(abspath $(BUILD))/bin tests/tools/catalog_bench.sh
+bench-history: build
+	ESC_BIN=$(abspath $(BUILD))/bin tests/support/history_bench.sh
 
 test: deps
 	cmake -S . -B $(BUILD_TEST) -DCMAKE_BUILD_TYPE=RelWithDebInfo -DESC_TESTS=ON -DESC_SANITIZE=ON

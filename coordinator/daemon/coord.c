@@ -25,6 +25,7 @@
 #include "coord_leader.h"
 #include "coord_metrics.h"
 #include "coord_mon.h"
+#include "coord_ret.h"
 #include "coord_pass.h"
 #include "coord_place.h"
 #include "coord_region.h"
@@ -298,6 +299,7 @@ static void on_lead(coord *c)
     rc = rc ? rc : start_handles(c);
     rc = rc ? rc : coord_region_start(c, on_region_failed);
     rc = rc ? rc : coord_mon_start(c);
+    rc = rc ? rc : coord_ret_start(c);
     if (rc != 0) {
         ESC_LOG(ESC_LOG_ERROR, "COORD-START", "cannot start leading: %s", esc_strerror(rc));
         c->exit_code = 1;
@@ -367,6 +369,7 @@ void coord_stop(coord *c)
     coord_auth_close(c);
     coord_db_close(c);
     coord_mon_close(c);
+    coord_ret_close(c);
     ESC_LOG(ESC_LOG_INFO, "COORD-STOP",
             "stopped heartbeats=%" PRIu64 " routes=%" PRIu64 " admin=%" PRIu64 " grants=%" PRIu64
             " transfers_planned=%" PRIu64 " transfers_done=%" PRIu64
@@ -402,6 +405,7 @@ void coord_fini(coord *c)
     c->sock = -1;
     coord_route_close(c);
     coord_mon_free(c);
+    coord_ret_free(c);
     coord_metrics_free(c);
     coord_region_free(c);
     coord_auth_free(c);

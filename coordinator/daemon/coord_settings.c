@@ -13,6 +13,7 @@
 #include "auth_guard.h"
 #include "build_info.h"
 #include "coord_mon.h"
+#include "coord_ret.h"
 #include "log.h"
 #include "metrics_http.h"
 
@@ -30,6 +31,7 @@ static const struct option opts[] = {{"dsn", required_argument, NULL, 'd'},
                                      {"log-format", required_argument, NULL, 'f'},
                                      {"metrics", required_argument, NULL, 'm'},
                                      {"check-ms", required_argument, NULL, 'K'},
+                                     {"retention-s", required_argument, NULL, 'T'},
                                      {"config", required_argument, NULL, 'F'},
                                      {"region", required_argument, NULL, 'r'},
                                      {"auth", required_argument, NULL, 'a'},
@@ -55,6 +57,7 @@ void coord_settings_usage(FILE *f)
         "                          [--catalog-poll-ms 1000] [--log-level error|warn|info|debug]\n"
         "                          [--log-format text|json] [--metrics [HOST:]PORT]\n"
         "                          [--metrics-labels on|off] [--check-ms 5000]\n"
+        "                          [--retention-s 3600]\n"
         "                          [--auth on|off] [--cluster-key FILE] [--auth-window-ms MS]\n"
         "                          [--leader-lease-ms 5000]\n"
         "       escrow-coordinator --region FILE [the options above but --dsn, --listen and\n"
@@ -105,6 +108,10 @@ void coord_settings_usage(FILE *f)
         "                     (50..3600000, default 5000); the result is exported as\n"
         "                     escrow_conservation_* metrics, logged (COORD-INVARIANT) and\n"
         "                     written for escrowctl status\n"
+        "  --retention-s      run retention this often, in seconds (0..604800, 0 = never,\n"
+        "                     default 3600): make the day partitions of holds and outbox\n"
+        "                     ahead and drop the old ones (escrowctl retention run does\n"
+        "                     the same by hand); logged as COORD-RETENTION\n"
         "  --auth             on: every request needs a valid signature: routes the tenant's\n"
         "                     key, escrowctl's operations an admin key, heartbeats and peer\n"
         "                     coordinators' quota messages the cluster key; routing updates\n"
@@ -139,6 +146,7 @@ void coord_settings_init(coord_settings *s)
     c->low_water_pct = 25;
     c->catalog_poll_ms = 1000;
     c->check_ms = COORD_MON_CHECK_MS_DEFAULT;
+    c->retention_s = COORD_RET_S_DEFAULT;
 }
 
 static int set_range(const char *v, long lo, long hi, uint32_t *out, char *why, size_t why_len)
@@ -174,6 +182,8 @@ static int set_number(coord_settings *s, int opt, const char *v, char *why, size
     case 'w':
         return set_range(v, AUTH_WINDOW_MS_MIN, AUTH_WINDOW_MS_MAX, &c->auth_window_ms, why,
                          why_len);
+    case 'T':
+        return set_range(v, 0, COORD_RET_S_MAX, &c->retention_s, why, why_len);
     default: /* 'K' */
         return set_range(v, COORD_MON_CHECK_MS_MIN, COORD_MON_CHECK_MS_MAX, &c->check_ms, why,
                          why_len);
@@ -239,6 +249,7 @@ static int set_opt(void *arg, int opt, const char *v, char *why, size_t why_len)
     case 'W':
     case 'P':
     case 'K':
+    case 'T':
         return set_number(s, opt, v, why, why_len);
     default:
         return set_string(s, opt, v, why, why_len);
@@ -412,7 +423,8 @@ static int diff_restart(const coord_config *x, const coord_config *y)
                 {"collapse_pct", x->collapse_pct, y->collapse_pct},
                 {"low_water_pct", x->low_water_pct, y->low_water_pct},
                 {"catalog_poll_ms", x->catalog_poll_ms, y->catalog_poll_ms},
-                {"check_ms", x->check_ms, y->check_ms}};
+                {"check_ms", x->check_ms, y->check_ms},
+                {"retention_s", x->retention_s, y->retention_s}};
     int n = 0;
     for (size_t i = 0; i < sizeof nums / sizeof nums[0]; i++) {
         char a[16], b[16];

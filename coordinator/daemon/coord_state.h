@@ -113,6 +113,7 @@ typedef struct coord_config {
     const char *metrics;             /* borrowed: --metrics address; NULL = off (coord_metrics.h) */
     bool metrics_labels;             /* --metrics-labels on: series may name tenants and items */
     uint32_t check_ms;               /* invariant monitor period (coord_mon.h) */
+    uint32_t retention_s;            /* retention run period, 0 = off (coord_ret.h) */
     const struct region_cfg *region; /* borrowed: --config; NULL = no regions (coord_region.h) */
     /* --auth on: every request needs a valid signature (coord_auth.h),
      * within auth_window_ms (0 = the default); routes are published sealed
@@ -153,6 +154,7 @@ struct coord {
     uint64_t n_heartbeats, n_routes, n_admin, n_grants, n_xfers_planned, n_xfers_done;
     struct coord_metrics *metrics; /* owned (coord_metrics.c); NULL when --metrics is off */
     struct coord_mon *mon;         /* owned: the invariant monitor (coord_mon.c) */
+    struct coord_ret *ret;         /* owned: the retention schedule (coord_ret.c) */
     struct coord_region *region;   /* owned: peers and quota (coord_region.c); NULL = none */
     struct auth_guard *auth;       /* owned: credentials (coord_auth.c) */
     int exit_code;

@@ -20,6 +20,7 @@
 #include "ctl_migrate.h"
 #include "ctl_migrate_status.h"
 #include "ctl_nodes.h"
+#include "ctl_retention.h"
 #include "ctl_region.h"
 #include "ctl_release.h"
 #include "ctl_status.h"
@@ -58,6 +59,9 @@ static int dispatch(PGconn *conn, const ctl_args *a, FILE *out, outcome *o)
         return ctl_check(conn, a, out, &o->violated);
     case CTL_CMD_CONSUMERS:
         return ctl_feed_consumers(conn, a, out);
+    case CTL_CMD_RETENTION_SHOW:
+    case CTL_CMD_RETENTION_RUN:
+        return ctl_retention(conn, a, out, a->cmd == CTL_CMD_RETENTION_RUN);
     default:
         break;
     }

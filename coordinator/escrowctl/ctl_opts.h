@@ -74,6 +74,8 @@ typedef enum ctl_cmd {
     CTL_CMD_TRANSFERS,
     CTL_CMD_RELEASE,
     CTL_CMD_CONSUMERS,
+    CTL_CMD_RETENTION_SHOW,
+    CTL_CMD_RETENTION_RUN,
     /* over several regions, one --config each (ctl_region.h) */
     CTL_CMD_QUOTA_SHOW,
     CTL_CMD_QUOTA_MOVE,

@@ -60,6 +60,10 @@ static void usage_db(FILE *f)
           "                               --from-start/--after only place a NEW consumer;\n"
           "                               SIGINT/SIGTERM stop it (exit 0)\n"
           "  consumers TENANT             feed consumers: cursor, lag (events, seconds)\n"
+          "  retention show               the day partitions of holds and outbox: rows, size,\n"
+          "                               day, and what a retention run would drop and why\n"
+          "  retention run                drop them now (whole partitions) and make the\n"
+          "                               partitions ahead; then show what is left\n"
           "  check                        conservation (transfers in flight included) and the\n"
           "                               counters against the holds; exit 1 if violated\n"
           "\n",

@@ -524,12 +524,23 @@ static void on_fenced_list(pgx_conn *c, PGresult *res, const pgx_err *err, void 
     batch_done(n);
 }
 
+/* The primary key of holds, as a violation names it: holds_pkey, or the
+ * index of the day partition the row went to (holds_pYYYYMMDD_pkey,
+ * holds_default_pkey). */
+static bool is_holds_pkey(const char *constraint)
+{
+    size_t n = strlen(constraint);
+    return strcmp(constraint, "holds_pkey") == 0 ||
+           (strncmp(constraint, "holds_", 6) == 0 && n > 11 &&
+            strcmp(constraint + n - 5, "_pkey") == 0);
+}
+
 /* A refusal that a stale owner causes (its memory is behind the record the
  * new owner writes): checked against the fence before it is called a bug. */
 static bool stale_symptom(const pgx_err *err)
 {
     return sqlstate_is(err->sqlstate, SQLSTATE_ESC_HOLD_DIVERGED) ||
-           strcmp(err->constraint, "holds_pkey") == 0 ||
+           is_holds_pkey(err->constraint) ||
            strcmp(err->constraint, "segments_counters_nonneg") == 0;
 }
 
@@ -541,7 +552,7 @@ static void log_batch_error(const node *n, const node_batch *b, const pgx_err *e
         meaning = "a counter would go below zero; checking the fence";
     } else if (strcmp(err->constraint, "buyer_usage_within_limit") == 0) {
         meaning = "per-buyer maximum tripped outside the arbiter";
-    } else if (strcmp(err->constraint, "holds_pkey") == 0) {
+    } else if (is_holds_pkey(err->constraint)) {
         meaning = "hold id reused; checking the fence";
     } else if (sqlstate_is(err->sqlstate, SQLSTATE_ESC_HOLD_DIVERGED)) {
         meaning = "hold state diverged from the record; checking the fence";

@@ -8,10 +8,10 @@
 -- (nothing is written), ES002 the node's memory diverged from the record,
 -- ES003 a transfer outside the batch's segments.
 --
--- As of migration 0007_commit_batch_tuned. First 0002_commit_batch (the
--- contract); 0004 added t_actor and the transfers (x_*); 0007 kept the
--- contract and cut the work per batch. Each migration's header explains its
--- part.
+-- As of migration 0012_retention. First 0002_commit_batch (the contract);
+-- 0004 added t_actor and the transfers (x_*); 0007 kept the contract and cut
+-- the work per batch; 0012 looks idempotency keys up across the window's
+-- day partitions. Each migration's header explains its part.
 --
 -- Checked against the migrations by tests/integration/schema_current.sh: the
 -- migrations are the record (they never change once released); a new
@@ -41,28 +41,45 @@ DECLARE
     v_xqty   bigint[];
     v_xseg   bigint[];
     v_xdelta bigint[];
+    v_day    date;
+    v_from   date;
 BEGIN
     IF EXISTS (SELECT 1 FROM unnest(x_seg) AS x(seg) WHERE NOT (x.seg = ANY (s_id))) THEN
         RAISE EXCEPTION 'escrow: a transfer names a segment outside the batch'
             USING ERRCODE = 'ES003';
     END IF;
 
-    -- 1. new holds
+    -- 1. new holds. A key is unique within the idempotency window: looked up
+    -- in the window's day partitions (after the day gate, in a fresh
+    -- snapshot), and the unique index on (tenant, key, day) settles two
+    -- batches of the same day. A key seen only before the window is new.
+    v_day := escrow_today();
+    SELECT v_day - s.window_days INTO STRICT v_from FROM retention_settings s;
+    v_dup := '{}';
+    IF cardinality(r_hold) > 0 THEN
+        PERFORM escrow_day_gate(v_day);
+        SELECT COALESCE(array_agg(r.hold_id), '{}') INTO v_dup
+        FROM unnest(r_hold, r_tenant, r_key) AS r(hold_id, tenant_id, key)
+        WHERE EXISTS (SELECT 1 FROM holds h
+                      WHERE h.tenant_id = r.tenant_id AND h.idempotency_key = r.key
+                        AND h.created_day BETWEEN v_from AND v_day);
+    END IF;
     WITH r AS (
         SELECT * FROM unnest(r_hold, r_seg, r_tenant, r_item, r_buyer, r_qty, r_key, r_hash,
                              r_expires_ms, r_epoch)
                AS r(hold_id, segment_id, tenant_id, item_id, buyer_id, qty, key, hash,
                     expires_at, epoch)
+        WHERE NOT (r.hold_id = ANY (v_dup))
     ), ins AS (
         INSERT INTO holds AS h (hold_id, tenant_id, item_id, segment_id, buyer_id, qty, state,
-                                expires_at, idempotency_key, request_hash, epoch)
+                                expires_at, idempotency_key, request_hash, epoch, created_day)
         SELECT r.hold_id, r.tenant_id, r.item_id, r.segment_id, r.buyer_id, r.qty, 'held',
-               to_timestamp(r.expires_at / 1000.0), r.key, r.hash, r.epoch
+               to_timestamp(r.expires_at / 1000.0), r.key, r.hash, r.epoch, v_day
         FROM r
         ON CONFLICT ON CONSTRAINT holds_idempotency_key DO NOTHING
         RETURNING h.hold_id
     )
-    SELECT COALESCE(array_agg(r.hold_id), '{}') INTO v_dup
+    SELECT v_dup || COALESCE(array_agg(r.hold_id), '{}') INTO v_dup
     FROM r WHERE r.hold_id NOT IN (SELECT ins.hold_id FROM ins);
 
     IF cardinality(v_dup) > 0 THEN
@@ -73,6 +90,7 @@ BEGIN
                h.request_hash
         FROM unnest(r_hold, r_tenant, r_key) AS r(hold_id, tenant_id, key)
         JOIN holds h ON h.tenant_id = r.tenant_id AND h.idempotency_key = r.key
+                    AND h.created_day BETWEEN v_from AND v_day
         WHERE r.hold_id = ANY (v_dup);
     END IF;
 
@@ -94,7 +112,8 @@ BEGIN
                              AND up.item_id = r.item_id AND up.buyer_id = r.buyer_id);
 
     IF cardinality(v_lim) > 0 THEN
-        EXECUTE 'DELETE FROM holds h WHERE h.hold_id = ANY ($1)' USING v_lim;
+        EXECUTE 'DELETE FROM holds h WHERE h.hold_id = ANY ($1) AND h.created_day = $2'
+            USING v_lim, v_day;
         RETURN QUERY
         SELECT l, 'buyer_limit'::text, NULL::bigint, NULL::bigint, NULL::text, NULL::text,
                NULL::integer, NULL::integer, NULL::text, NULL::bigint, NULL::boolean,

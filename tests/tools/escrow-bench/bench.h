@@ -127,6 +127,7 @@ typedef struct bench_opts {
     const char *mix_item_id; /* borrowed; optional: the flooded (sold-out) item */
     uint32_t mix_pct;        /* share of requests for mix_item_id */
     const char *key_prefix;  /* borrowed */
+    bool key_hashed;         /* --key-order hashed: keys spread over the key space */
     uint64_t count;          /* 0: timed; N: exactly N requests, memory per hold */
     double rate;             /* 0: closed loop; R: R requests per second */
     uint32_t ttl_ms;

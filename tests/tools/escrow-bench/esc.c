@@ -205,7 +205,11 @@ static int slot_send(driver *d, uint32_t lane, uint64_t job, void *arg)
     esc_slot *s = &r->slots[lane];
     const bench_opts *o = r->o;
     uint64_t n = job;
-    snprintf(s->key, sizeof s->key, "%s-%" PRIu64, o->key_prefix, n);
+    if (o->key_hashed) { /* a random-looking key, as a shop's UUIDs: index pages at random */
+        snprintf(s->key, sizeof s->key, "%016" PRIx64 "-%s", bench_mix64(n), o->key_prefix);
+    } else {
+        snprintf(s->key, sizeof s->key, "%s-%" PRIu64, o->key_prefix, n);
+    }
     const char *item = o->item_id;
     if (o->mix_item_id != NULL && bench_mix64(n ^ 0x6d6978ULL) % 100u < o->mix_pct) {
         item = o->mix_item_id;

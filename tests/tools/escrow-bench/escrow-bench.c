@@ -20,6 +20,7 @@ static const char USAGE[] =
     "         [--inflight N] [--rate R] [--count N] [--mix-item I --mix-pct P]\n"
     "         [--ttl-ms MS] [--deadline-ms MS] [--key-prefix S] [--pids P,P] [--pg-pid P]\n"
     "         [--timeline FILE]   every answer in the window: t_ms,latency_us,kind (CSV)\n"
+    "         [--key-order sequential|hashed]\n"
     "  report FILE                                               table, ratios, RESULT\n"
     "  --version                                                 the version, the git commit\n"
     "common: --label L (key prefix, required) --seconds S (5) --warmup-ms MS (1000)\n"
@@ -88,6 +89,10 @@ static int parse_opt(bench_opts *o, const char *name, const char *v)
     if (strcmp(name, "--port") == 0 && parse_u32(v, 1, 65535, &u) == 0) {
         o->redis_port = (int)u;
         return 0;
+    }
+    if (strcmp(name, "--key-order") == 0) {
+        o->key_hashed = strcmp(v, "hashed") == 0;
+        return o->key_hashed || strcmp(v, "sequential") == 0 ? 0 : -1;
     }
     if (strcmp(name, "--count") == 0) {
         return parse_u64(v, 1, BENCH_COUNT_MAX, &o->count);

@@ -1,0 +1,50 @@
+-- SPDX-License-Identifier: Apache-2.0
+-- escrow_retention_run - one retention run, in one transaction: creates the
+-- day partitions from today to ahead_days ahead, then drops every partition
+-- escrow_retention_plan() marks 'drop' (DROP TABLE: a whole partition, no
+-- row deletes). Before a holds partition goes, its holds and sold units are
+-- added to holds_retired per segment, so segment_holds_agree still adds up.
+-- Each drop is written to retention_log. Returns the dropped partitions.
+-- One run at a time (an advisory lock); lock_timeout 5 s, so that a run
+-- never queues the commit path behind a long transaction for longer.
+--
+-- As of migration 0012_retention.
+--
+-- Checked against the migrations by tests/integration/schema_current.sh.
+
+CREATE OR REPLACE FUNCTION escrow_retention_run()
+RETURNS TABLE (tbl text, part text, part_day date, est_rows bigint, bytes bigint,
+               action text, reason text)
+LANGUAGE plpgsql AS $$
+DECLARE
+    p record;
+BEGIN
+    PERFORM pg_advisory_xact_lock(1163085896, 0);
+    PERFORM set_config('lock_timeout', '5s', true);
+    PERFORM escrow_partitions_ensure(escrow_today(),
+                                     escrow_today() + (SELECT s.ahead_days
+                                                       FROM retention_settings s));
+    FOR p IN SELECT * FROM escrow_retention_plan() x WHERE x.action = 'drop' LOOP
+        IF p.tbl = 'holds' THEN
+            EXECUTE format(
+                'INSERT INTO holds_retired AS t (segment_id, holds, sold) '
+                'SELECT h.segment_id, count(*), '
+                'COALESCE(sum(h.qty_sold) FILTER (WHERE h.state = ''converted''), 0) '
+                'FROM %I h GROUP BY h.segment_id ON CONFLICT (segment_id) DO UPDATE '
+                'SET holds = t.holds + EXCLUDED.holds, sold = t.sold + EXCLUDED.sold', p.part);
+        END IF;
+        EXECUTE format('DROP TABLE %I', p.part);
+        INSERT INTO retention_log (tbl, partition, day, rows, forced)
+        VALUES (p.tbl, p.part, p.part_day, p.est_rows,
+                CASE WHEN p.reason LIKE 'forced:%' THEN p.reason END);
+        tbl := p.tbl;
+        part := p.part;
+        part_day := p.part_day;
+        est_rows := p.est_rows;
+        bytes := p.bytes;
+        action := 'dropped';
+        reason := p.reason;
+        RETURN NEXT;
+    END LOOP;
+END
+$$;

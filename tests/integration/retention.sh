@@ -1,0 +1,109 @@
+#!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
+# retention.sh - retention drops whole day partitions, exactly the ones its
+# rules allow (docs/retention.md). Holds are made through a node, then aged
+# in SQL (moved to past day partitions with their events); `escrowctl
+# retention run` must drop exactly: the holds partitions older than the
+# idempotency window without a live hold, the outbox partition older than
+# the window that the feed consumer has read, and the outbox partition
+# older than feed_max_days although unread (forced). Kept: a partition
+# with a live hold, the window's partitions, an outbox partition the
+# consumer has not read. Then: the live hold and the unread events are
+# there, escrowctl check passes (holds_retired keeps the sold units), a
+# retry inside the window gets its first outcome from an old partition
+# (after a restart, so from the database), and a retry of a dropped key is
+# a new request.
+set -euo pipefail
+source "$(dirname "${BASH_SOURCE[0]}")/itest_lib.sh"
+
+itest_begin retention
+esc_ctl item create t1 ret --total 100 --segments 1 --node n1 >/dev/null
+PORT=$(itest_port)
+itest_node n1 "$PORT"
+EP=tcp://127.0.0.1:$PORT
+
+reserve() { # KEY -> hold id
+    local out
+    out=$(itest_probe reserve --endpoint "$EP" --item ret --key "$1" --buyer "b-$1" --qty 2)
+    [[ $(itest_status "$out") == OK ]] || esc_fail "retention: reserve $1: $out"
+    itest_field hold "$out"
+}
+settle() { # confirm|release HOLD
+    local out
+    out=$(itest_probe "$1" --endpoint "$EP" --hold "$2")
+    [[ $(itest_status "$out") == OK ]] || esc_fail "retention: $1 $2: $out"
+}
+day() { # DAYS_AGO -> YYYYMMDD
+    itest_q "SELECT to_char(escrow_today() - $1, 'YYYYMMDD')"
+}
+age() { # DAYS_AGO KEY...: the holds of KEY and their events, DAYS_AGO days back
+    local d=$1 keys
+    shift
+    keys=$(printf "'%s'," "$@")
+    itest_q "UPDATE outbox SET day = day - $d, at = at - interval '$d days'
+             WHERE hold_id IN (SELECT hold_id FROM holds WHERE idempotency_key IN (${keys%,}))" >/dev/null
+    itest_q "UPDATE holds SET created_day = created_day - $d, created_at = created_at - interval '$d days',
+             ended_at = ended_at - interval '$d days' WHERE idempotency_key IN (${keys%,})" >/dev/null
+}
+
+esc_step "holds: two ended long ago, one live, one ended inside the window, one ancient"
+OLD1=$(reserve k-old-1)
+OLD2=$(reserve k-old-2)
+settle confirm "$OLD1"
+settle release "$OLD2"
+MID=$(reserve k-mid)
+settle confirm "$MID"
+LIVE=$(reserve k-live)
+ANC=$(reserve k-ancient)
+settle release "$ANC"
+for d in 40 11 10 3; do
+    itest_q "SELECT escrow_partitions_ensure(escrow_today() - $d, escrow_today() - $d)" >/dev/null
+done
+age 10 k-old-1 k-old-2
+age 11 k-live
+age 3 k-mid
+age 40 k-ancient
+# the consumer has read every event up to the last one of ten days ago
+itest_q "INSERT INTO feed_consumers (tenant_id, consumer, cursor_txid, cursor_event_id)
+         SELECT 't1', 'c1', txid, event_id FROM outbox_p$(day 10)
+         ORDER BY txid DESC, event_id DESC LIMIT 1" >/dev/null
+itest_eq "$(itest_q "SELECT count(*) FROM outbox_p$(day 11) o JOIN feed_consumers c
+                     ON (o.txid, o.event_id) > (c.cursor_txid, c.cursor_event_id)")" 1 \
+    "the live hold's event is after the cursor"
+
+esc_step "escrowctl retention show, then run"
+esc_ctl retention show >"$ITEST_DIR/show.txt" || esc_fail "retention: show failed"
+cat "$ITEST_DIR/show.txt"
+grep -q "holds_p$(day 11) .* keep .*1 live holds" "$ITEST_DIR/show.txt" ||
+    esc_fail "retention: show does not say the live hold keeps its partition"
+grep -q "outbox_p$(day 11) .* keep .*unread by t1/c1" "$ITEST_DIR/show.txt" ||
+    esc_fail "retention: show does not name the consumer that holds a partition back"
+esc_ctl --json retention run >"$ITEST_DIR/run.json" || esc_fail "retention: run failed"
+dropped=$(python3 -c 'import json,sys; print(" ".join(sorted(r["partition"] for r in json.load(sys.stdin)["dropped"])))' <"$ITEST_DIR/run.json")
+itest_eq "$dropped" "holds_p$(day 40) holds_p$(day 10) outbox_p$(day 40) outbox_p$(day 10)" "partitions dropped"
+itest_eq "$(itest_q "SELECT string_agg(to_char(day, 'YYYYMMDD') || ':' || COALESCE(left(forced, 7), '-'), ' ' ORDER BY tbl, day)
+                     FROM retention_log")" "$(day 40):- $(day 10):- $(day 40):forced: $(day 10):-" "retention_log"
+itest_eq "$(itest_q "SELECT count(*) FROM pg_class WHERE relname IN ('holds_p$(day 11)', 'holds_p$(day 3)',
+                     'outbox_p$(day 11)', 'outbox_p$(day 3)', 'holds_p$(day 0)', 'outbox_p$(day 0)')")" 6 \
+    "the partitions kept"
+
+esc_step "what survives"
+itest_eq "$(itest_q "SELECT string_agg(idempotency_key || ':' || state, ' ' ORDER BY idempotency_key) FROM holds")" \
+    "k-live:held k-mid:converted" "holds left"
+itest_eq "$(itest_q "SELECT count(*) FROM outbox WHERE hold_id = $LIVE")" 1 "the live hold's unread event"
+itest_eq "$(itest_q "SELECT holds || '/' || sold FROM holds_retired")" "3/2" "holds_retired (3 holds, 2 sold)"
+esc_ctl check >"$ITEST_DIR/check.txt" || { cat "$ITEST_DIR/check.txt"; esc_fail "retention: escrowctl check after the run"; }
+
+esc_step "retries, after a restart (the node's memory forgets ended holds of days ago)"
+esc_node_stop "$ITEST_NODE_PID" || esc_fail "retention: the node did not stop cleanly"
+itest_node n1 "$PORT"
+out=$(itest_probe reserve --endpoint "$EP" --item ret --key k-mid --buyer b-k-mid --qty 2)
+itest_eq "$(itest_status "$out") $(itest_field hold "$out") $(itest_field state "$out")" "OK $MID converted" \
+    "a retry inside the window gets its first outcome"
+out=$(itest_probe reserve --endpoint "$EP" --item ret --key k-old-1 --buyer b-k-old-1 --qty 2)
+new=$(itest_field hold "$out")
+[[ $(itest_status "$out") == OK && $new != "$OLD1" ]] ||
+    esc_fail "retention: a retry older than the window should be a new request: $out"
+itest_eq "$(itest_q "SELECT count(*) FROM holds WHERE idempotency_key LIKE 'k-%'")" 3 "holds after the retries"
+esc_ctl check >"$ITEST_DIR/check.txt" || { cat "$ITEST_DIR/check.txt"; esc_fail "retention: escrowctl check at the end"; }
+itest_pass
