@@ -53,8 +53,36 @@ void coord_cat_watch(coord_cat *c, coord_cat_watch_cb cb, void *arg)
     c->watch_arg = arg;
 }
 
+void coord_cat_touch(coord_item *it)
+{
+    it->policy_dirty = true;
+    it->route_dirty = true;
+}
+
+void coord_cat_touch_node(const coord_cat *c, const coord_node *n)
+{
+    for (size_t i = 0; i < c->nsegs; i++) {
+        if (c->segs[i]->owner == n) {
+            coord_cat_touch(c->segs[i]->item);
+        }
+    }
+}
+
+size_t coord_cat_sweep_slice(size_t n, uint32_t period_ms, uint32_t sweep_ms)
+{
+    if (n == 0) {
+        return 0;
+    }
+    if (sweep_ms <= period_ms) {
+        return n;
+    }
+    uint64_t k = ((uint64_t)n * period_ms + sweep_ms - 1) / sweep_ms;
+    return k < 1 ? 1 : (size_t)k;
+}
+
 void coord_cat_changed(coord_cat *c, coord_item *it)
 {
+    it->policy_dirty = true;
     if (c->watch_cb != NULL) {
         c->watch_cb(it, COORD_CAT_CHANGED, c->watch_arg);
     }
@@ -139,6 +167,7 @@ coord_item *coord_cat_add_item(coord_cat *c, const char *tenant_id, const char *
     it->segments_wanted = 1;
     (void)hmap_insert(&c->items_by_key, &it->by_key, item_hash(tenant_id, item_id));
     push((void ***)&c->items, &c->nitems, &c->items_cap, it);
+    coord_cat_touch(it);
     if (c->watch_cb != NULL) {
         c->watch_cb(it, COORD_CAT_ADDED, c->watch_arg);
     }
@@ -156,6 +185,7 @@ coord_seg *coord_cat_add_seg(coord_cat *c, coord_item *it, uint64_t segment_id, 
     s->seg_no = seg_no;
     (void)hmap_insert(&c->segs_by_id, &s->by_id, hmap_hash_u64(segment_id));
     push((void ***)&c->segs, &c->nsegs, &c->segs_cap, s);
+    coord_cat_touch(it);
     /* keep the item's list in seg_no order */
     size_t j = it->nsegs++;
     while (j > 0 && it->segs[j - 1]->seg_no > seg_no) {
@@ -197,6 +227,7 @@ coord_xfer *coord_cat_add_xfer(coord_cat *c, coord_item *it, uint64_t transfer_i
         return NULL;
     }
     coord_xfer *x = esc_xcalloc(1, sizeof *x);
+    it->policy_dirty = true;
     x->transfer_id = transfer_id;
     x->item = it;
     x->from = from;
@@ -213,6 +244,7 @@ coord_xfer *coord_cat_add_xfer(coord_cat *c, coord_item *it, uint64_t transfer_i
 
 void coord_cat_drop_xfer(coord_cat *c, coord_xfer *x)
 {
+    x->item->policy_dirty = true;
     coord_seg *f = x->from ? coord_cat_seg(c, x->from) : NULL;
     coord_seg *t = x->to ? coord_cat_seg(c, x->to) : NULL;
     if (f != NULL && f->xfer_id == x->transfer_id) {

@@ -107,6 +107,8 @@ typedef struct coord_item {
     bool write_busy;                            /* a catalog write (collapse, admin) is in flight */
     int plan_busy;                              /* transfer INSERTs in flight */
     bool pass_now;                              /* run a policy pass at the next tick */
+    bool policy_dirty; /* what the policy reads changed: a pass at the next rebalance */
+    bool route_dirty;  /* its route may have changed: check it at the next route tick */
     bool sold_out;
     uint64_t route_version;
     uint64_t route_hash;
@@ -160,6 +162,19 @@ void coord_cat_watch(coord_cat *c, coord_cat_watch_cb cb, void *arg);
 /* Reports that it changed in a way its route may show (segments, states,
  * tail, sold out, paused...): the watcher hears COORD_CAT_CHANGED. */
 void coord_cat_changed(coord_cat *c, coord_item *it);
+
+/* Marks it for a policy pass and a route check at the next timer of each
+ * (policy_dirty, route_dirty): the daemon's timers look at marked items and
+ * at a slice of the rest, so a change is seen at once when it is marked and
+ * within one sweep when it is not. coord_cat_changed marks policy_dirty. */
+void coord_cat_touch(coord_item *it);
+/* coord_cat_touch for every item with a segment n owns. */
+void coord_cat_touch_node(const coord_cat *c, const coord_node *n);
+
+/* How many of n items a timer of period_ms looks at per run, in round robin,
+ * so that every one is seen at least once every sweep_ms (all of them when
+ * sweep_ms <= period_ms; at least 1 when n > 0). */
+size_t coord_cat_sweep_slice(size_t n, uint32_t period_ms, uint32_t sweep_ms);
 
 coord_item *coord_cat_item(const coord_cat *c, const char *tenant_id, const char *item_id);
 coord_seg *coord_cat_seg(const coord_cat *c, uint64_t segment_id);

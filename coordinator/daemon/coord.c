@@ -36,7 +36,6 @@
 #include "escrow_errors.h"
 #include "log.h"
 
-#define ROUTE_TICK_MS 100
 /* Requests the tick reads before it judges leases (the heartbeats that
  * waited in the socket while the loop was busy or stalled). */
 #define COORD_TICK_RECV_MAX (4 * ESC_RECV_PER_CB_MAX)
@@ -185,9 +184,7 @@ static void on_rebalance(uv_timer_t *t)
     if (!c->loaded || !coord_leader_serving(c)) {
         return;
     }
-    for (size_t i = 0; i < c->cat.nitems; i++) {
-        coord_pass_run(c, c->cat.items[i]);
-    }
+    coord_pass_rebalance(c);
 }
 
 static void on_route_timer(uv_timer_t *t)
@@ -201,7 +198,7 @@ static void on_poll(uv_timer_t *t)
 {
     coord *c = t->data;
     if (coord_leader_serving(c)) {
-        coord_db_reload(c);
+        coord_db_poll(c);
     }
 }
 

@@ -354,6 +354,7 @@ static void merge_items(coord *c, PGresult *res, const pgx_err *err, void *arg)
         if (it->write_busy) {
             continue; /* the write in flight carries the newer values */
         }
+        coord_item was = *it;
         it->total = i64(res, i, 2);
         it->unallocated = i64(res, i, 3);
         it->reduce_pending = i64(res, i, 4);
@@ -362,6 +363,12 @@ static void merge_items(coord *c, PGresult *res, const pgx_err *err, void *arg)
         it->tail_segment = (uint64_t)i64(res, i, 7);
         it->global = !PQgetisnull(res, i, 8);
         it->global_total = i64(res, i, 8);
+        if (was.total != it->total || was.unallocated != it->unallocated ||
+            was.reduce_pending != it->reduce_pending || was.state != it->state ||
+            was.segments_wanted != it->segments_wanted || was.tail_segment != it->tail_segment ||
+            was.global != it->global || was.global_total != it->global_total) {
+            coord_cat_touch(it);
+        }
     }
 }
 
@@ -410,21 +417,29 @@ static void merge_one_seg(coord *c, PGresult *res, int i)
             return;
         }
     }
-    s->db_available = i64(res, i, 6);
-    s->db_held = i64(res, i, 7);
-    s->db_sold = i64(res, i, 8);
+    int64_t av = i64(res, i, 6), held = i64(res, i, 7), sold = i64(res, i, 8);
+    if (av != s->db_available || held != s->db_held || sold != s->db_sold) {
+        s->item->policy_dirty = true;
+    }
+    s->db_available = av;
+    s->db_held = held;
+    s->db_sold = sold;
     if (s->pending || s->item->write_busy) {
         return; /* a write in flight will set owner, epoch or state */
     }
     const char *node_id = PQgetvalue(res, i, 4);
     coord_node *owner = node_id[0] ? coord_cat_node(&c->cat, node_id) : NULL;
     uint64_t epoch = (uint64_t)i64(res, i, 5);
+    int state = seg_state(PQgetvalue(res, i, 9));
+    if (owner != s->owner || epoch != s->epoch || state != s->state) {
+        coord_cat_touch(s->item);
+    }
     if (owner != s->owner || epoch != s->epoch) {
         s->revoked = owner != NULL && !owner->alive;
         s->owner = owner;
         s->epoch = epoch;
     }
-    s->state = seg_state(PQgetvalue(res, i, 9));
+    s->state = state;
 }
 
 static void merge_segments(coord *c, PGresult *res, const pgx_err *err, void *arg)
@@ -557,8 +572,46 @@ void coord_db_reload(coord *c)
     }
     db->reload_running = true;
     db->reads_started++;
+    db->last_full_us = esc_mono_us();
     (void)coord_db_push(c, sql_items, 0, NULL, merge_items, run);
     (void)coord_db_push(c, sql_nodes, 0, NULL, merge_nodes, run);
     (void)coord_db_push(c, sql_segments, 0, NULL, merge_segments, run);
     (void)coord_db_push(c, sql_transfers, 0, NULL, merge_transfers, run);
+}
+
+/* ---- the poll ---------------------------------------------------------------- */
+
+static const char sql_changes[] =
+    TAG "SELECT CASE WHEN is_called THEN last_value ELSE 0 END FROM catalog_change_seq";
+
+static void on_changes(coord *c, PGresult *res, const pgx_err *err, void *arg)
+{
+    (void)arg;
+    coord_db *db = &c->db;
+    db->probe_running = false;
+    if (err->code != 0 || PQntuples(res) != 1) {
+        coord_db_reload(c); /* cannot tell: read everything */
+        return;
+    }
+    uint64_t v = (uint64_t)pg_result_i64_or(res, 0, 0, 0);
+    int64_t full_us = (int64_t)COORD_DB_FULL_READ_MS * 1000;
+    if ((int64_t)c->cfg.catalog_poll_ms * 1000 > full_us) {
+        full_us = (int64_t)c->cfg.catalog_poll_ms * 1000;
+    }
+    bool full = coord_change_observe(&db->change, v, esc_mono_us() - db->last_full_us, full_us);
+    coord_metrics_catalog_poll(c, full);
+    if (full) {
+        coord_db_reload(c);
+    }
+}
+
+void coord_db_poll(coord *c)
+{
+    coord_db *db = &c->db;
+    if (c->stopping || db->probe_running || db->reload_running) {
+        return;
+    }
+    if (coord_db_push(c, sql_changes, 0, NULL, on_changes, NULL) == 0) {
+        db->probe_running = true;
+    }
 }

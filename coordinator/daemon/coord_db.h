@@ -63,4 +63,12 @@ void coord_db_unknown(coord *c);
  * coalesced with one already queued. */
 void coord_db_reload(coord *c);
 
+/* The catalog poll: one small query reads the catalog's change counter
+ * (catalog_change_seq, migration 0013) and coord_change_observe decides
+ * whether the whole catalog is read (coord_change.h); the safety net reads
+ * it at least every COORD_DB_FULL_READ_MS (or every poll, when polls are
+ * rarer). */
+#define COORD_DB_FULL_READ_MS 30000
+void coord_db_poll(coord *c);
+
 #endif

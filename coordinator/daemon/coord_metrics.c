@@ -25,7 +25,8 @@ struct coord_metrics {
     metrics_series *segs_active, *segs_draining, *segs_unserved, *view_gap;
     metrics_series *xf_planned_now, *xf_sent_now;
     metrics_family *xf_planned, *xf_completed, *admin;
-    metrics_series *routes, *collapses, *heartbeats;
+    metrics_series *routes, *collapses, *heartbeats, *passes;
+    metrics_family *polls;
     metrics_family *db_up, *db_down, *db_re;
     bool db_seen_up[2]; /* coord, monitor */
     int64_t last_sample_us;
@@ -98,6 +99,13 @@ static void register_misc(coord_metrics *m)
                                     "Items collapsed into one tail segment.", NULL));
     m->heartbeats = metrics_get0(fam(m, METRICS_COUNTER, "escrow_coord_heartbeats_total",
                                      "Node heartbeats answered.", NULL));
+    static const char *const read[] = {"read", NULL};
+    m->polls = fam(m, METRICS_COUNTER, "escrow_coord_catalog_polls_total",
+                   "Catalog polls, by whether the whole catalog was read (full) or the change "
+                   "counter said nothing changed (skipped).",
+                   read);
+    m->passes = metrics_get0(fam(m, METRICS_COUNTER, "escrow_coord_policy_passes_total",
+                                 "Policy passes run (one item each).", NULL));
     m->admin = fam(m, METRICS_COUNTER, "escrow_coord_admin_requests_total",
                    "escrowctl operations answered, by operation and outcome.", op_outcome);
     m->db_up =
@@ -183,6 +191,20 @@ void coord_metrics_route_published(coord *c)
 {
     if (c->metrics != NULL) {
         metrics_inc(c->metrics->routes);
+    }
+}
+
+void coord_metrics_catalog_poll(coord *c, bool full)
+{
+    if (c->metrics != NULL) {
+        metrics_inc(metrics_get1(c->metrics->polls, full ? "full" : "skipped"));
+    }
+}
+
+void coord_metrics_policy_pass(coord *c)
+{
+    if (c->metrics != NULL) {
+        metrics_inc(c->metrics->passes);
     }
 }
 

@@ -258,6 +258,8 @@ static int pass(coord *c, coord_item *it, bool force_collapse, coord_pass_cb cb,
         return -1;
     }
     it->pass_now = false;
+    it->policy_dirty = false;
+    coord_metrics_policy_pass(c);
     static coord_pseg segs[ESC_SEGMENTS_PER_ITEM_MAX];
     static coord_plan plan;
     coord_pitem in;
@@ -306,4 +308,19 @@ int coord_pass_collapse(coord *c, coord_item *it, coord_pass_cb cb, void *arg)
         return 0; /* on_collapsed calls cb */
     }
     return rc < 0 ? ESC_EBUSY : ESC_ECONFLICT;
+}
+
+void coord_pass_rebalance(coord *c)
+{
+    size_t n = c->cat.nitems;
+    size_t k = coord_cat_sweep_slice(n, c->cfg.rebalance_ms, COORD_PASS_SWEEP_MS);
+    for (size_t j = 0; j < k; j++) {
+        c->cat.items[(c->pass_cursor + j) % n]->policy_dirty = true;
+    }
+    c->pass_cursor = n > 0 ? (c->pass_cursor + k) % n : 0;
+    for (size_t i = 0; i < n; i++) {
+        if (c->cat.items[i]->policy_dirty) {
+            coord_pass_run(c, c->cat.items[i]);
+        }
+    }
 }

@@ -33,4 +33,11 @@ void coord_pass_tick(coord *c);
  * is no tail (the pass ran without collapsing). cb never runs on an error. */
 int coord_pass_collapse(coord *c, coord_item *it, coord_pass_cb cb, void *arg);
 
+/* The rebalance timer: a pass for every item whose demand or stock changed
+ * (policy_dirty) and for the next slice of the rest, so that every item
+ * gets one at least every COORD_PASS_SWEEP_MS (demand decays with time
+ * alone). An idle catalog costs one slice per run, not every item. */
+#define COORD_PASS_SWEEP_MS 5000
+void coord_pass_rebalance(coord *c);
+
 #endif

@@ -79,6 +79,7 @@ static void on_node_written(coord *c, PGresult *res, const pgx_err *err, void *a
                 s->pending = false;
                 s->revoked = false;
                 s->reported = false;
+                coord_cat_touch(s->item);
             }
         }
     } else if (err->conn_lost && err->code != ESC_ECLOSED) {
@@ -90,6 +91,7 @@ static void on_node_written(coord *c, PGresult *res, const pgx_err *err, void *a
             /* not raised: its epoch was not the one believed; raise it again */
             w->segs[i]->pending = false;
             w->segs[i]->revoked = true;
+            coord_cat_touch(w->segs[i]->item);
             stale = err->code == 0;
         }
     }
@@ -173,6 +175,10 @@ static void take_stats(coord_node *n, coord_seg *s, const wire_seg_stats *st, in
         s->demand = coord_policy_demand(s->demand, dr, de, now - s->last_rep_us);
     }
     (void)n;
+    if (!same || s->available != st->available || s->held != st->held || s->sold != st->sold ||
+        s->reserved != st->reserved || s->empties != st->empties) {
+        s->item->policy_dirty = true; /* its stock or demand moved: a pass at the next rebalance */
+    }
     s->reported = true;
     s->rep_epoch = st->epoch;
     s->available = st->available;
@@ -199,7 +205,12 @@ void coord_place_heartbeat(coord *c, const wire_heartbeat *hb, coord_node **out)
     n->alive = true;
     n->last_hb_us = now;
     n->last_hb_wall_ms = esc_wall_ms();
+    if (n->stopping != hb->stopping) {
+        coord_cat_touch_node(&c->cat, n);
+    }
     n->stopping = hb->stopping;
+    char endpoint_before[sizeof n->endpoint];
+    memcpy(endpoint_before, n->endpoint, sizeof endpoint_before);
     snprintf(n->endpoint, sizeof n->endpoint, "%s", hb->endpoint);
     if (n->incarnation != hb->incarnation || !was_seen) {
         ESC_LOG(ESC_LOG_INFO, "COORD-NODE",
@@ -207,10 +218,14 @@ void coord_place_heartbeat(coord *c, const wire_heartbeat *hb, coord_node **out)
                 hb->incarnation, hb->endpoint,
                 n->db_incarnation == hb->incarnation ? " (known incarnation)" : "");
         n->incarnation = hb->incarnation;
+        coord_cat_touch_node(&c->cat, n);
     }
     if (!was_alive && was_seen) {
         ESC_LOG(ESC_LOG_INFO, "COORD-NODE", "node=%s is back (its segments get new epochs)",
                 n->node_id);
+    }
+    if (!was_alive || strcmp(endpoint_before, n->endpoint) != 0) {
+        coord_cat_touch_node(&c->cat, n); /* its segments' routes name it again */
     }
     coord_place_node_write(c, n, !was_alive);
     for (size_t i = 0; i < hb->nsegs; i++) {
@@ -239,6 +254,7 @@ static void expire_leases(coord *c, int64_t now)
             coord_seg *s = c->cat.segs[j];
             if (s->owner == n) {
                 s->revoked = true;
+                coord_cat_touch(s->item);
                 lost++;
             }
         }
@@ -288,6 +304,7 @@ static void on_granted(coord *c, PGresult *res, const pgx_err *err, void *arg)
             s->revoked = false;
             s->reported = false;
             s->dry = false;
+            coord_cat_touch(s->item);
             c->n_grants++;
             coord_metrics_grant(c);
             ESC_LOG(ESC_LOG_INFO, "COORD-GRANT",
@@ -301,6 +318,7 @@ static void on_granted(coord *c, PGresult *res, const pgx_err *err, void *arg)
     for (size_t i = 0; i < g->n; i++) {
         if (g->segs[i]->pending) {
             g->segs[i]->pending = false;
+            coord_cat_touch(g->segs[i]->item);
             stale = err->code == 0; /* its epoch moved: read it again */
         }
     }

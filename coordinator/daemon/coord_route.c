@@ -19,7 +19,10 @@
 #include "escrow_errors.h"
 #include "log.h"
 
-#define ROUTE_ALL_US 1000000
+/* Every route is published at least once per this long... */
+#define ROUTE_SWEEP_MS_MIN 1000
+/* ...or, with more items, at most this many unchanged routes per second. */
+#define ROUTE_REPUBLISH_PER_S 2000
 
 static void bump_version(coord *c, coord_item *it)
 {
@@ -132,25 +135,38 @@ void coord_route_close(coord *c)
     c->route.pub = -1;
 }
 
+/* How long one sweep over n routes takes. */
+static uint32_t sweep_ms(size_t n)
+{
+    uint64_t ms = (uint64_t)n * 1000u / ROUTE_REPUBLISH_PER_S;
+    return ms > ROUTE_SWEEP_MS_MIN ? (uint32_t)(ms < UINT32_MAX ? ms : UINT32_MAX)
+                                   : ROUTE_SWEEP_MS_MIN;
+}
+
 void coord_route_tick(coord *c)
 {
     if (!c->loaded) {
         return;
     }
-    int64_t now = esc_mono_us();
-    bool all = now - c->route.last_pub_all_us >= ROUTE_ALL_US;
-    for (size_t i = 0; i < c->cat.nitems; i++) {
+    size_t n = c->cat.nitems;
+    for (size_t i = 0; i < n; i++) {
         coord_item *it = c->cat.items[i];
+        if (it->route_dirty) {
+            it->route_dirty = false;
+            changed(c, it);
+        }
+    }
+    size_t k = coord_cat_sweep_slice(n, ROUTE_TICK_MS, sweep_ms(n));
+    for (size_t j = 0; j < k; j++) {
+        coord_item *it = c->cat.items[(c->route.cursor + j) % n];
         uint64_t before = it->route_version;
         changed(c, it);
-        if (all && before == it->route_version) {
+        if (before == it->route_version) {
             coord_cat_route(it, &c->route.scratch);
             publish(c, &c->route.scratch);
         }
     }
-    if (all) {
-        c->route.last_pub_all_us = now;
-    }
+    c->route.cursor = n > 0 ? (c->route.cursor + k) % n : 0;
 }
 
 void coord_route_handle(coord *c, const nnx_hdr *hdr, const wire_request *q)

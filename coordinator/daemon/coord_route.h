@@ -10,8 +10,12 @@
  * predecessor's. The routing watches the catalog (coord_cat_watch): a new
  * item gets a version; a change reported with coord_cat_changed is published
  * at once if the route's content differs. Every ROUTE_TICK_MS (the route
- * timer) changes not reported are published too, and every route once a
- * second, so a subscriber that missed an update catches up. With --auth on
+ * timer) the items marked route_dirty (coord_cat_touch) are checked and a
+ * changed route published, and a slice of the rest is checked and published
+ * even when unchanged, so that every route is published at least once every
+ * second, or with a large catalog once every nitems / ROUTE_REPUBLISH_PER_S
+ * seconds: a subscriber that missed an update catches up, and an idle
+ * catalog costs a bounded number of routes per second, not all of them. With --auth on
  * every update is sealed once per live key of its tenant (auth_route.h)
  * and nothing is published in clear; the keys are the credential check's
  * table (coord_auth.h), so a revoked key stops receiving within its reload.
@@ -23,6 +27,9 @@
 
 #include "nnx.h"
 #include "wire.h"
+
+/* The route timer's period. */
+#define ROUTE_TICK_MS 100
 
 typedef struct coord coord;
 

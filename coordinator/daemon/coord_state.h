@@ -17,6 +17,7 @@
 
 #include "auth_route.h"
 #include "coord_cat.h"
+#include "coord_change.h"
 #include "esc_limits.h"
 #include "nnx.h"
 #include "pgx.h"
@@ -53,6 +54,9 @@ typedef struct coord_db {
     uint64_t unknown_count;       /* writes whose outcome is unknown, ever */
     bool schema_ok;               /* this connection found a schema the coordinator runs on */
     bool schema_noted;            /* a schema one version ahead was logged */
+    bool probe_running;           /* the change counter's query is queued or running */
+    coord_change change;          /* the catalog's change counter, as polled */
+    int64_t last_full_us;         /* monotonic: when the last catalog read was queued */
 } coord_db;
 
 /* Bytes of a coordinator's name in the leader lease (host name and first
@@ -76,10 +80,10 @@ typedef struct coord_lead {
 
 /* The routing's state (c->route). */
 typedef struct coord_route {
-    int pub;                 /* PUB socket; -1 = not open */
-    uint64_t version_floor;  /* route versions never go below this (wall clock, us) */
-    int64_t last_pub_all_us; /* monotonic: when every route was last published */
-    wire_route scratch;      /* large: kept off the stack */
+    int pub;                /* PUB socket; -1 = not open */
+    uint64_t version_floor; /* route versions never go below this (wall clock, us) */
+    size_t cursor;          /* the route tick's round robin over the items */
+    wire_route scratch;     /* large: kept off the stack */
     /* --auth on: one update sealed for one key (auth_route.h) */
     unsigned char sealed[ESC_FRAME_BYTES_MAX + AUTH_ROUTE_OVERHEAD];
     uint64_t sealed_n; /* updates sealed and published (one per key) */
@@ -137,8 +141,9 @@ struct coord {
     uv_timer_t poll_timer;      /* catalog re-read */
     int handles_open;           /* every module counts its handles here until they closed */
     bool stopping;
-    bool loaded;     /* the first catalog read completed: READY */
-    bool grant_busy; /* an ownership write is in flight (coord_place.c) */
+    bool loaded;        /* the first catalog read completed: READY */
+    bool grant_busy;    /* an ownership write is in flight (coord_place.c) */
+    size_t pass_cursor; /* the rebalance's round robin over the items (coord_pass.c) */
     int64_t started_us;
     /* monotonic: the tick's last run; a late one is a stall of the loop (coord_lease.h) */
     int64_t last_tick_us;
