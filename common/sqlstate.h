@@ -24,7 +24,7 @@
 /* escrow_commit_batch: a transfer row names a segment outside the batch. */
 #define SQLSTATE_ESC_XFER_OUTSIDE "ES003"
 /* A coordinator's write while another coordinator leads (coord_leader,
- * migration 0015): the statement is refused. */
+ * migration 0014): the statement is refused. */
 #define SQLSTATE_ESC_NOT_LEADER "ES004"
 
 /* PostgreSQL's (Appendix A, "PostgreSQL Error Codes"). */

@@ -3,7 +3,7 @@
  * coord_leader.h - the region's leader lease: of the coordinators that run
  * on one database, one leads; the others stand by.
  *
- * The lease is the one row of coord_leader (migration 0015). A standby
+ * The lease is the one row of coord_leader (migration 0014). A standby
  * tries to take it every leader_lease_ms / 4 with a conditional UPDATE that
  * succeeds only once the lease expired by the database's clock (or names
  * this same coordinator: a restart takes over at once) and bumps the epoch.

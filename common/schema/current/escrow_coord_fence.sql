@@ -5,7 +5,7 @@
 -- stays share-locked until the write commits. Its trigger, coord_fence, is
 -- on every table but coord_leader and schema_migrations, once per statement.
 --
--- As of migration 0015_coord_leader (unchanged since).
+-- As of migration 0014_coord_leader (unchanged since).
 --
 -- Checked against the migrations by tests/integration/schema_current.sh: the
 -- migrations are the record (they never change once released); a new

@@ -1,5 +1,5 @@
 -- SPDX-License-Identifier: Apache-2.0
--- 0015_coord_leader.sql - one leading coordinator per region, by a lease
+-- 0014_coord_leader.sql - one leading coordinator per region, by a lease
 -- held here (coordinator/daemon/coord_leader.h).
 --
 -- coord_leader has one row. A coordinator takes the lease with a
