@@ -26,17 +26,6 @@ static const char *const field_names[F_COUNT_] = {
 /* A value's longest text: an id, or a number. */
 #define VALUE_MAX (ESC_ITEM_LEN_MAX + 2)
 
-static int fail(char why[CTL_WHY_MAX], const char *fmt, ...) __attribute__((format(printf, 2, 3)));
-
-static int fail(char why[CTL_WHY_MAX], const char *fmt, ...)
-{
-    va_list ap;
-    va_start(ap, fmt);
-    vsnprintf(why, CTL_WHY_MAX, fmt, ap);
-    va_end(ap);
-    return ESC_EINVAL;
-}
-
 static int field_of(const char *name, size_t n)
 {
     for (int f = 0; f < F_COUNT_; f++) {
@@ -65,7 +54,7 @@ int ctl_import_format_of(const char *format, const char *path, ctl_import_format
             *out = CTL_IMPORT_JSONL;
             return 0;
         }
-        return fail(why, "--format must be csv or jsonl, not '%s'", format);
+        return ctl_fail(why, "--format must be csv or jsonl, not '%s'", format);
     }
     if (ends_with(path, ".csv")) {
         *out = CTL_IMPORT_CSV;
@@ -75,10 +64,10 @@ int ctl_import_format_of(const char *format, const char *path, ctl_import_format
         *out = CTL_IMPORT_JSONL;
         return 0;
     }
-    return fail(why,
-                "cannot tell the format of '%s': name it .csv or .jsonl, or pass --format "
-                "csv|jsonl",
-                path);
+    return ctl_fail(why,
+                    "cannot tell the format of '%s': name it .csv or .jsonl, or pass --format "
+                    "csv|jsonl",
+                    path);
 }
 
 bool ctl_import_blank(const char *line)
@@ -102,11 +91,11 @@ static int csv_field(const char **p, char *out, size_t cap, long lineno, char wh
             quoted = false;
             s++;
             if (*s != ',' && *s != '\0' && !(*s == '\r' && s[1] == '\0')) {
-                return fail(why, "line %ld: text after a closing quote", lineno);
+                return ctl_fail(why, "line %ld: text after a closing quote", lineno);
             }
         }
         if (quoted && *s == '\0') {
-            return fail(why, "line %ld: a quote is not closed", lineno);
+            return ctl_fail(why, "line %ld: a quote is not closed", lineno);
         }
         if (!quoted && (*s == ',' || *s == '\0' || (*s == '\r' && s[1] == '\0'))) {
             break;
@@ -139,23 +128,23 @@ int ctl_import_csv_header(const char *line, ctl_import_header *h, char why[CTL_W
         }
         int f = field_of(name, strlen(name));
         if (f < 0) {
-            return fail(why,
-                        "line 1: unknown column '%s' (the columns are tenant, item, total, "
-                        "segments, max_per_order, max_per_buyer, hold_ttl_ms)",
-                        name);
+            return ctl_fail(why,
+                            "line 1: unknown column '%s' (the columns are tenant, item, total, "
+                            "segments, max_per_order, max_per_buyer, hold_ttl_ms)",
+                            name);
         }
         if (seen[f] || out.ncols == CTL_IMPORT_COLS_MAX) {
-            return fail(why, "line 1: column '%s' given twice", name);
+            return ctl_fail(why, "line 1: column '%s' given twice", name);
         }
         seen[f] = true;
         out.col[out.ncols++] = f;
     }
     for (int f = F_TENANT; f <= F_TOTAL; f++) {
         if (!seen[f]) {
-            return fail(why,
-                        "line 1: the header has no column '%s' (tenant, item and total are "
-                        "required)",
-                        field_names[f]);
+            return ctl_fail(why,
+                            "line 1: the header has no column '%s' (tenant, item and total are "
+                            "required)",
+                            field_names[f]);
         }
     }
     *h = out;
@@ -171,8 +160,8 @@ static int get_int(const char *const val[F_COUNT_], int f, int64_t min, int64_t 
         return 0;
     }
     if (ctl_num_parse(val[f], min, max, out) != 0) {
-        return fail(why, "line %ld: %s must be an integer in %" PRId64 "..%" PRId64, lineno,
-                    field_names[f], min, max);
+        return ctl_fail(why, "line %ld: %s must be an integer in %" PRId64 "..%" PRId64, lineno,
+                        field_names[f], min, max);
     }
     return 0;
 }
@@ -180,8 +169,9 @@ static int get_int(const char *const val[F_COUNT_], int f, int64_t min, int64_t 
 static int get_id(char *dst, const char *src, size_t max, int f, long lineno, char why[CTL_WHY_MAX])
 {
     if (src == NULL || !wire_id_valid(src, max)) {
-        return fail(why, "line %ld: %s must be 1..%zu printable ASCII characters without spaces",
-                    lineno, field_names[f], max);
+        return ctl_fail(why,
+                        "line %ld: %s must be 1..%zu printable ASCII characters without spaces",
+                        lineno, field_names[f], max);
     }
     memcpy(dst, src, strlen(src) + 1);
     return 0;
@@ -196,7 +186,7 @@ static int row_from_values(const char *const val[F_COUNT_], long lineno, ctl_imp
     int rc = get_id(r.tenant, val[F_TENANT], ESC_TENANT_LEN_MAX, F_TENANT, lineno, why);
     rc = rc != 0 ? rc : get_id(r.item, val[F_ITEM], ESC_ITEM_LEN_MAX, F_ITEM, lineno, why);
     if (rc == 0 && (val[F_TOTAL] == NULL || val[F_TOTAL][0] == '\0')) {
-        return fail(why, "line %ld: total is missing", lineno);
+        return ctl_fail(why, "line %ld: total is missing", lineno);
     }
     rc = rc != 0 ? rc : get_int(val, F_TOTAL, 0, ESC_TOTAL_MAX, 0, &r.total, lineno, why);
     rc = rc != 0 ? rc
@@ -226,7 +216,7 @@ int ctl_import_csv_row(const ctl_import_header *h, const char *line, long lineno
     int n = 0;
     while (p != NULL) {
         if (n == h->ncols) {
-            return fail(why, "line %ld: more than the header's %d columns", lineno, h->ncols);
+            return ctl_fail(why, "line %ld: more than the header's %d columns", lineno, h->ncols);
         }
         int rc = csv_field(&p, text[n], sizeof text[n], lineno, why);
         if (rc != 0) {
@@ -236,7 +226,7 @@ int ctl_import_csv_row(const ctl_import_header *h, const char *line, long lineno
         n++;
     }
     if (n != h->ncols) {
-        return fail(why, "line %ld: %d columns where the header has %d", lineno, n, h->ncols);
+        return ctl_fail(why, "line %ld: %d columns where the header has %d", lineno, n, h->ncols);
     }
     return row_from_values(val, lineno, row, why);
 }
@@ -257,8 +247,8 @@ static int json_text(json_t *v, int f, char *out, size_t cap, const char **val, 
     } else if (!id && json_is_integer(v)) {
         snprintf(out, cap, "%" JSON_INTEGER_FORMAT, json_integer_value(v));
     } else {
-        return fail(why, "line %ld: %s must be a JSON %s", lineno, field_names[f],
-                    id ? "string" : "integer");
+        return ctl_fail(why, "line %ld: %s must be a JSON %s", lineno, field_names[f],
+                        id ? "string" : "integer");
     }
     *val = out;
     return 0;
@@ -270,8 +260,8 @@ int ctl_import_json_row(const char *line, long lineno, ctl_import_row *row, char
     json_t *obj = json_loads(line, JSON_REJECT_DUPLICATES, &err);
     if (obj == NULL || !json_is_object(obj)) {
         json_decref(obj);
-        return fail(why, "line %ld: not a JSON object%s%s", lineno, obj == NULL ? ": " : "",
-                    obj == NULL ? err.text : "");
+        return ctl_fail(why, "line %ld: not a JSON object%s%s", lineno, obj == NULL ? ": " : "",
+                        obj == NULL ? err.text : "");
     }
     char text[F_COUNT_][VALUE_MAX];
     const char *val[F_COUNT_] = {NULL};
@@ -282,7 +272,7 @@ int ctl_import_json_row(const char *line, long lineno, ctl_import_row *row, char
     {
         int f = field_of(key, strlen(key));
         if (f < 0) {
-            rc = fail(why, "line %ld: unknown key '%.64s'", lineno, key);
+            rc = ctl_fail(why, "line %ld: unknown key '%.64s'", lineno, key);
             break;
         }
         rc = json_text(v, f, text[f], sizeof text[f], &val[f], lineno, why);

@@ -193,9 +193,7 @@ typedef struct raw_args {
     int nconfig;
 } raw_args;
 
-static int fail(char why[CTL_WHY_MAX], const char *fmt, ...) __attribute__((format(printf, 2, 3)));
-
-static int fail(char why[CTL_WHY_MAX], const char *fmt, ...)
+int ctl_fail(char why[CTL_WHY_MAX], const char *fmt, ...)
 {
     va_list ap;
     va_start(ap, fmt);
@@ -224,30 +222,31 @@ static int raw_take_opt(int argc, char *const argv[], int *i, raw_args *raw, cha
     size_t n = 0;
     int id = find_opt(arg, &n);
     if (id < 0) {
-        return fail(why, "unknown option --%.*s", (int)strcspn(arg, "="), arg);
+        return ctl_fail(why, "unknown option --%.*s", (int)strcspn(arg, "="), arg);
     }
     if ((raw->seen & OPT_BIT(id)) != 0 && id != OPT_CONFIG) {
-        return fail(why, "option --%s given twice", opt_defs[id].name);
+        return ctl_fail(why, "option --%s given twice", opt_defs[id].name);
     }
     const char *value = "";
     if (arg[n] == '=') {
         if (!opt_defs[id].has_value) {
-            return fail(why, "option --%s takes no value", opt_defs[id].name);
+            return ctl_fail(why, "option --%s takes no value", opt_defs[id].name);
         }
         value = arg + n + 1;
     } else if (opt_defs[id].has_value) {
         if (*i + 1 >= argc) {
-            return fail(why, "option --%s needs a value", opt_defs[id].name);
+            return ctl_fail(why, "option --%s needs a value", opt_defs[id].name);
         }
         *i += 1;
         value = argv[*i];
     }
     if (id == OPT_CONFIG) {
         if (raw->nconfig == CTL_CONFIG_MAX) {
-            return fail(why, "at most %d --config files", CTL_CONFIG_MAX);
+            return ctl_fail(why, "at most %d --config files", CTL_CONFIG_MAX);
         }
         if (value[0] == '\0' || strlen(value) > CTL_CONFIG_PATH_LEN_MAX) {
-            return fail(why, "--config takes a file path of 1..%d bytes", CTL_CONFIG_PATH_LEN_MAX);
+            return ctl_fail(why, "--config takes a file path of 1..%d bytes",
+                            CTL_CONFIG_PATH_LEN_MAX);
         }
         raw->config[raw->nconfig++] = value;
     }
@@ -271,10 +270,10 @@ static int raw_parse(int argc, char *const argv[], raw_args *raw, char why[CTL_W
                 return rc;
             }
         } else if (!options_done && arg[0] == '-' && arg[1] != '\0') {
-            return fail(why, "unknown option %s (options are spelled --name)", arg);
+            return ctl_fail(why, "unknown option %s (options are spelled --name)", arg);
         } else {
             if (raw->npos >= CTL_POSITIONAL_MAX) {
-                return fail(why, "too many arguments");
+                return ctl_fail(why, "too many arguments");
             }
             raw->pos[raw->npos++] = arg;
         }
@@ -285,7 +284,8 @@ static int raw_parse(int argc, char *const argv[], raw_args *raw, char why[CTL_W
 static int copy_id(char *dst, const char *src, size_t max, const char *what, char why[CTL_WHY_MAX])
 {
     if (!wire_id_valid(src, max)) {
-        return fail(why, "%s must be 1..%zu printable ASCII characters without spaces", what, max);
+        return ctl_fail(why, "%s must be 1..%zu printable ASCII characters without spaces", what,
+                        max);
     }
     memcpy(dst, src, strlen(src) + 1);
     return 0;
@@ -300,8 +300,8 @@ static int get_int(const raw_args *raw, int id, int64_t min, int64_t max, int64_
         return 0;
     }
     if (ctl_num_parse(raw->val[id], min, max, out) != 0) {
-        return fail(why, "--%s must be an integer in %" PRId64 "..%" PRId64, opt_defs[id].name, min,
-                    max);
+        return ctl_fail(why, "--%s must be an integer in %" PRId64 "..%" PRId64, opt_defs[id].name,
+                        min, max);
     }
     return 0;
 }
@@ -309,7 +309,7 @@ static int get_int(const raw_args *raw, int id, int64_t min, int64_t max, int64_
 static const struct cmd_def *find_cmd(const raw_args *raw, char why[CTL_WHY_MAX])
 {
     if (raw->npos == 0) {
-        fail(why, "no command given");
+        ctl_fail(why, "no command given");
         return NULL;
     }
     bool word_known = false;
@@ -324,7 +324,7 @@ static const struct cmd_def *find_cmd(const raw_args *raw, char why[CTL_WHY_MAX]
         }
     }
     if (!word_known) {
-        fail(why, "unknown command '%s'", raw->pos[0]);
+        ctl_fail(why, "unknown command '%s'", raw->pos[0]);
         return NULL;
     }
     /* a two-word command whose second word is missing or wrong: list them */
@@ -337,7 +337,7 @@ static const struct cmd_def *find_cmd(const raw_args *raw, char why[CTL_WHY_MAX]
             off += n > 0 ? (size_t)n : 0;
         }
     }
-    fail(why, "'%s' needs a subcommand: %s", raw->pos[0], subs);
+    ctl_fail(why, "'%s' needs a subcommand: %s", raw->pos[0], subs);
     return NULL;
 }
 
@@ -349,13 +349,14 @@ static int check_cmd_shape(const struct cmd_def *c, const raw_args *raw, char wh
     if (foreign != 0) {
         for (int i = 0; i < OPT_COUNT_; i++) {
             if ((foreign & OPT_BIT(i)) != 0) {
-                return fail(why, "option --%s does not apply to '%s'", opt_defs[i].name, c->word);
+                return ctl_fail(why, "option --%s does not apply to '%s'", opt_defs[i].name,
+                                c->word);
             }
         }
     }
     if (npos < c->pos_min || npos > c->pos_max) {
-        return fail(why, "wrong number of arguments for '%s%s%s'", c->word,
-                    c->word2 != NULL ? " " : "", c->word2 != NULL ? c->word2 : "");
+        return ctl_fail(why, "wrong number of arguments for '%s%s%s'", c->word,
+                        c->word2 != NULL ? " " : "", c->word2 != NULL ? c->word2 : "");
     }
     return 0;
 }
@@ -380,7 +381,7 @@ static int build_item_spec(const raw_args *raw, const char *const *pos, ctl_item
         return rc;
     }
     if ((raw->seen & OPT_BIT(OPT_TOTAL)) == 0) {
-        return fail(why, "item create needs --total N");
+        return ctl_fail(why, "item create needs --total N");
     }
     rc = get_int(raw, OPT_TOTAL, 0, ESC_TOTAL_MAX, 0, &s->total, why);
     rc = rc != 0 ? rc : get_int(raw, OPT_SEGMENTS, 1, ESC_SEGMENTS_PER_ITEM_MAX, 1, &v[0], why);
@@ -404,16 +405,16 @@ static int build_holds(const raw_args *raw, ctl_args *a, char why[CTL_WHY_MAX])
     bool by_buyer = (raw->seen & OPT_BIT(OPT_BUYER)) != 0;
     bool by_hold = (raw->seen & OPT_BIT(OPT_HOLD)) != 0;
     if (by_buyer == by_hold) {
-        return fail(why, "holds needs exactly one of --buyer B or --hold HOLD_ID");
+        return ctl_fail(why, "holds needs exactly one of --buyer B or --hold HOLD_ID");
     }
     if (by_hold && (raw->seen & OPT_BIT(OPT_ITEM)) != 0) {
-        return fail(why, "--item goes with --buyer, not with --hold");
+        return ctl_fail(why, "--item goes with --buyer, not with --hold");
     }
     if (by_buyer) {
         return copy_id(a->buyer, raw->val[OPT_BUYER], ESC_BUYER_LEN_MAX, "--buyer", why);
     }
     if (ctl_num_parse(raw->val[OPT_HOLD], 1, INT64_MAX, &a->hold_id) != 0) {
-        return fail(why, "--hold must be a hold id (a positive integer)");
+        return ctl_fail(why, "--hold must be a hold id (a positive integer)");
     }
     return 0;
 }
@@ -446,8 +447,8 @@ static int build_import(const raw_args *raw, const char *const *pos, ctl_args *a
                         char why[CTL_WHY_MAX])
 {
     if (pos[0][0] == '\0' || strlen(pos[0]) > CTL_IMPORT_PATH_LEN_MAX) {
-        return fail(why, "FILE must be a path of 1..%d bytes, or - for stdin",
-                    CTL_IMPORT_PATH_LEN_MAX);
+        return ctl_fail(why, "FILE must be a path of 1..%d bytes, or - for stdin",
+                        CTL_IMPORT_PATH_LEN_MAX);
     }
     memcpy(a->import_path, pos[0], strlen(pos[0]) + 1);
     ctl_import_format fmt = CTL_IMPORT_CSV;
@@ -471,15 +472,15 @@ static int build_status(const raw_args *raw, int npos, ctl_args *a, char why[CTL
     static const char *const states[] = {"", "active", "paused", "retired"};
     int rc = 0;
     if (a->global && (raw->seen & OPTS_STATUS) != 0) {
-        return fail(why, "status --global takes no filters or pages; name a TENANT [ITEM]");
+        return ctl_fail(why, "status --global takes no filters or pages; name a TENANT [ITEM]");
     }
     if ((raw->seen & OPT_BIT(OPT_TENANT)) != 0) {
         rc = npos > 0
-                 ? fail(why, "--tenant and a TENANT word exclude each other")
+                 ? ctl_fail(why, "--tenant and a TENANT word exclude each other")
                  : copy_id(a->tenant, raw->val[OPT_TENANT], ESC_TENANT_LEN_MAX, "--tenant", why);
     }
     if (rc == 0 && (raw->seen & OPT_BIT(OPT_ITEM_PREFIX)) != 0) {
-        rc = npos > 1 ? fail(why, "--item-prefix and an ITEM word exclude each other")
+        rc = npos > 1 ? ctl_fail(why, "--item-prefix and an ITEM word exclude each other")
                       : copy_id(a->item_prefix, raw->val[OPT_ITEM_PREFIX], ESC_ITEM_LEN_MAX,
                                 "--item-prefix", why);
     }
@@ -488,13 +489,13 @@ static int build_status(const raw_args *raw, int npos, ctl_args *a, char why[CTL
             a->item_state = strcmp(raw->val[OPT_STATE], states[i]) == 0 ? i : a->item_state;
         }
         if (a->item_state == 0) {
-            rc = fail(why, "--state must be active, paused or retired, not '%s'",
-                      raw->val[OPT_STATE]);
+            rc = ctl_fail(why, "--state must be active, paused or retired, not '%s'",
+                          raw->val[OPT_STATE]);
         }
     }
     if (rc == 0 && (raw->seen & OPT_BIT(OPT_PAUSED)) != 0) {
         if (a->item_state != 0 && a->item_state != 2) {
-            return fail(why, "--paused and --state %s exclude each other", raw->val[OPT_STATE]);
+            return ctl_fail(why, "--paused and --state %s exclude each other", raw->val[OPT_STATE]);
         }
         a->item_state = 2;
     }
@@ -517,18 +518,18 @@ static int build_follow(const raw_args *raw, ctl_args *a, char why[CTL_WHY_MAX])
     bool after = (raw->seen & OPT_BIT(OPT_AFTER)) != 0;
     if (!follow) {
         if (consumer || from_start) {
-            return fail(why, "--consumer and --from-start go with --follow");
+            return ctl_fail(why, "--consumer and --from-start go with --follow");
         }
         return 0;
     }
     if (!consumer) {
-        return fail(why, "events --follow needs --consumer NAME (the cursor is kept under it)");
+        return ctl_fail(why, "events --follow needs --consumer NAME (the cursor is kept under it)");
     }
     if (from_start && after) {
-        return fail(why, "--from-start and --after exclude each other");
+        return ctl_fail(why, "--from-start and --after exclude each other");
     }
     if (after && a->after < 1) {
-        return fail(why, "--after with --follow must be an event id (>= 1)");
+        return ctl_fail(why, "--after with --follow must be an event id (>= 1)");
     }
     a->follow = true;
     a->from_start = from_start;
@@ -570,14 +571,15 @@ int ctl_opts_apply_region(ctl_args *a, const region_cfg *region, char why[CTL_WH
 {
     if (!a->dsn_given && !ctl_opts_is_admin(a->cmd)) {
         if (strlen(region->dsn) > CTL_DSN_LEN_MAX) {
-            return fail(why, "%s: the dsn is longer than %d bytes", region->path, CTL_DSN_LEN_MAX);
+            return ctl_fail(why, "%s: the dsn is longer than %d bytes", region->path,
+                            CTL_DSN_LEN_MAX);
         }
         memcpy(a->dsn, region->dsn, strlen(region->dsn) + 1);
     }
     if (!a->coordinator_given) {
         if (!ctl_opts_url_valid(region->coordinator)) {
-            return fail(why, "%s: the coordinator '%s' is not an endpoint escrowctl can use",
-                        region->path, region->coordinator);
+            return ctl_fail(why, "%s: the coordinator '%s' is not an endpoint escrowctl can use",
+                            region->path, region->coordinator);
         }
         memcpy(a->coordinator, region->coordinator, strlen(region->coordinator) + 1);
     }
@@ -617,17 +619,18 @@ static int build_targets(const raw_args *raw, const ctl_env *env, const struct c
     bool admin = ctl_opts_is_admin(c->cmd);
     if (coord != NULL && coord[0] != '\0') {
         if (!ctl_opts_url_valid(coord)) {
-            return fail(why,
-                        "the coordinator URL must be tcp://HOST:PORT, ipc://PATH or inproc://NAME, "
-                        "or a comma-separated list of them (at most %d bytes)",
-                        ESC_ENDPOINT_LEN_MAX);
+            return ctl_fail(
+                why,
+                "the coordinator URL must be tcp://HOST:PORT, ipc://PATH or inproc://NAME, "
+                "or a comma-separated list of them (at most %d bytes)",
+                ESC_ENDPOINT_LEN_MAX);
         }
         memcpy(a->coordinator, coord, strlen(coord) + 1);
     } else if (admin && raw->nconfig == 0) {
-        return fail(why,
-                    "'%s%s%s' is carried out by the coordinator: pass --coordinator URL or "
-                    "set ESCROW_COORDINATOR",
-                    c->word, c->word2 != NULL ? " " : "", c->word2 != NULL ? c->word2 : "");
+        return ctl_fail(why,
+                        "'%s%s%s' is carried out by the coordinator: pass --coordinator URL or "
+                        "set ESCROW_COORDINATOR",
+                        c->word, c->word2 != NULL ? " " : "", c->word2 != NULL ? c->word2 : "");
     }
     int64_t t = 0;
     int rc = get_int(raw, OPT_TIMEOUT_MS, CTL_TIMEOUT_MS_MIN, CTL_TIMEOUT_MS_MAX,
@@ -644,10 +647,10 @@ static int build_targets(const raw_args *raw, const ctl_env *env, const struct c
         return 0; /* the file's dsn */
     }
     if (dsn == NULL || dsn[0] == '\0') {
-        return fail(why, "no database given: pass --dsn DSN, --config FILE or set ESCROW_DSN");
+        return ctl_fail(why, "no database given: pass --dsn DSN, --config FILE or set ESCROW_DSN");
     }
     if (strlen(dsn) > CTL_DSN_LEN_MAX) {
-        return fail(why, "the DSN is longer than %d bytes", CTL_DSN_LEN_MAX);
+        return ctl_fail(why, "the DSN is longer than %d bytes", CTL_DSN_LEN_MAX);
     }
     memcpy(a->dsn, dsn, strlen(dsn) + 1);
     return 0;
@@ -665,10 +668,10 @@ static int build_admin_pos(const struct cmd_def *c, const char *const *pos, ctl_
     case POS_HOLD:
         if (ctl_num_parse(pos[0], 1, INT64_MAX, &a->hold_id) != 0 ||
             !wire_hold_id_valid((uint64_t)a->hold_id)) {
-            return fail(why,
-                        "HOLD_ID must be a hold id (a positive integer naming a segment), "
-                        "not '%s'",
-                        pos[0]);
+            return ctl_fail(why,
+                            "HOLD_ID must be a hold id (a positive integer naming a segment), "
+                            "not '%s'",
+                            pos[0]);
         }
         return 0;
     default:
@@ -678,14 +681,14 @@ static int build_admin_pos(const struct cmd_def *c, const char *const *pos, ctl_
     rc = rc != 0 ? rc : copy_id(a->item, pos[1], ESC_ITEM_LEN_MAX, "ITEM", why);
     if (rc == 0 && c->pos == POS_ITEM_QTY &&
         ctl_num_parse(pos[2], 1, ESC_TOTAL_MAX, &a->qty) != 0) {
-        rc = fail(why, "QTY must be an integer in 1..%lld, not '%s'", (long long)ESC_TOTAL_MAX,
-                  pos[2]);
+        rc = ctl_fail(why, "QTY must be an integer in 1..%lld, not '%s'", (long long)ESC_TOTAL_MAX,
+                      pos[2]);
     }
     int64_t n = 0;
     if (rc == 0 && c->pos == POS_ITEM_SPLIT) {
         if (ctl_num_parse(pos[2], 1, ESC_SEGMENTS_PER_ITEM_MAX, &n) != 0) {
-            return fail(why, "N (segments) must be an integer in 1..%d, not '%s'",
-                        ESC_SEGMENTS_PER_ITEM_MAX, pos[2]);
+            return ctl_fail(why, "N (segments) must be an integer in 1..%d, not '%s'",
+                            ESC_SEGMENTS_PER_ITEM_MAX, pos[2]);
         }
         a->nsegments = (int)n;
     }
@@ -705,18 +708,19 @@ static int check_region_shape(const struct cmd_def *c, const raw_args *raw, char
     const char *sp = c->word2 != NULL ? " " : "";
     const char *w2 = c->word2 != NULL ? c->word2 : "";
     if (!region_cmd(c, raw)) {
-        return (raw->seen & OPT_BIT(OPT_QUOTA)) != 0 ? fail(why, "--quota goes with --global") : 0;
+        return (raw->seen & OPT_BIT(OPT_QUOTA)) != 0 ? ctl_fail(why, "--quota goes with --global")
+                                                     : 0;
     }
     if (raw->nconfig == 0) {
-        return fail(why, "'%s%s%s%s' needs --config FILE, one per region", c->word, sp, w2,
-                    (raw->seen & OPT_BIT(OPT_GLOBAL)) != 0 ? " --global" : "");
+        return ctl_fail(why, "'%s%s%s%s' needs --config FILE, one per region", c->word, sp, w2,
+                        (raw->seen & OPT_BIT(OPT_GLOBAL)) != 0 ? " --global" : "");
     }
     if ((raw->seen & OPT_BIT(OPT_DSN)) != 0) {
-        return fail(why, "--dsn does not apply to '%s%s%s': each --config names its database",
-                    c->word, sp, w2);
+        return ctl_fail(why, "--dsn does not apply to '%s%s%s': each --config names its database",
+                        c->word, sp, w2);
     }
     if ((raw->seen & OPT_BIT(OPT_NODE)) != 0) {
-        return fail(why, "--node does not apply to --global: each region places its segments");
+        return ctl_fail(why, "--node does not apply to --global: each region places its segments");
     }
     return 0;
 }
@@ -727,13 +731,14 @@ static int build_stock(const struct cmd_def *c, const raw_args *raw, ctl_args *a
 {
     const unsigned opts = OPT_BIT(OPT_REGION) | OPT_BIT(OPT_OP_ID) | OPT_BIT(OPT_VIA);
     if (!a->global) {
-        return (raw->seen & opts) != 0 ? fail(why, "--region, --via and --op-id go with --global")
-                                       : 0;
+        return (raw->seen & opts) != 0
+                   ? ctl_fail(why, "--region, --via and --op-id go with --global")
+                   : 0;
     }
     int rc = 0;
     if ((raw->seen & OPT_BIT(OPT_REGION)) != 0) {
         rc = c->cmd == CTL_CMD_ITEM_REDUCE
-                 ? fail(why, "a reduce names no --region: it takes from every region")
+                 ? ctl_fail(why, "a reduce names no --region: it takes from every region")
                  : copy_id(a->op_region, raw->val[OPT_REGION], CTL_REGION_LEN_MAX, "--region", why);
     }
     if (rc == 0 && (raw->seen & OPT_BIT(OPT_VIA)) != 0) {
@@ -760,8 +765,8 @@ static int build_region(const struct cmd_def *c, const raw_args *raw, ctl_args *
             sum += a->quota[i].units;
         }
         if (sum != a->spec.total) {
-            return fail(why, "--quota adds up to %" PRId64 ", not --total %" PRId64, sum,
-                        a->spec.total);
+            return ctl_fail(why, "--quota adds up to %" PRId64 ", not --total %" PRId64, sum,
+                            a->spec.total);
         }
     }
     if (c->cmd == CTL_CMD_ITEM_RESTOCK || c->cmd == CTL_CMD_ITEM_REDUCE) {
@@ -771,12 +776,12 @@ static int build_region(const struct cmd_def *c, const raw_args *raw, ctl_args *
         return 0;
     }
     if ((raw->seen & OPT_BIT(OPT_FROM)) == 0 || (raw->seen & OPT_BIT(OPT_TO)) == 0) {
-        return fail(why, "quota move needs --from REGION and --to REGION");
+        return ctl_fail(why, "quota move needs --from REGION and --to REGION");
     }
     int rc = copy_id(a->from_region, raw->val[OPT_FROM], CTL_REGION_LEN_MAX, "--from", why);
     rc = rc != 0 ? rc : copy_id(a->to_region, raw->val[OPT_TO], CTL_REGION_LEN_MAX, "--to", why);
     if (rc == 0 && strcmp(a->from_region, a->to_region) == 0) {
-        return fail(why, "--from and --to name the same region");
+        return ctl_fail(why, "--from and --to name the same region");
     }
     return rc;
 }

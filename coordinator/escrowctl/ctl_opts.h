@@ -54,6 +54,10 @@
 #define CTL_CONFIG_PATH_LEN_MAX 1023
 /* Room for one error sentence. */
 #define CTL_WHY_MAX 256
+
+/* Writes the sentence into why and returns ESC_EINVAL: every refusal of a
+ * parser of escrowctl's input (options, import files) ends this way. */
+int ctl_fail(char why[CTL_WHY_MAX], const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 /* How long a command waits for the coordinator's (or, for release, the
  * node's) answer: --timeout-ms bounds. One round trip on loopback takes well
  * under a millisecond; 3 s covers a coordinator busy with a catalog reload. */

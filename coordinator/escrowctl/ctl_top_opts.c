@@ -70,17 +70,6 @@ typedef struct top_raw {
     int nwords;
 } top_raw;
 
-static int fail(char why[CTL_WHY_MAX], const char *fmt, ...) __attribute__((format(printf, 2, 3)));
-
-static int fail(char why[CTL_WHY_MAX], const char *fmt, ...)
-{
-    va_list ap;
-    va_start(ap, fmt);
-    vsnprintf(why, CTL_WHY_MAX, fmt, ap);
-    va_end(ap);
-    return ESC_EINVAL;
-}
-
 /* The option named by arg (after "--", up to '=' if any); -1 if unknown. */
 static int find_opt(const char *arg, size_t *name_len)
 {
@@ -132,20 +121,20 @@ static int take_opt(int argc, char *const argv[], int *i, top_raw *raw, char why
     size_t n = 0;
     int id = find_opt(arg, &n);
     if (id < 0) {
-        return fail(why, "unknown option --%.*s for 'top'", (int)strcspn(arg, "="), arg);
+        return ctl_fail(why, "unknown option --%.*s for 'top'", (int)strcspn(arg, "="), arg);
     }
     if (raw->val[id] != NULL) {
-        return fail(why, "option --%s given twice", top_opts[id].name);
+        return ctl_fail(why, "option --%s given twice", top_opts[id].name);
     }
     const char *value = "";
     if (arg[n] == '=') {
         if (!top_opts[id].has_value) {
-            return fail(why, "option --%s takes no value", top_opts[id].name);
+            return ctl_fail(why, "option --%s takes no value", top_opts[id].name);
         }
         value = arg + n + 1;
     } else if (top_opts[id].has_value) {
         if (*i + 1 >= argc) {
-            return fail(why, "option --%s needs a value", top_opts[id].name);
+            return ctl_fail(why, "option --%s needs a value", top_opts[id].name);
         }
         *i += 1;
         value = argv[*i];
@@ -171,7 +160,7 @@ static int raw_parse(int argc, char *const argv[], top_raw *raw, char why[CTL_WH
             continue;
         }
         if (raw->nwords == TOP_WORDS_MAX) {
-            return fail(why, "'top' takes at most one TENANT (got '%s' too)", argv[i]);
+            return ctl_fail(why, "'top' takes at most one TENANT (got '%s' too)", argv[i]);
         }
         raw->word[raw->nwords++] = argv[i];
     }
@@ -186,8 +175,8 @@ static int get_int(const top_raw *raw, int id, int64_t min, int64_t max, int64_t
         return 0;
     }
     if (ctl_num_parse(raw->val[id], min, max, out) != 0) {
-        return fail(why, "--%s must be an integer in %lld..%lld, not '%s'", top_opts[id].name,
-                    (long long)min, (long long)max, raw->val[id]);
+        return ctl_fail(why, "--%s must be an integer in %lld..%lld, not '%s'", top_opts[id].name,
+                        (long long)min, (long long)max, raw->val[id]);
     }
     return 0;
 }
@@ -195,7 +184,7 @@ static int get_int(const top_raw *raw, int id, int64_t min, int64_t max, int64_t
 static int copy_id(char *dst, const char *src, size_t max, const char *what, char why[CTL_WHY_MAX])
 {
     if (!wire_id_valid(src, max)) {
-        return fail(why, "%s must be 1..%zu printable ASCII bytes without spaces", what, max);
+        return ctl_fail(why, "%s must be 1..%zu printable ASCII bytes without spaces", what, max);
     }
     memcpy(dst, src, strlen(src) + 1);
     return 0;
@@ -214,13 +203,13 @@ static int build_state(const top_raw *raw, ctl_top_filter *f, char why[CTL_WHY_M
             }
         }
         if (f->state == CTL_TOP_STATE_ANY) {
-            return fail(why, "--state must be active, paused or retired, not '%s'",
-                        raw->val[T_STATE]);
+            return ctl_fail(why, "--state must be active, paused or retired, not '%s'",
+                            raw->val[T_STATE]);
         }
     }
     if (raw->val[T_PAUSED] != NULL) {
         if (f->state != CTL_TOP_STATE_ANY && f->state != CTL_TOP_STATE_PAUSED) {
-            return fail(why, "--paused and --state %s exclude each other", raw->val[T_STATE]);
+            return ctl_fail(why, "--paused and --state %s exclude each other", raw->val[T_STATE]);
         }
         f->state = CTL_TOP_STATE_PAUSED;
     }
@@ -231,13 +220,13 @@ static int build_filter(const top_raw *raw, ctl_top_filter *f, char why[CTL_WHY_
 {
     int rc = 0;
     if (raw->nwords < 1 || strcmp(raw->word[0], "top") != 0) {
-        return fail(why, "expected the command 'top' first");
+        return ctl_fail(why, "expected the command 'top' first");
     }
     if (raw->nwords == 2 && raw->val[T_TENANT] != NULL) {
-        return fail(why, "--tenant and a TENANT word exclude each other");
+        return ctl_fail(why, "--tenant and a TENANT word exclude each other");
     }
     if (raw->val[T_PREFIX] != NULL && raw->val[T_ITEM_PREFIX] != NULL) {
-        return fail(why, "--prefix and --item-prefix exclude each other");
+        return ctl_fail(why, "--prefix and --item-prefix exclude each other");
     }
     const char *tenant = raw->nwords == 2 ? raw->word[1] : raw->val[T_TENANT];
     const char *prefix = raw->val[T_PREFIX] != NULL ? raw->val[T_PREFIX] : raw->val[T_ITEM_PREFIX];
@@ -259,10 +248,10 @@ static int build_refresh(const top_raw *raw, ctl_top_args *a, char why[CTL_WHY_M
     a->once = raw->val[T_ONCE] != NULL;
     a->batch = raw->val[T_BATCH] != NULL;
     if (a->once && a->batch) {
-        return fail(why, "--once and --batch exclude each other");
+        return ctl_fail(why, "--once and --batch exclude each other");
     }
     if (raw->val[T_ITERATIONS] != NULL && !a->batch) {
-        return fail(why, "--iterations goes with --batch");
+        return ctl_fail(why, "--iterations goes with --batch");
     }
     int64_t interval = 0, limit = 0;
     int rc = get_int(raw, T_ITERATIONS, 1, CTL_TOP_ITERATIONS_MAX, 0, &a->iterations, why);
@@ -283,16 +272,17 @@ static int build_targets(const top_raw *raw, const ctl_env *env, ctl_top_args *a
     const char *config = raw->val[T_CONFIG];
     if (config != NULL) {
         if (config[0] == '\0' || strlen(config) > CTL_CONFIG_PATH_LEN_MAX) {
-            return fail(why, "--config takes a file path of 1..%d bytes", CTL_CONFIG_PATH_LEN_MAX);
+            return ctl_fail(why, "--config takes a file path of 1..%d bytes",
+                            CTL_CONFIG_PATH_LEN_MAX);
         }
         memcpy(a->config, config, strlen(config) + 1);
     }
     const char *dsn = raw->val[T_DSN] != NULL ? raw->val[T_DSN] : config != NULL ? "" : env->dsn;
     if ((dsn == NULL || dsn[0] == '\0') && config == NULL) {
-        return fail(why, "no database given: pass --dsn DSN, --config FILE or set ESCROW_DSN");
+        return ctl_fail(why, "no database given: pass --dsn DSN, --config FILE or set ESCROW_DSN");
     }
     if (strlen(dsn) > CTL_DSN_LEN_MAX) {
-        return fail(why, "the DSN is longer than %d bytes", CTL_DSN_LEN_MAX);
+        return ctl_fail(why, "the DSN is longer than %d bytes", CTL_DSN_LEN_MAX);
     }
     memcpy(a->dsn, dsn, strlen(dsn) + 1);
     int64_t t = 0;
