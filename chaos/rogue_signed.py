@@ -119,8 +119,18 @@ def read_varint(b, i):
 class Conn:
     """One SP/TCP session to a REP socket: send a frame, read its answer."""
 
-    def __init__(self, addr):
-        self.s = socket.create_connection(addr, timeout=10)
+    def __init__(self, addr, wait_s=60):
+        # The nemesis may have killed the daemon a moment ago: it comes back
+        # within seconds, so a refused connect is tried again until wait_s.
+        deadline = time.time() + wait_s
+        while True:
+            try:
+                self.s = socket.create_connection(addr, timeout=10)
+                break
+            except OSError:
+                if time.time() >= deadline:
+                    raise
+                time.sleep(0.2)
         self.s.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
         self.s.sendall(SP_REQ)
         self.read(8)
