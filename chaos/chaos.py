@@ -357,6 +357,19 @@ class Cluster:
             raise RuntimeError(r.stderr.strip())
         return r.stdout.strip()
 
+    def psql_settled(self, sql, within=120):
+        """psql for a query asked while the nemesis may restart PostgreSQL:
+        retried until it answers or `within` seconds pass (a refused
+        connection is the restart, not a finding)."""
+        end = time.time() + within
+        while True:
+            try:
+                return self.psql(sql)
+            except (RuntimeError, subprocess.TimeoutExpired):
+                if time.time() >= end:
+                    raise
+                time.sleep(0.5)
+
     def ctl(self, *args, timeout=20, stderr=subprocess.STDOUT):
         env = dict(os.environ, ESCROW_DSN=self.pg["ESCROW_DSN"],
                    ESCROW_COORDINATOR=self.coord_url)
@@ -762,7 +775,7 @@ class Run:
         # placed: every segment has an owner (the bound only stops a hang)
         end = time.time() + 120
         while time.time() < end:
-            n = self.cluster.psql("SELECT count(*) FROM segments WHERE node_id IS NULL")
+            n = self.cluster.psql_settled("SELECT count(*) FROM segments WHERE node_id IS NULL")
             if n == "0":
                 return
             time.sleep(0.2)
@@ -800,15 +813,15 @@ class Run:
         t0 = time.time()
         self.nemesis_event("phase-start", {"phase": phase, "workloads": workloads})
         nem.start()
-        rogue_t = None
+        rogue_t, rogue_started = None, False
         if "flash" in workloads and not self.a.no_rogue:
             rogue_t = threading.Thread(target=self.run_rogue, args=(rng.randint(1, 1 << 30),),
                                        daemon=True)
             rogue_at = t0 + 3.0
         last_audit = 0.0
         while time.time() - t0 < seconds or nem.is_alive():
-            if rogue_t is not None and not rogue_t.is_alive() and self.rogue is None \
-                    and time.time() >= rogue_at:
+            if rogue_t is not None and not rogue_started and time.time() >= rogue_at:
+                rogue_started = True  # once: a thread that died is not restarted
                 rogue_t.start()
             self.cluster.check_crashes()
             if time.time() - last_audit >= AUDIT_S:
@@ -853,7 +866,7 @@ class Run:
                 tenants.setdefault(tenant, []).append(item)
         # The abandoned holds' ttl at most 3 s: wait for them before buying out.
         for tenant, items in tenants.items():
-            segs = self.cluster.psql(
+            segs = self.cluster.psql_settled(
                 "SELECT string_agg(segment_id::text, ',') FROM segments WHERE tenant_id = '%s' "
                 "AND item_id IN (%s) AND state <> 'retired'"
                 % (tenant, ",".join("'%s'" % i for i in items)))
@@ -882,7 +895,7 @@ class Run:
         # (polled; the bound only stops a hang, complete_s says how long it took).
         end = time.time() + 120
         while True:
-            rows = self.cluster.psql(
+            rows = self.cluster.psql_settled(
                 "SELECT count(*) FILTER (WHERE sold = total AND held = 0), count(*) FROM "
                 "conservation WHERE (tenant_id, item_id) IN (%s)"
                 % ",".join("('%s','%s')" % (t, i) for t, its in tenants.items() for i in its))
@@ -923,7 +936,8 @@ class Run:
         restarted = [n for n in pids1 if c.procs[n].pid != pids1[n]]
         sig_line = [l for l in r.stdout.splitlines() if l.startswith("ROGUE-SIGNED ")]
         sig = dict(kv.split("=", 1) for kv in sig_line[0].split()[1:]) if sig_line else {}
-        sig["holds_left"] = c.psql("SELECT count(*) FROM holds WHERE idempotency_key LIKE 'rogue-%'")
+        sig["holds_left"] = c.psql_settled(
+            "SELECT count(*) FROM holds WHERE idempotency_key LIKE 'rogue-%'")
         sig["restarted"] = ",".join(restarted) or "-"
         time.sleep(1.0)
         rss1 = {n: c.rss_kib(n) for n in nodes}
