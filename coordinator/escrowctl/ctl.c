@@ -20,6 +20,7 @@
 #include "ctl_migrate.h"
 #include "ctl_migrate_status.h"
 #include "ctl_nodes.h"
+#include "ctl_restore.h"
 #include "ctl_retention.h"
 #include "ctl_region.h"
 #include "ctl_release.h"
@@ -62,6 +63,10 @@ static int dispatch(PGconn *conn, const ctl_args *a, FILE *out, outcome *o)
     case CTL_CMD_RETENTION_SHOW:
     case CTL_CMD_RETENTION_RUN:
         return ctl_retention(conn, a, out, a->cmd == CTL_CMD_RETENTION_RUN);
+    case CTL_CMD_RESTORE_FENCE:
+        return ctl_restore_fence(conn, a, out);
+    case CTL_CMD_RESTORE_XID_EPOCH:
+        return ctl_restore_xid_epoch(conn, a, out);
     default:
         break;
     }

@@ -176,6 +176,8 @@ static const struct cmd_def {
     {"consumers", NULL, CTL_CMD_CONSUMERS, 1, 1, OPT_BIT(OPT_LIMIT), POS_FILTERS, 0},
     {"retention", "show", CTL_CMD_RETENTION_SHOW, 0, 0, 0, POS_NONE, 0},
     {"retention", "run", CTL_CMD_RETENTION_RUN, 0, 0, 0, POS_NONE, 0},
+    {"restore", "fence", CTL_CMD_RESTORE_FENCE, 0, 0, 0, POS_NONE, 0},
+    {"restore", "xid-epoch", CTL_CMD_RESTORE_XID_EPOCH, 0, 0, 0, POS_NONE, 0},
     {"quota", "show", CTL_CMD_QUOTA_SHOW, 0, 2, 0, POS_FILTERS, 0},
     {"quota", "move", CTL_CMD_QUOTA_MOVE, 3, 3, OPT_BIT(OPT_FROM) | OPT_BIT(OPT_TO), POS_ITEM_QTY,
      0},

@@ -80,6 +80,8 @@ typedef enum ctl_cmd {
     CTL_CMD_CONSUMERS,
     CTL_CMD_RETENTION_SHOW,
     CTL_CMD_RETENTION_RUN,
+    CTL_CMD_RESTORE_FENCE,
+    CTL_CMD_RESTORE_XID_EPOCH,
     /* over several regions, one --config each (ctl_region.h) */
     CTL_CMD_QUOTA_SHOW,
     CTL_CMD_QUOTA_MOVE,

@@ -64,6 +64,11 @@ static void usage_db(FILE *f)
           "                               day, and what a retention run would drop and why\n"
           "  retention run                drop them now (whole partitions) and make the\n"
           "                               partitions ahead; then show what is left\n"
+          "  restore fence                after a restore, before any daemon starts: move\n"
+          "                               every segment's hold ids 2^32 on (refused while a\n"
+          "                               coordinator leads this database)\n"
+          "  restore xid-epoch            the transaction-id epoch a restore from pg_dump\n"
+          "                               needs (pg_resetwal -e E); docs/backup.md\n"
           "  check                        conservation (transfers in flight included) and the\n"
           "                               counters against the holds; exit 1 if violated\n"
           "\n",

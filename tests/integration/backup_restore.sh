@@ -5,7 +5,7 @@
 # (custom format) runs while a sale is in flight; after the dump both nodes
 # restart (their segments change owner) and sell 60 more, which the restore
 # loses; the cluster is thrown away. A fresh PostgreSQL (new initdb, new
-# port) gets pg_restore and the hold-id fence of docs/backup.md; escrowctl
+# port) gets pg_restore and escrowctl restore fence (refused on the live cluster); escrowctl
 # migrate --status and check pass; the coordinator and the nodes start on
 # it and sell on to an exact sold-out: 600 sold, nothing held or available,
 # nothing oversold, conservation ok. No hold id a buyer was given by the lost
@@ -96,6 +96,17 @@ itest_eq "$(itest_q "SELECT count(*) FROM holds WHERE idempotency_key LIKE 'lost
 # What the buyers of the lost cluster were told: every hold id and its key.
 itest_q "SELECT hold_id || ' ' || idempotency_key FROM holds" >"$D/lost-holds.txt"
 OLD_PORT=$ESC_PG_PORT
+# The fence is for a restored database before any daemon starts: refused
+# while a coordinator leads this one, and nothing moves.
+SEQ_BEFORE=$(itest_q "SELECT sum(hold_seq) FROM segments")
+if esc_ctl restore fence >"$D/fence-live.out" 2>&1; then
+    esc_fail "backup_restore: restore fence ran while the coordinator leads the database"
+fi
+grep -q "leads this database" "$D/fence-live.out" || {
+    cat "$D/fence-live.out" >&2
+    esc_fail "backup_restore: the refused fence does not say why"
+}
+itest_eq "$(itest_q "SELECT sum(hold_seq) FROM segments")" "$SEQ_BEFORE" "hold sequences after a refused fence"
 follow_stop lost
 stop_daemons
 esc_pg_stop
@@ -106,12 +117,15 @@ echo "lost cluster on port $OLD_PORT, restored one on port $ESC_PG_PORT"
 itest_eq "$(itest_q "SELECT count(*) FROM pg_tables WHERE schemaname = 'public'")" 0 \
     "tables in the fresh cluster before the restore"
 "$ESC_PG_BINDIR/pg_restore" --no-owner --exit-on-error --dbname="$ESCROW_DSN" "$D/escrow.dump"
-# The hold-id fence and the transaction-id epoch of docs/backup.md (the same statements).
-itest_q "UPDATE segments SET hold_seq = least(hold_seq + 4294967296, 1099511627775)" >/dev/null
-EPOCH=$(itest_q "SELECT coalesce(max(x), 0)::bigint / 4294967296 + 1 FROM (
-    SELECT pg_current_xact_id()::text::numeric AS x UNION ALL
-    SELECT txid::text::numeric FROM outbox UNION ALL
-    SELECT cursor_txid::text::numeric FROM feed_consumers) t")
+# The hold-id fence and the transaction-id epoch of docs/backup.md (the same commands).
+esc_ctl restore fence >"$D/fence.out" 2>&1 || {
+    cat "$D/fence.out" >&2
+    esc_fail "backup_restore: restore fence failed on the restored database"
+}
+cat "$D/fence.out"
+EPOCH=$(esc_ctl restore xid-epoch) || esc_fail "backup_restore: restore xid-epoch failed"
+EPOCH=${EPOCH%%$'\n'*}
+[[ $EPOCH =~ ^[0-9]+$ ]] || esc_fail "backup_restore: restore xid-epoch printed '$EPOCH'"
 esc_pg_xid_epoch "$EPOCH" || esc_fail "backup_restore: cannot set the transaction-id epoch"
 esc_ctl migrate --status >"$D/status.out" || {
     cat "$D/status.out" >&2
