@@ -3,9 +3,10 @@
 # regions_reduce_fresh.sh - a global reduce is judged on every other region's
 # figures as of after the request arrived, never on an older status (two
 # regions, eu and us from examples/regions, automatic quota moves off, a
-# status round of 2 s so that an old status is really old):
-#   - 30 units sold in us, and at once (no wait) a reduce in eu of one unit
-#     more than is unsold: refused, naming exactly 170, nothing changes;
+# status round of 3 s so that an old status is really old):
+#   - three times 10 units sold in us, and at once (as soon as us's
+#     database has them) a reduce in eu of one unit more than is unsold:
+#     refused, naming exactly 190, 180, 170; nothing changes;
 #   - the reduce of exactly 170: accepted, completes (us sends its unused
 #     quota), check --global ok, every total exact;
 #   - us's coordinator down: a reduce is answered "try later: region us
@@ -13,8 +14,8 @@
 set -euo pipefail
 source "$(dirname "$0")/region_lib.sh"
 
-esc_step "two regions (no automatic quota moves, 2 s rounds); a global item of 200 units (100 + 100)"
-region_start --quota auto=off --quota interval_ms=2000
+esc_step "two regions (no automatic quota moves, 3 s rounds); a global item of 200 units (100 + 100)"
+region_start --quota auto=off --quota interval_ms=3000
 eu_cfg=$(region_get CONFIG eu)
 us_cfg=$(region_get CONFIG us)
 cfgs=(--config "$eu_cfg" --config "$us_cfg")
@@ -36,12 +37,24 @@ reduce_201() {
 esc_wait_for 60 reduce_201 || esc_fail "eu never heard us"
 region_has err "cannot reduce t1/gig by 201: only 200 units are neither sold nor being reduced"
 
-esc_step "30 units sold in us, then at once a reduce of 171 in eu: refused, exactly 170 unsold"
-region_load us --item gig --buyers 30 --concurrency 10 --confirm 1 --release 0 --key-prefix sale \
-    --quiet
-region_ctl 1 item reduce t1 gig 171 --global --op-id big "${cfgs[@]}"
-cat "$REGION_DIR/err"
-region_has err "refused operation big: cannot reduce t1/gig by 171: only 170 units are neither sold nor being reduced"
+# three times: 10 more units sold in us, and the reduce goes as soon as us's
+# database has them (not when the load generator has finished its own
+# count, seconds later): one unit more than is unsold is refused, exactly
+sell_then_reduce() {
+    local sold=$1 unsold=$((200 - $1))
+    region_load_bg us "$REGION_DIR/sale.out" --item gig --buyers 10 --concurrency 10 --confirm 1 \
+        --release 0 --key-prefix "sale$sold"
+    region_wait us "SELECT COALESCE(sum(sold), 0) FROM segments WHERE item_id = 'gig'" "$sold" 60 ||
+        esc_fail "us did not sell $sold units"
+    region_ctl 1 item reduce t1 gig $((unsold + 1)) --global --op-id "big$sold" "${cfgs[@]}"
+    cat "$REGION_DIR/err"
+    region_has err "refused operation big$sold: cannot reduce t1/gig by $((unsold + 1)): only $unsold units are neither sold nor being reduced"
+    region_load_wait >/dev/null
+}
+for sold in 10 20 30; do
+    esc_step "$sold units sold in us, then at once a reduce of $((201 - sold)) in eu: refused, exactly $((200 - sold)) unsold"
+    sell_then_reduce "$sold"
+done
 esc_assert_eq "$(seg us sold)" 30 "sold in us"
 esc_assert_eq "$(q eu "g.global_total || ' ' || i.total || ' ' || i.reduce_pending")" "200 100 0" \
     "eu unchanged"
