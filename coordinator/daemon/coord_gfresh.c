@@ -32,8 +32,7 @@ static void end_ask(coord *c, coord_gfresh_ask *a, int status, const char *msg)
     cb(c, status, msg, elsewhere, arg);
 }
 
-void coord_gfresh_ask_all(coord *c, coord_gfresh *f, coord_item *it, coord_gfresh_cb cb,
-                          void *arg)
+void coord_gfresh_ask_all(coord *c, coord_gfresh *f, coord_item *it, coord_gfresh_cb cb, void *arg)
 {
     coord_gfresh_ask *a = NULL;
     for (size_t k = 0; k < COORD_GFRESH_MAX && a == NULL; k++) {

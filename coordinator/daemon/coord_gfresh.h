@@ -62,8 +62,7 @@ void coord_gfresh_init(coord_gfresh *f, const region_cfg *cfg, coord_peers *peer
 
 /* Asks every peer for it's figures now; cb runs exactly once (at once when
  * there is no peer or no room). */
-void coord_gfresh_ask_all(coord *c, coord_gfresh *f, coord_item *it, coord_gfresh_cb cb,
-                          void *arg);
+void coord_gfresh_ask_all(coord *c, coord_gfresh *f, coord_item *it, coord_gfresh_cb cb, void *arg);
 
 /* Peer i's answer to a fresh status (rep->corr_id has COORD_PEER_CORR_FRESH). */
 void coord_gfresh_answered(coord *c, coord_gfresh *f, int i, const wire_reply *rep);
