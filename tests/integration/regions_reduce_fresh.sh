@@ -10,7 +10,8 @@
 #   - the reduce of exactly 170: accepted, completes (us sends its unused
 #     quota), check --global ok, every total exact;
 #   - us's coordinator down: a reduce is answered "try later: region us
-#     unreachable" (UNAVAILABLE) and changes nothing.
+#     unreachable" (UNAVAILABLE) and changes nothing; the retry of one
+#     carried out before is still answered "carried out before".
 set -euo pipefail
 source "$(dirname "$0")/region_lib.sh"
 
@@ -85,4 +86,7 @@ region_has err "(UNAVAILABLE)"
 esc_assert_eq "$(q eu "g.global_total || ' ' || i.total || ' ' || i.reduce_pending")" "30 0 0" \
     "eu unchanged"
 esc_assert_eq "$(region_psql eu "SELECT count(*) FROM global_ops WHERE op_id = 'down'")" 0 "no record"
+# an operation carried out before is still answered from its record
+region_ctl 0 item reduce t1 gig 170 --global --op-id exact "${cfgs[@]}"
+region_has out "operation exact was carried out before (reduce of 170)"
 echo "PASS regions_reduce_fresh"
