@@ -96,6 +96,7 @@ typedef struct wire_quota {
     char from_region[ESC_REGION_LEN_MAX + 1];
     char to_region[ESC_REGION_LEN_MAX + 1];
     uint64_t transfer_id;
+    bool fresh; /* STATUS: answer with sold units read after it arrived (coord_gfresh.h) */
     size_t nitems;
     wire_quota_item items[ESC_QUOTA_ITEMS_MAX];
 } wire_quota;

@@ -457,6 +457,7 @@ int wire_quota_from_pb(const Escrow__QuotaReq *r, wire_quota *q, wire_request *o
         return wire_why(why, ESC_EINVAL, "quota: unknown kind");
     }
     q->kind = r->kind;
+    q->fresh = r->kind == WIRE_QUOTA_STATUS && r->fresh;
     if ((rc = quota_head_from_pb(r, q, out, why)) < 0) {
         return rc;
     }
@@ -527,6 +528,7 @@ int wire_encode_quota(uint64_t corr_id, const char *tenant_id, const wire_quota 
     r.from_region = (char *)q->from_region;
     r.to_region = (char *)q->to_region;
     r.transfer_id = q->transfer_id;
+    r.fresh = q->fresh;
     r.item_id = (char *)(item_id != NULL ? item_id : "");
     r.qty = qty;
     Escrow__QuotaItem *arr = NULL, **ptrs = NULL;

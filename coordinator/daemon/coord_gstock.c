@@ -13,6 +13,7 @@
 
 #include "clock.h"
 #include "coord_db.h"
+#include "coord_gfresh.h"
 #include "coord_gitem.h"
 #include "coord_policy.h"
 #include "coord_state.h"
@@ -25,9 +26,10 @@
 #define TAG "/* escrow:coord-gstock */ "
 
 void coord_gstock_init(coord_gstock *gs, const region_cfg *cfg, coord_peers *peers,
-                       struct coord_status *status)
+                       struct coord_status *status, struct coord_gfresh *fresh)
 {
     memset(gs, 0, sizeof *gs);
+    gs->fresh = fresh;
     gs->cfg = cfg;
     gs->peers = peers;
     gs->status = status;
@@ -57,6 +59,7 @@ typedef struct gstock_job {
     char place[ESC_REGION_LEN_MAX + 1]; /* restock: where the units go */
     int peer;                           /* restock: place's peer index; -1 = this region */
     bool uncollapse;                    /* restock here of a collapsed item */
+    bool judged;                        /* reduce: the peers' fresh figures are in */
 } gstock_job;
 
 static void finish(coord *c, gstock_job *j, int status, const char *fmt, ...)
@@ -170,6 +173,8 @@ static void on_restocked(coord *c, PGresult *res, const pgx_err *err, void *arg)
            it->tenant_id, it->item_id, j->qty, it->global_total, j->place);
 }
 
+static void on_fresh(coord *c, int status, const char *msg, int64_t elsewhere, void *arg);
+
 static void on_reduced(coord *c, PGresult *res, const pgx_err *err, void *arg)
 {
     gstock_job *j = arg;
@@ -191,11 +196,14 @@ static void on_reduced(coord *c, PGresult *res, const pgx_err *err, void *arg)
                j->qty);
         return;
     }
+    if (strcmp(outcome, "unjudged") == 0 && !j->judged) {
+        /* not carried out before: judged on facts as new as the request */
+        coord_gfresh_ask_all(c, j->gs->fresh, it, on_fresh, j);
+        return;
+    }
     if (strcmp(outcome, "unjudged") == 0) {
-        finish(c, j, ESC_EUNAVAILABLE,
-               "not every region has reported %s/%s since this coordinator started: nothing "
-               "reduced; retry",
-               it->tenant_id, it->item_id);
+        finish(c, j, ESC_EINTERNAL, "the reduce of %s/%s was not judged; retry", it->tenant_id,
+               it->item_id);
         return;
     }
     j->gs->n_reduces++;
@@ -260,30 +268,34 @@ static void restock(coord *c, gstock_job *j)
     it->write_busy = true;
 }
 
-static void reduce(coord *c, gstock_job *j)
+/* The reduce's statement: without elsewhere (NULL), it only looks the id
+ * up (outcome "before", else "unjudged" and nothing changes); with it (the
+ * peers' sold and pending reduce), it judges and carries the reduce out. */
+static void reduce_push(coord *c, gstock_job *j, const char *elsewhere)
 {
     static const char sql[] = TAG "SELECT * FROM escrow_global_reduce($1, $2, $3, $4, $5)";
-    coord_gstock *gs = j->gs;
-    coord_item *it = j->it;
-    coord_gitem *g = coord_gitem_of(it);
-    int64_t elsewhere = 0;
-    bool judged = true; /* every peer has reported: its sold units are known */
-    for (size_t i = 0; i < gs->peers->n; i++) {
-        const coord_gview *v = &g->peers[i];
-        judged = judged && v->at_us != 0;
-        if (v->at_us != 0 && v->v.known) {
-            elsewhere += v->v.sold + v->v.reduce_pending;
-        }
-    }
-    char qty[24], other[24];
+    char qty[24];
     snprintf(qty, sizeof qty, "%" PRId64, j->qty);
-    snprintf(other, sizeof other, "%" PRId64, elsewhere);
-    const char *v[5] = {it->tenant_id, it->item_id, j->op_id, qty, judged ? other : NULL};
+    const char *v[5] = {j->it->tenant_id, j->it->item_id, j->op_id, qty, elsewhere};
     if (coord_db_push(c, sql, 5, v, on_reduced, j) != 0) {
         finish(c, j, ESC_EBUSY, "the coordinator's database queue is full; retry");
         return;
     }
-    it->write_busy = true;
+    j->it->write_busy = true;
+}
+
+/* Every peer's figures as of after the request arrived (coord_gfresh.h). */
+static void on_fresh(coord *c, int status, const char *msg, int64_t elsewhere, void *arg)
+{
+    gstock_job *j = arg;
+    if (status != 0) {
+        finish(c, j, status, "%s", msg);
+        return;
+    }
+    char other[24];
+    snprintf(other, sizeof other, "%" PRId64, elsewhere);
+    j->judged = true;
+    reduce_push(c, j, other);
 }
 
 void coord_gstock_admin(coord *c, coord_gstock *gs, coord_item *it, const wire_request *q,
@@ -311,7 +323,7 @@ void coord_gstock_admin(coord *c, coord_gstock *gs, coord_item *it, const wire_r
     } else if (q->admin_op == WIRE_ADMIN_RESTOCK) {
         restock(c, j);
     } else {
-        reduce(c, j);
+        reduce_push(c, j, NULL);
     }
 }
 

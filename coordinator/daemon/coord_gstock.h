@@ -11,9 +11,13 @@
  *     least covered, else by the regions' shares (coord_policy_restock_place);
  *     units placed in another region leave at once as a quota transfer
  *     (reason 'restock') and follow the three steps of coord_quota.h;
- *   - reduce: refused when fewer units are neither sold nor already being
- *     reduced in any region (this one from its database, the others from
- *     their last status): it could never complete. Otherwise
+ *   - reduce: an id carried out before is answered at once; else the
+ *     request waits until every peer has sent its figures of the item as of
+ *     after the request arrived (coord_gfresh.h: one round trip; a peer
+ *     silent for COORD_GFRESH_WAIT_MS: UNAVAILABLE, nothing changes). It is
+ *     refused when fewer units are neither sold nor already being reduced
+ *     in any region (this one from its database, the others from those
+ *     figures): it could never complete. Otherwise
  *     items.reduce_pending takes what is unallocated now and the rest as it
  *     comes, never a held or sold unit: from this region's segments (held
  *     units once they come back), and from the other regions' unused quota,
@@ -37,6 +41,7 @@
 typedef struct coord coord;
 struct coord_status;
 struct coord_quota;
+struct coord_gfresh;
 
 /* The answer to an operator's request (msg borrowed during the call). */
 typedef void (*coord_gstock_cb)(coord *c, int status, const char *msg, void *arg);
@@ -45,14 +50,15 @@ typedef struct coord_gstock {
     const region_cfg *cfg;       /* borrowed: this region */
     coord_peers *peers;          /* borrowed */
     struct coord_status *status; /* borrowed: the peers' views and their age */
+    struct coord_gfresh *fresh;  /* borrowed: what a reduce is judged on */
     bool sums_loaded;            /* global_changes read since start (or since an unknown outcome) */
     bool sums_busy;              /* that read is in flight */
     uint64_t n_restocks, n_reduces, n_learned;
 } coord_gstock;
 
-/* cfg, peers and status are borrowed for gs's life. */
+/* cfg, peers, status and fresh are borrowed for gs's life. */
 void coord_gstock_init(coord_gstock *gs, const region_cfg *cfg, coord_peers *peers,
-                       struct coord_status *status);
+                       struct coord_status *status, struct coord_gfresh *fresh);
 
 /* WIRE_ADMIN_RESTOCK or WIRE_ADMIN_REDUCE of it (q borrowed): carried out
  * when q->global and it is global; refused otherwise (and a global item's

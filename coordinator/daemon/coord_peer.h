@@ -8,8 +8,9 @@
  * restarted may otherwise wait forever.
  *
  * An offer's correlation id is COORD_PEER_CORR_OFFER | transfer_id, so its
- * answer names the transfer it answers; a status uses a per-peer sequence
- * below that bit.
+ * answer names the transfer it answers; a fresh status's is
+ * COORD_PEER_CORR_FRESH | the ask's id; a status uses a per-peer sequence
+ * below both bits.
  */
 #ifndef ESC_COORD_PEER_H
 #define ESC_COORD_PEER_H
@@ -27,6 +28,8 @@ typedef struct coord coord;
 
 /* corr_id of an offer: this bit | transfer_id. */
 #define COORD_PEER_CORR_OFFER (1ULL << 62)
+/* corr_id of a fresh status (coord_gfresh.h): this bit | the ask's id. */
+#define COORD_PEER_CORR_FRESH (1ULL << 61)
 /* Reconnect a peer's socket after this many silent rounds. */
 #define COORD_PEER_RECONNECT_ROUNDS 5
 

@@ -17,6 +17,7 @@
 #include "clock.h"
 #include "coord_state.h"
 #include "coord_db.h"
+#include "coord_gfresh.h"
 #include "coord_gitem.h"
 #include "coord_gstock.h"
 #include "coord_peer.h"
@@ -39,6 +40,7 @@ typedef struct coord_region {
     coord_peers peers;
     coord_quota quota;
     coord_status status;
+    coord_gfresh fresh;
     coord_gstock gstock;
     int64_t last_round_us;
     bool offers_running;
@@ -69,6 +71,10 @@ static void on_peer_reply(coord *c, int peer, const wire_reply *rep, void *arg)
             ESC_LOG(ESC_LOG_INFO, "COORD-QUOTA", "transfer=%" PRIu64 " not applied by %s yet: %s",
                     id, name, rep->message);
         }
+        return;
+    }
+    if (rep->corr_id & COORD_PEER_CORR_FRESH) {
+        coord_gfresh_answered(c, &r->fresh, peer, rep);
         return;
     }
     coord_status_answered(c, &r->status, peer, rep);
@@ -234,6 +240,7 @@ void coord_region_tick(coord *c)
         r->last_round_us = now;
         round_start(c, now);
     }
+    coord_gfresh_tick(c, &r->fresh);
     for (size_t i = 0; i < c->cat.nitems; i++) {
         coord_item *it = c->cat.items[i];
         if (it->g == NULL) {
@@ -336,7 +343,8 @@ int coord_region_start(coord *c, coord_region_fail_cb fail_cb)
     r->fail_cb = fail_cb;
     coord_quota_init(&r->quota, cfg, &r->peers);
     coord_status_init(&r->status, cfg, &r->peers, &r->gstock);
-    coord_gstock_init(&r->gstock, cfg, &r->peers, &r->status);
+    coord_gfresh_init(&r->fresh, cfg, &r->peers);
+    coord_gstock_init(&r->gstock, cfg, &r->peers, &r->status, &r->fresh);
     int rc = coord_peers_open(c, &r->peers, cfg, on_peer_reply, r);
     if (rc != 0) {
         return rc;
@@ -355,6 +363,7 @@ void coord_region_close(coord *c)
         return;
     }
     coord_peers_close(&r->peers);
+    coord_gfresh_close(c, &r->fresh);
     coord_quota_close(c, &r->quota);
     ESC_LOG(ESC_LOG_INFO, "COORD-REGION",
             "stopped region=%s quota_sent=%" PRIu64 " applied=%" PRIu64 " refused=%" PRIu64

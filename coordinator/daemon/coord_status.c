@@ -7,15 +7,20 @@
 #include <inttypes.h>
 #include <stddef.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "clock.h"
+#include "coord_db.h"
 #include "coord_gitem.h"
 #include "coord_gstock.h"
 #include "coord_reply.h"
 #include "coord_state.h"
 #include "escrow_errors.h"
 #include "log.h"
+#include "pg_result.h"
+
+#define TAG "/* escrow:coord-status */ "
 
 void coord_status_init(coord_status *st, const region_cfg *cfg, coord_peers *peers,
                        struct coord_gstock *gstock)
@@ -182,6 +187,72 @@ void coord_status_answered(coord *c, coord_status *st, int i, const wire_reply *
     fill_window(c, st, i);
 }
 
+/* ---- a fresh status: answered once the sold units were read ----------------------- */
+
+typedef struct fresh_job {
+    coord_status *st;
+    nnx_hdr hdr;
+    uint64_t corr_id;
+    int peer;
+    char tenant_id[ESC_TENANT_LEN_MAX + 1];
+    char item_id[ESC_ITEM_LEN_MAX + 1];
+} fresh_job;
+
+static void on_fresh_sold(coord *c, PGresult *res, const pgx_err *err, void *arg)
+{
+    fresh_job *j = arg;
+    coord_status *st = j->st;
+    if (err->code != 0) {
+        coord_reply(c, &j->hdr, j->corr_id, err->code == ESC_ECLOSED ? ESC_ECLOSED : ESC_EDB,
+                    err->message);
+        free(j);
+        return;
+    }
+    wire_quota_item *o = &st->items[0];
+    coord_item *it = coord_cat_item(&c->cat, j->tenant_id, j->item_id);
+    if (it != NULL && it->global) {
+        own_view(c, st, it, j->peer, o);
+        /* the database has every sale acknowledged so far; a node's report
+         * may be ahead of it (decided, not yet committed): the larger */
+        int64_t sold = pg_result_i64_or(res, 0, 0, 0);
+        o->sold = sold > o->sold ? sold : o->sold;
+    } else {
+        memset(o, 0, sizeof *o);
+        snprintf(o->tenant_id, sizeof o->tenant_id, "%s", j->tenant_id);
+        snprintf(o->item_id, sizeof o->item_id, "%s", j->item_id);
+    }
+    wire_reply rep = {0};
+    memset(&rep, 0, sizeof rep);
+    rep.corr_id = j->corr_id;
+    snprintf(rep.region, sizeof rep.region, "%s", st->cfg->name);
+    rep.quota = st->items;
+    rep.nquota = 1;
+    coord_reply_send(c, &j->hdr, &rep);
+    free(j);
+}
+
+/* A peer judges a global reduce: the item's sold units as the database has
+ * them now, then the answer (coord_gfresh.h). */
+static void fresh_answer(coord *c, coord_status *st, const nnx_hdr *hdr, const wire_request *q,
+                         int peer)
+{
+    static const char sql[] = TAG "SELECT COALESCE(sum(sold), 0) FROM segments "
+                                  "WHERE tenant_id = $1 AND item_id = $2";
+    if (q->quota->nitems != 1) {
+        coord_reply(c, hdr, q->corr_id, ESC_EINVAL, "a fresh status carries exactly one item");
+        return;
+    }
+    fresh_job *j = esc_xcalloc(1, sizeof *j);
+    *j = (fresh_job){.st = st, .hdr = *hdr, .corr_id = q->corr_id, .peer = peer};
+    snprintf(j->tenant_id, sizeof j->tenant_id, "%s", q->quota->items[0].tenant_id);
+    snprintf(j->item_id, sizeof j->item_id, "%s", q->quota->items[0].item_id);
+    const char *v[2] = {j->tenant_id, j->item_id};
+    if (coord_db_push(c, sql, 2, v, on_fresh_sold, j) != 0) {
+        free(j);
+        coord_reply(c, hdr, q->corr_id, ESC_EBUSY, "the coordinator's database queue is full");
+    }
+}
+
 void coord_status_handle(coord *c, coord_status *st, const nnx_hdr *hdr, const wire_request *q)
 {
     int peer = coord_peers_find(st->peers, q->quota->from_region);
@@ -201,6 +272,10 @@ void coord_status_handle(coord *c, coord_status *st, const nnx_hdr *hdr, const w
         return;
     }
     merge_views(c, st, peer, q->quota->items, q->quota->nitems, 0);
+    if (q->quota->fresh) {
+        fresh_answer(c, st, hdr, q, peer);
+        return;
+    }
     size_t n = 0;
     for (size_t i = 0; i < q->quota->nitems; i++) {
         const wire_quota_item *e = &q->quota->items[i];

@@ -752,6 +752,12 @@ static void test_quota_requests_and_replies(void **state)
     assert_int_equal(out.quota->items[0].in_flight, 7);
     assert_true(out.quota->items[0].known);
     assert_string_equal(out.quota->items[1].item_id, "seat");
+    assert_false(out.quota->fresh);
+    /* a fresh status (a reduce being judged) says so */
+    q.fresh = true;
+    assert_int_equal(wire_encode_quota(9, NULL, &q, NULL, 0, buf, sizeof buf, &len), 0);
+    assert_int_equal(wire_decode_request(buf, len, &out, why), 0);
+    assert_true(out.quota->fresh);
     /* an offer needs a tenant, an item, a qty, a transfer id and both regions */
     memset(&q, 0, sizeof q);
     q.kind = WIRE_QUOTA_OFFER;
