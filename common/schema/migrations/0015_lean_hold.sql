@@ -4,18 +4,9 @@
 --
 -- A durable hold wrote 9.3 WAL records (the profile of the durable
 -- benchmark): the holds row with a speculative-insertion confirmation and
--- its 3 index entries, the outbox row and its 3 index entries. Two of them
--- served nothing the commit path or the feed needs:
+-- its 3 index entries, the outbox row and its 3 index entries; and the
+-- commit function's look-up of the new keys read the whole window:
 --
---   * outbox_item (tenant_id, item_id, event_id): only `escrowctl events
---     --item` read by it. The feed reads by outbox_feed (tenant_id, txid,
---     event_id) with the item as a filter, as it did; a reader's position
---     (tenant_id, event_id) by outbox_pkey (event_id, day); `escrowctl
---     events` without --item by outbox_pkey. `escrowctl events --item I`
---     now walks the tenant's events from the cursor in event_id order
---     (outbox_pkey) and keeps item I's: an operator's listing, not the hot
---     path. Every event (one per hold, one per confirm, cancel or expiry)
---     wrote this index.
 --   * ON CONFLICT ON CONSTRAINT holds_idempotency_key on every new hold:
 --     speculative insertion writes a second record per row (the
 --     confirmation) and probes the key's index before the insert. The keys
@@ -35,13 +26,17 @@
 --     that statement, more than both inserts). Now a subplan per key
 --     (OFFSET 0): one index probe per partition of the window.
 --
+-- outbox_item (tenant_id, item_id, event_id) stays, although every event
+-- writes it: besides `escrowctl events --item` it serves the feed of a
+-- consumer with an item filter (the planner reads a rare item's events by
+-- it); without it such a poll walks all of the tenant's events after the
+-- consumer's cursor, every poll.
+--
 -- Guarantees unchanged: keys unique within the window (the same look-up,
 -- the same unique index, the same day gate), the feed's order (txid,
 -- event_id) and completeness (the same outbox rows in the same
 -- transaction), retention by partition, reconciliation of an unknown COMMIT
 -- outcome (segments.last_batch and the hold ids, as before).
-
-DROP INDEX outbox_item;
 
 -- (escrow_commit_batch, as in current/escrow_commit_batch.sql)
 CREATE OR REPLACE FUNCTION escrow_commit_batch(
