@@ -14,7 +14,8 @@
 # it, and the same phases run again. Asserted (exact numbers):
 #   - after the upgrade the old live holds confirm (every one), a retry of an
 #     old idempotency key is a duplicate with the old hold id, a retry of a
-#     key in the same batch twice is one hold and one duplicate;
+#     key in the same batch twice is one hold and one duplicate, a hold id
+#     used twice fails the batch with holds' primary key named;
 #   - every segment's counters agree with its holds (segment_holds_agree)
 #     and every hold has its events ('held', 'converted') in the outbox, in
 #     feed order (txid, event_id) one transaction per batch.
@@ -172,6 +173,17 @@ out=$(esc_psql "SELECT string_agg(o_outcome, ',' ORDER BY o_outcome) FROM escrow
   '{0,0}', '{1,1}', '{}', '{}', '{}', '{}', '{}', '{}', '{}', '{}', '{}')")
 esc_assert_eq "$out" "duplicate" "the second of two equal keys in a batch"
 esc_assert_eq "$(esc_psql "SELECT count(*) FROM holds WHERE idempotency_key = 'twice'")" 1 "one hold for the key"
+
+esc_step "a hold id used twice fails the batch, naming holds' primary key (the node checks the name)"
+batch_id=$((batch_id + 1))
+rc=0
+out=$(psql_f -c "SELECT count(*) FROM escrow_commit_batch($batch_id,
+  '{$seg}', '{1}', '{-1}', '{1}', '{0}', '{$((next + 2))}',
+  ARRAY[($seg::bigint << 40) | $next], '{$seg}', '{t}', '{i}', '{x}', '{1}', '{fresh}', '{0}',
+  ARRAY[(extract(epoch FROM now()) * 1000)::bigint + 600000], '{0}', '{1}',
+  '{}', '{}', '{}', '{}', '{}', '{}', '{}', '{}', '{}')" 2>&1) || rc=$?
+[[ $rc != 0 && $out == *'"holds_p'*'_pkey"'* ]] || esc_fail "hold_wal: a reused hold id: rc $rc, $out"
+esc_assert_eq "$(esc_psql "SELECT count(*) FROM holds WHERE idempotency_key = 'fresh'")" 0 "nothing of that batch"
 
 esc_step "counters agree with the holds, and every hold has its events in feed order"
 esc_assert_eq "$(esc_psql "SELECT count(*) FILTER (WHERE NOT ok) || '/' || count(*) FROM segment_holds_agree")" \
