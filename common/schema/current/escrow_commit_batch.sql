@@ -8,10 +8,11 @@
 -- (nothing is written), ES002 the node's memory diverged from the record,
 -- ES003 a transfer outside the batch's segments.
 --
--- As of migration 0012_retention. First 0002_commit_batch (the contract);
+-- As of migration 0015_lean_hold. First 0002_commit_batch (the contract);
 -- 0004 added t_actor and the transfers (x_*); 0007 kept the contract and cut
 -- the work per batch; 0012 looks idempotency keys up across the window's
--- day partitions. Each migration's header explains its part.
+-- day partitions; 0015 inserts new holds without ON CONFLICT unless a key
+-- collides and looks the keys up one index probe each. Each migration's header explains its part.
 --
 -- Checked against the migrations by tests/integration/schema_current.sh: the
 -- migrations are the record (they never change once released); a new
@@ -58,29 +59,57 @@ BEGIN
     v_dup := '{}';
     IF cardinality(r_hold) > 0 THEN
         PERFORM escrow_day_gate(v_day);
+        -- OFFSET 0 keeps the EXISTS a subplan run per key: an index probe in
+        -- each partition of the window. As a semi join the planner may hash
+        -- the window's holds instead (it does while the day's partition
+        -- looks small to it) and then reads every hold of the window in
+        -- every batch.
         SELECT COALESCE(array_agg(r.hold_id), '{}') INTO v_dup
         FROM unnest(r_hold, r_tenant, r_key) AS r(hold_id, tenant_id, key)
         WHERE EXISTS (SELECT 1 FROM holds h
                       WHERE h.tenant_id = r.tenant_id AND h.idempotency_key = r.key
-                        AND h.created_day BETWEEN v_from AND v_day);
+                        AND h.created_day BETWEEN v_from AND v_day
+                      OFFSET 0);
     END IF;
-    WITH r AS (
-        SELECT * FROM unnest(r_hold, r_seg, r_tenant, r_item, r_buyer, r_qty, r_key, r_hash,
-                             r_expires_ms, r_epoch)
-               AS r(hold_id, segment_id, tenant_id, item_id, buyer_id, qty, key, hash,
-                    expires_at, epoch)
-        WHERE NOT (r.hold_id = ANY (v_dup))
-    ), ins AS (
-        INSERT INTO holds AS h (hold_id, tenant_id, item_id, segment_id, buyer_id, qty, state,
-                                expires_at, idempotency_key, request_hash, epoch, created_day)
-        SELECT r.hold_id, r.tenant_id, r.item_id, r.segment_id, r.buyer_id, r.qty, 'held',
-               to_timestamp(r.expires_at / 1000.0), r.key, r.hash, r.epoch, v_day
-        FROM r
-        ON CONFLICT ON CONSTRAINT holds_idempotency_key DO NOTHING
-        RETURNING h.hold_id
-    )
-    SELECT v_dup || COALESCE(array_agg(r.hold_id), '{}') INTO v_dup
-    FROM r WHERE r.hold_id NOT IN (SELECT ins.hold_id FROM ins);
+    -- A plain INSERT first: ON CONFLICT's speculative insertion writes one
+    -- more WAL record per row (the confirmation) and probes the key's index
+    -- once more. Only a key that a concurrent batch inserted after the
+    -- look-up above (or a key twice in this batch) violates the unique
+    -- index; then the rows go again with ON CONFLICT, which makes those
+    -- duplicates. A hold id violation (holds_pkey) is raised either way.
+    IF cardinality(r_hold) > cardinality(v_dup) THEN
+        BEGIN
+            INSERT INTO holds (hold_id, tenant_id, item_id, segment_id, buyer_id, qty, state,
+                               expires_at, idempotency_key, request_hash, epoch, created_day)
+            SELECT r.hold_id, r.tenant_id, r.item_id, r.segment_id, r.buyer_id, r.qty, 'held',
+                   to_timestamp(r.expires_at / 1000.0), r.key, r.hash, r.epoch, v_day
+            FROM unnest(r_hold, r_seg, r_tenant, r_item, r_buyer, r_qty, r_key, r_hash,
+                        r_expires_ms, r_epoch)
+                 AS r(hold_id, segment_id, tenant_id, item_id, buyer_id, qty, key, hash,
+                      expires_at, epoch)
+            WHERE NOT (r.hold_id = ANY (v_dup));
+        EXCEPTION WHEN unique_violation THEN
+            WITH r AS (
+                SELECT * FROM unnest(r_hold, r_seg, r_tenant, r_item, r_buyer, r_qty, r_key,
+                                     r_hash, r_expires_ms, r_epoch)
+                       AS r(hold_id, segment_id, tenant_id, item_id, buyer_id, qty, key, hash,
+                            expires_at, epoch)
+                WHERE NOT (r.hold_id = ANY (v_dup))
+            ), ins AS (
+                INSERT INTO holds AS h (hold_id, tenant_id, item_id, segment_id, buyer_id, qty,
+                                        state, expires_at, idempotency_key, request_hash, epoch,
+                                        created_day)
+                SELECT r.hold_id, r.tenant_id, r.item_id, r.segment_id, r.buyer_id, r.qty,
+                       'held', to_timestamp(r.expires_at / 1000.0), r.key, r.hash, r.epoch,
+                       v_day
+                FROM r
+                ON CONFLICT ON CONSTRAINT holds_idempotency_key DO NOTHING
+                RETURNING h.hold_id
+            )
+            SELECT v_dup || COALESCE(array_agg(r.hold_id), '{}') INTO v_dup
+            FROM r WHERE r.hold_id NOT IN (SELECT ins.hold_id FROM ins);
+        END;
+    END IF;
 
     IF cardinality(v_dup) > 0 THEN
         RETURN QUERY
