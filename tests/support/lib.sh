@@ -50,7 +50,8 @@
 #   esc_cluster_start DIR [ARGS...]  a local cluster (tests/support/cluster.sh start DIR
 #                                 --watch $$ ARGS: PostgreSQL, coordinator, managed nodes);
 #                                 sources DIR/env (ESCROW_DSN, ESCROW_COORDINATOR,
-#                                 ESC_CLUSTER_*) and stops the cluster at exit; fails (exit 1)
+#                                 ESC_CLUSTER_*) and stops the cluster at exit, before the
+#                                 esc_on_exit hooks; fails (exit 1)
 #                                 if it cannot start
 #   esc_cluster_stop DIR          stop it now (tests/support/cluster.sh stop DIR)
 #   esc_cluster_node_ep NODE / esc_cluster_node_pid NODE   echo a cluster node's endpoint / pid
@@ -69,6 +70,7 @@ ESC_NODE_STOP_S=${ESC_NODE_STOP_S:-30}
 
 ESC_PIDS=()
 ESC_EXIT_HOOKS=()
+ESC_CLUSTER_DIRS=() # stopped at exit before the hooks run (a hook may remove the directory)
 
 esc_step() {
     printf '\n==> [%s] %s\n' "$(date +%H:%M:%S)" "$*"
@@ -216,7 +218,7 @@ esc_cluster_start() {
     shift
     bash "$_esc_lib_dir/cluster.sh" start "$dir" --watch "$$" "$@" >/dev/null ||
         esc_fail "the local cluster did not start (logs in $dir)"
-    esc_on_exit "bash '$_esc_lib_dir/cluster.sh' stop '$dir' >/dev/null 2>&1"
+    ESC_CLUSTER_DIRS+=("$dir")
     # shellcheck disable=SC1091
     source "$dir/env"
 }
@@ -249,6 +251,12 @@ esc_cluster_wait_served() {
 esc_cleanup() {
     local rc=$? hook p
     trap - EXIT
+    # The clusters first: a hook that removes a work directory would take
+    # their pid files with it and leave their daemons running.
+    for p in "${ESC_CLUSTER_DIRS[@]}"; do
+        bash "$_esc_lib_dir/cluster.sh" stop "$p" >/dev/null 2>&1 || true
+    done
+    ESC_CLUSTER_DIRS=()
     for hook in "${ESC_EXIT_HOOKS[@]}"; do
         eval "$hook" || true
     done
