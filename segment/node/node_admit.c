@@ -95,19 +95,20 @@ void node_admit_batch_opened(node *n)
     node_admit_drain(n);
 }
 
-/* One bucket's turn: its waiting requests up to its free slots. */
+/* One bucket's turn: its waiting requests until its slots are taken. A
+ * request answered at once (sold out, a replay, ...) takes no slot: were
+ * it counted, a queue of such answers could be left with nothing in the
+ * batch to commit, and so nothing to open the next batch that drains it. */
 static void drain_bucket(node *n, uint32_t b)
 {
     node_admit *a = &n->admit;
-    uint32_t taken = 0;
-    while (a->head[b] != NULL && a->in_batch[b] < NODE_ADMIT_SLOTS && taken < NODE_ADMIT_SLOTS &&
+    while (a->head[b] != NULL && a->in_batch[b] < NODE_ADMIT_SLOTS &&
            n->filling->n < ESC_BATCH_ROWS_MAX) {
         node_req *r = node_req_pop(&a->head[b]);
         if (a->head[b] == NULL) {
             a->tail[b] = NULL;
         }
         a->waiting--;
-        taken++;
         n->up.redecide(n, r); /* may count a decision in in_batch[b] */
     }
 }

@@ -250,7 +250,9 @@ void node_commit_kick(node *n)
     if (n->admit.draining) {
         return; /* the drain's caller kicks once it is done */
     }
-    if (n->inflight == NULL) {
+    if (n->inflight == NULL && n->filling->n == 0) {
+        node_admit_batch_opened(n); /* nothing in the batch: every slot is free */
+    } else if (n->inflight == NULL) {
         node_admit_drain(n); /* waiting requests first: they ride this batch */
     }
     /* A batch without ops only carries hold id ranges, at most once per

@@ -24,14 +24,17 @@ static node n;
 static node_batch batch;
 static uint64_t decided[4096]; /* corr ids, in the order decided again */
 static size_t ndecided;
+static bool answered_at_once; /* redecide: answers, no decision in the batch */
 
 /* The redecide upcall: each waiting request becomes one decision of the
- * filling batch, as a reserve does. */
+ * filling batch, as a reserve does (or is answered at once). */
 static void redecide(node *nd, node_req *r)
 {
     decided[ndecided++] = r->req.corr_id;
-    node_admit_counted(nd, r->req.tenant_id);
-    nd->filling->n++;
+    if (!answered_at_once) {
+        node_admit_counted(nd, r->req.tenant_id);
+        nd->filling->n++;
+    }
     node_req_free(nd, r);
 }
 
@@ -44,6 +47,7 @@ static int setup(void **state)
     n.up.redecide = redecide;
     node_admit_init(&n.admit, 42);
     ndecided = 0;
+    answered_at_once = false;
     return 0;
 }
 
@@ -165,6 +169,23 @@ static void the_other_tenant_gone_no_more_waiting(void **state)
     }
 }
 
+/* Requests answered at once (sold out, replays) take no slot: all leave
+ * the queue, none is left behind with nothing in the batch to commit. */
+static void answers_take_no_slot(void **state)
+{
+    (void)state;
+    assert_false(request("quiet", WIRE_OP_RESERVE, 1, 1000000));
+    for (uint64_t i = 0; i < 4 * NODE_ADMIT_SLOTS; i++) {
+        request("loud", WIRE_OP_RESERVE, 100 + i, 1000000);
+    }
+    assert_int_equal(n.admit.waiting, 3 * NODE_ADMIT_SLOTS);
+    answered_at_once = true;
+    batch.n = 0;
+    node_admit_batch_opened(&n);
+    assert_int_equal(ndecided, 3 * NODE_ADMIT_SLOTS);
+    assert_int_equal(n.admit.waiting, 0);
+}
+
 static void a_stop_frees_the_waiting(void **state)
 {
     (void)state;
@@ -183,6 +204,7 @@ int main(void)
         cmocka_unit_test_setup_teardown(shared_slots_then_round_robin, setup, teardown),
         cmocka_unit_test_setup_teardown(two_waiting_tenants_share_a_batch, setup, teardown),
         cmocka_unit_test_setup_teardown(the_other_tenant_gone_no_more_waiting, setup, teardown),
+        cmocka_unit_test_setup_teardown(answers_take_no_slot, setup, teardown),
         cmocka_unit_test_setup_teardown(a_stop_frees_the_waiting, setup, teardown),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
