@@ -139,8 +139,8 @@ static const char usage_text[] =
     "                     opens nothing\n"
     "  --version          print the version and the git commit, and exit\n"
     "Signals: SIGTERM/SIGINT stop; SIGHUP re-reads the config file and the cluster key\n"
-    "file and applies the log level and format and the cluster key (the rest needs a\n"
-    "restart, as the log says).\n"
+    "file and applies the log level and format, the connection limits and the\n"
+    "cluster key (the rest needs a restart, as the log says).\n"
     "Environment: ESC_FAILPOINT_COORD_EXIT_AFTER_SENT=1 exits with status 99 the first\n"
     "time a segment-to-segment transfer is known to be sent (crash tests).\n";
 
