@@ -44,6 +44,7 @@ static struct {
     int spare;              /* the reserve descriptor, -1 when lost */
     uint32_t *fd_bucket;    /* fd -> its peer's bucket + 1, 0: not ours */
     uint32_t fd_n, fd_high; /* table size, highest fd + 1 ever tracked */
+    uint32_t sweep_next;    /* the descriptor the idle sweep looks at next */
     uint32_t *bucket_count; /* CONN_GUARD_BUCKETS */
     uint64_t seed[2];
     uint64_t open, conns_max;
@@ -236,13 +237,19 @@ void conn_guard_set(const conn_guard_cfg *cfg)
     pthread_mutex_unlock(&g.mu);
 }
 
-/* Shuts down tracked connections idle longer than the timeout. Under the
- * mutex: a descriptor cannot be closed and reused meanwhile. */
-static void sweep_idle(void)
+/* Looks at the share since_ms / every_ms of the descriptor table, from
+ * where the last look ended, and shuts down the tracked connections idle
+ * longer than the timeout. Under the mutex: a descriptor cannot be closed
+ * and reused meanwhile. */
+static void sweep_idle(int64_t since_ms, int64_t every_ms)
 {
     pthread_mutex_lock(&g.mu);
     uint32_t idle_ms = g.cfg.idle_s * 1000u;
-    for (uint32_t fd = 0; idle_ms != 0 && fd < g.fd_high; fd++) {
+    uint64_t n =
+        ((uint64_t)g.fd_high * (uint64_t)since_ms + (uint64_t)every_ms - 1) / (uint64_t)every_ms;
+    for (uint64_t k = 0; idle_ms != 0 && k < n && k < g.fd_high; k++) {
+        uint32_t fd = g.sweep_next < g.fd_high ? g.sweep_next : 0;
+        g.sweep_next = fd + 1;
         struct tcp_info ti;
         socklen_t tl = sizeof ti;
         if (g.fd_bucket[fd] == 0 || getsockopt((int)fd, IPPROTO_TCP, TCP_INFO, &ti, &tl) != 0 ||
@@ -285,12 +292,16 @@ void conn_guard_tick(int64_t now)
         return;
     }
     int64_t t = now_ms();
-    /* A tenth of the timeout, 1..60 s: a sweep asks every connection. */
+    /* Every connection is looked at once per tenth of the timeout (1..60
+     * s), spread over the ticks: each looks at its share of the table, so
+     * no tick holds the loop (and nanomsg's accepts and closes, which take
+     * the mutex) for a look at every connection at once. */
     int64_t every = (int64_t)g.cfg.idle_s * 100;
     every = every < 1000 ? 1000 : every > 60000 ? 60000 : every;
-    if (g.cfg.idle_s != 0 && t - g.last_sweep_ms >= every) {
+    if (g.cfg.idle_s != 0) {
+        int64_t since = t - g.last_sweep_ms;
         g.last_sweep_ms = t;
-        sweep_idle();
+        sweep_idle(since < every ? since : every, every);
     }
     log_flood(t);
     pthread_mutex_lock(&g.mu);

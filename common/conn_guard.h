@@ -33,9 +33,10 @@
  *                        then closes it) a connection that received no byte
  *                        for idle_s (TCP_INFO's tcpi_last_data_recv): idle
  *                        connections and frames sent too slowly alike; it
- *                        looks every tenth of idle_s (at least 1 s, at
- *                        most 60 s apart), so a silent connection lives
- *                        idle_s plus up to that;
+ *                        looks at each once per tenth of idle_s (at least
+ *                        1 s, at most 60 s), a share of them at each tick,
+ *                        so a silent connection lives idle_s plus up to
+ *                        that;
  *   memory back          after a burst of closes (CONN_GUARD_TRIM_CLOSES)
  *                        followed by a quiet second, conn_guard_tick calls
  *                        malloc_trim(0): the allocator keeps what nanomsg's

@@ -318,9 +318,9 @@ int coord_start(coord *c, uv_loop_t *loop, const coord_config *cfg)
     if (rc != 0 || (rc = coord_auth_start(c)) != 0) {
         return rc;
     }
-    /* Its clients (escrowctl, routes subscribers, heartbeats): the per-peer
-     * cap, no idle timeout (a routes subscriber never sends a byte). */
-    conn_guard_cfg guard = {CONN_GUARD_PER_PEER_DEFAULT, 0};
+    /* Its clients (escrowctl, routes subscribers, heartbeats): --conn-per-peer
+     * and --conn-idle-s (by default none: a routes subscriber never sends). */
+    conn_guard_cfg guard = {cfg->conn_per_peer, cfg->conn_idle_s};
     if ((rc = conn_guard_start(&guard, 0, "escrow-coordinator")) != 0 ||
         (rc = coord_metrics_open(c)) != 0 ||
         (rc = coord_db_open(c, on_reload_done, on_schema_refused)) != 0) {

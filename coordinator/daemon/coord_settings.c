@@ -12,6 +12,7 @@
 #include "auth.h"
 #include "auth_guard.h"
 #include "build_info.h"
+#include "conn_guard.h"
 #include "coord_mon.h"
 #include "coord_ret.h"
 #include "log.h"
@@ -38,6 +39,8 @@ static const struct option opts[] = {{"dsn", required_argument, NULL, 'd'},
                                      {"cluster-key", required_argument, NULL, 'k'},
                                      {"auth-window-ms", required_argument, NULL, 'w'},
                                      {"metrics-labels", required_argument, NULL, 'b'},
+                                     {"conn-per-peer", required_argument, NULL, 'c'},
+                                     {"conn-idle-s", required_argument, NULL, 'i'},
                                      {"help", no_argument, NULL, 'h'},
                                      {"version", no_argument, NULL, 'V'},
                                      {"check-config", no_argument, NULL, 'X'},
@@ -57,7 +60,8 @@ static const char usage_text[] =
     "                          [--metrics-labels on|off] [--check-ms 5000]\n"
     "                          [--retention-s 3600]\n"
     "                          [--auth on|off] [--cluster-key FILE] [--auth-window-ms MS]\n"
-    "                          [--leader-lease-ms 5000]\n"
+    "                          [--leader-lease-ms 5000] [--conn-per-peer N]\n"
+    "                          [--conn-idle-s S]\n"
     "       escrow-coordinator --region FILE [the options above but --dsn, --listen and\n"
     "                          --publish]\n"
     "       escrow-coordinator --config FILE [any option above]\n"
@@ -120,13 +124,23 @@ static const char usage_text[] =
     "                     accepted; required with --auth on; signs quota messages\n"
     "  --auth-window-ms   a signed frame is accepted this long before or after this\n"
     "                     coordinator's clock (1000..600000, default 30000)\n"
+    "  --conn-per-peer    TCP connections one IP address may hold open; more are\n"
+    "                     closed at accept (0..1000000, 0 = no cap, default 1024).\n"
+    "                     Every node heartbeats on one connection and every\n"
+    "                     libescrow client holds two (requests, routes): a NAT or one\n"
+    "                     big host needs more. SIGHUP applies it\n"
+    "  --conn-idle-s      a connection that sent no byte for this long is closed\n"
+    "                     (0..86400, 0 = never, the default): a routes subscriber\n"
+    "                     never sends, so a value here drops idle subscribers too\n"
+    "                     (they reconnect and read the next full table within a\n"
+    "                     second). SIGHUP applies it\n"
     "  --check-config     read and check the settings and the files they name, print\n"
     "                     \"configuration ok\" and exit 0 (2 and the error if not);\n"
     "                     opens nothing\n"
     "  --version          print the version and the git commit, and exit\n"
     "Signals: SIGTERM/SIGINT stop; SIGHUP re-reads the config file and the cluster key\n"
-    "file and applies the log level and format and the cluster key (the rest needs a\n"
-    "restart, as the log says).\n"
+    "file and applies the log level and format, the connection limits and the\n"
+    "cluster key (the rest needs a restart, as the log says).\n"
     "Environment: ESC_FAILPOINT_COORD_EXIT_AFTER_SENT=1 exits with status 99 the first\n"
     "time a segment-to-segment transfer is known to be sent (crash tests).\n";
 
@@ -150,6 +164,8 @@ void coord_settings_init(coord_settings *s)
     c->catalog_poll_ms = 1000;
     c->check_ms = COORD_MON_CHECK_MS_DEFAULT;
     c->retention_s = COORD_RET_S_DEFAULT;
+    c->conn_per_peer = CONN_GUARD_PER_PEER_DEFAULT;
+    c->conn_idle_s = 0; /* a routes subscriber never sends a byte */
 }
 
 static int set_range(const char *v, long lo, long hi, uint32_t *out, char *why, size_t why_len)
@@ -187,6 +203,10 @@ static int set_number(coord_settings *s, int opt, const char *v, char *why, size
                          why_len);
     case 'T':
         return set_range(v, 0, COORD_RET_S_MAX, &c->retention_s, why, why_len);
+    case 'c':
+        return set_range(v, 0, 1000000, &c->conn_per_peer, why, why_len);
+    case 'i':
+        return set_range(v, 0, 86400, &c->conn_idle_s, why, why_len);
     default: /* 'K' */
         return set_range(v, COORD_MON_CHECK_MS_MIN, COORD_MON_CHECK_MS_MAX, &c->check_ms, why,
                          why_len);
@@ -253,6 +273,8 @@ static int set_opt(void *arg, int opt, const char *v, char *why, size_t why_len)
     case 'P':
     case 'K':
     case 'T':
+    case 'c':
+    case 'i':
         return set_number(s, opt, v, why, why_len);
     default:
         return set_string(s, opt, v, why, why_len);
@@ -462,6 +484,10 @@ int coord_settings_diff(const coord_settings *a, const coord_settings *b)
     auth_key_id_text(a->coord.cluster_key_prev, ka, sizeof ka);
     auth_key_id_text(b->coord.cluster_key_prev, kb, sizeof kb);
     n += config_note_change(id, "cluster_key (previous, accepted)", ka, kb, true, false);
+    char ca[32], cb[32];
+    snprintf(ca, sizeof ca, "%u:%u", a->coord.conn_per_peer, a->coord.conn_idle_s);
+    snprintf(cb, sizeof cb, "%u:%u", b->coord.conn_per_peer, b->coord.conn_idle_s);
+    n += config_note_change(id, "conn_per_peer:conn_idle_s", ca, cb, true, false);
     n += diff_restart(&a->coord, &b->coord);
     n += config_note_change(id, "region", a->region, b->region, false, false);
     return n;
@@ -474,6 +500,8 @@ void coord_settings_take_reloadable(coord_settings *running, const coord_setting
     memcpy(running->cluster_key, fresh->cluster_key, sizeof running->cluster_key);
     memcpy(running->cluster_key_prev, fresh->cluster_key_prev, sizeof running->cluster_key_prev);
     coord_config *r = &running->coord;
+    r->conn_per_peer = fresh->coord.conn_per_peer;
+    r->conn_idle_s = fresh->coord.conn_idle_s;
     r->cluster_key = fresh->coord.cluster_key != NULL ? running->cluster_key : NULL;
     r->cluster_key_prev = fresh->coord.cluster_key_prev != NULL ? running->cluster_key_prev : NULL;
 }

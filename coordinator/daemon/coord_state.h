@@ -127,6 +127,9 @@ typedef struct coord_config {
     const char *cluster_key;
     const char *cluster_key_prev; /* borrowed: a previous cluster key, accepted too; NULL = none */
     uint32_t auth_window_ms;
+    /* the connection guard's caps (conn_guard.h): per peer address (0 = no
+     * cap) and seconds without a byte (0 = never) */
+    uint32_t conn_per_peer, conn_idle_s;
 } coord_config;
 
 struct coord {

@@ -16,6 +16,7 @@
 
 #include <uv.h>
 
+#include "conn_guard.h"
 #include "coord.h"
 #include "coord_auth.h"
 #include "coord_settings.h"
@@ -49,6 +50,8 @@ static void run_reload(void *d)
     esc_log_set_level(fresh.log_level);
     esc_log_set_format(fresh.log_format);
     coord_settings_take_reloadable(&running, &fresh);
+    conn_guard_cfg guard = {running.coord.conn_per_peer, running.coord.conn_idle_s};
+    conn_guard_set(&guard);
     coord_settings_free(&fresh);
     static int reloads; /* numbered: not held back as a repeat of the previous reload */
     ESC_LOG(ESC_LOG_INFO, "COORD-RELOAD", "reloaded reload=%d changed=%d credentials=re-read",

@@ -36,6 +36,8 @@
  *   node_load.c     segments into memory: claimed at start, or assigned
  *   node_lookup.c   the query connection's queue: holds not in memory
  *   node_commit.c   group commit: batches, outcomes, reconciliation, fencing
+ *   node_admit.c    fair batch admission: each tenant's slots in the filling
+ *                   batch while tenants share the node, its waiting requests
  *   node_xfer.c     managed mode: the transfers in batches and being reported
  *   node_reply.c    every answer: holds, statuses, stats
  *   node_req.c      requests that wait
@@ -52,6 +54,7 @@
 #include <uv.h>
 
 #include "auth_guard.h"
+#include "node_admit.h"
 #include "node_fair.h"
 #include "nnx.h"
 #include "pgx.h"
@@ -63,9 +66,6 @@
 #include "wire.h"
 
 #define NODE_LISTEN_MAX 8
-
-typedef struct node node;
-typedef struct node_req node_req;
 
 typedef struct node_batch {
     seg_op *ops; /* owned, cap ESC_BATCH_ROWS_MAX + ESC_SWEEP_ROWS_MAX */
@@ -216,6 +216,7 @@ struct node {
     size_t nxfers;
     auth_guard auth;       /* checks every request before it is decoded */
     node_fair fair;        /* per tenant: rate, live holds (after auth) */
+    node_admit admit;      /* per tenant: slots in the filling batch, waiting requests */
     ratelim rl_buyer;      /* per (tenant, buyer), reserves */
     uint64_t rl_seed;      /* random per process: bucket sets cannot be aimed at */
     uint64_t rate_limited; /* requests refused by a bucket */

@@ -16,6 +16,7 @@
 #include "escrow_errors.h"
 #include "failpoint.h"
 #include "log.h"
+#include "node_admit.h"
 #include "node_commit.h"
 #include "node_metrics.h"
 #include "node_reply.h"
@@ -240,11 +241,20 @@ static void send_batch(node *n)
         on_commit(&n->commit_conn, NULL, &err, n);
         return;
     }
-    n->up.progress(n); /* room again: reading may resume */
+    node_admit_batch_opened(n); /* waiting requests into the new filling batch */
+    n->up.progress(n);          /* room again: reading may resume */
 }
 
 void node_commit_kick(node *n)
 {
+    if (n->admit.draining) {
+        return; /* the drain's caller kicks once it is done */
+    }
+    if (n->inflight == NULL && n->filling->n == 0) {
+        node_admit_batch_opened(n); /* nothing in the batch: every slot is free */
+    } else if (n->inflight == NULL) {
+        node_admit_drain(n); /* waiting requests first: they ride this batch */
+    }
     /* A batch without ops only carries hold id ranges, at most once per
      * sweep tick (seq_due): a refused one is not retried in a tight loop. */
     bool ranges = n->seq_due && n->core.seq_wanted > 0;
@@ -753,5 +763,5 @@ void node_commit_conn_up(node *n)
 
 bool node_commit_idle(const node *n)
 {
-    return n->inflight == NULL && n->filling->n == 0;
+    return n->inflight == NULL && n->filling->n == 0 && n->admit.waiting == 0;
 }

@@ -13,6 +13,7 @@
 #include "escrow_errors.h"
 #include "hmap.h"
 #include "log.h"
+#include "node_admit.h"
 #include "node_assign.h"
 #include "node_commit.h"
 #include "node_lookup.h"
@@ -80,6 +81,7 @@ int node_net_guard_start(node *n)
             ratelim_init(&n->rl_buyer, NODE_RL_BUYER_SLOTS, cfg->rate_buyer, cfg->rate_buyer_burst);
     }
     n->rl_seed = auth_random_u64();
+    node_admit_init(&n->admit, auth_random_u64());
     return rc;
 }
 
@@ -197,6 +199,7 @@ static void dispatch(node *n, const nnx_hdr *hdr, const wire_request *q, node_re
     }
     switch (res.disp) {
     case SEG_COMMIT:
+        node_admit_counted(n, q->tenant_id);
         r->status = res.status;
         res.op.req = r;
         node_commit_add(n, &res.op);
@@ -239,6 +242,9 @@ static void on_frame(void *arg, const void *msg, size_t len, const nnx_hdr *hdr)
         node_metrics_answer(n, 0, rc);
         node_reply_send(n, hdr, q.corr_id, rc, NULL, why);
         return;
+    }
+    if (n->pending_reqs < ESC_PENDING_MAX && node_admit_defer(n, hdr, &q, esc_mono_us())) {
+        return; /* its tenant's slots in this batch are taken: it waits its turn */
     }
     dispatch(n, hdr, &q, NULL);
     if (node_commit_full(n)) {
@@ -325,6 +331,7 @@ void node_net_fini(node *n)
         n->sock = -1;
     }
     auth_guard_fini(&n->auth);
+    node_admit_fini(n);
     node_fair_fini(&n->fair);
     ratelim_fini(&n->rl_buyer);
 }

@@ -11,7 +11,10 @@
 #                  (prlimit): 20 connections are each dropped once (the
 #                  reserve descriptor), not retried in a spin; with the
 #                  limit back, the node serves again;
-#   and the CONN-FLOOD log lines.
+#   and the CONN-FLOOD log lines;
+#   the coordinator conn_per_peer = 5 (its config file): 8 connections from
+#                  127.0.0.5, exactly 3 closed at accept; conn_idle_s = 2 by
+#                  a reload: the 5 held, idle, are closed.
 set -euo pipefail
 source "$(dirname "${BASH_SOURCE[0]}")/itest_lib.sh"
 PEER=$(dirname "${BASH_SOURCE[0]}")/conn_peer.py
@@ -82,5 +85,36 @@ esc_step "the CONN-FLOOD lines (at most one per 10 s)"
 logged() { grep -q 'CONN-FLOOD .*per_peer=10 ' "$ITEST_NODE_LOG"; }
 esc_wait_for 30 logged || esc_fail "no CONN-FLOOD line with per_peer=10"
 grep 'CONN-FLOOD' "$ITEST_NODE_LOG"
+
+esc_step "the coordinator: conn_per_peer = 5 from its config file, 8 connections from 127.0.0.5"
+CP=$(itest_port)
+M=$(itest_port) # metric() reads the coordinator from here on
+coord_ini() { # IDLE_S
+    printf '[coordinator]\ndsn = %s\nlisten = tcp://127.0.0.1:%s\npublish = tcp://127.0.0.1:%s\nmetrics = 127.0.0.1:%s\nconn_per_peer = 5\nconn_idle_s = %s\n' \
+        "$ESCROW_DSN" "$CP" "$((CP + 1))" "$M" "$1" >"$ITEST_DIR/coord.ini"
+}
+coord_ini 0
+esc_spawn "$ITEST_DIR/coord.log" "$ESC_BIN/escrow-coordinator" --config "$ITEST_DIR/coord.ini"
+CPID=$ESC_SPAWN_PID
+esc_wait_for 60 grep -q COORD-READY "$ITEST_DIR/coord.log" || esc_fail "the coordinator: no COORD-READY"
+grep -q 'CONN-GUARD escrow-coordinator: .*5 per peer address, closed after 0 s' "$ITEST_DIR/coord.log" ||
+    esc_fail "the coordinator's CONN-GUARD line: $(grep CONN-GUARD "$ITEST_DIR/coord.log")"
+python3 "$PEER" --port "$CP" --src 127.0.0.5 --idle 8 --expect-closed 8 --deadline-s 90 \
+    >"$ITEST_DIR/coord-peers.out" &
+peers=$!
+capped() { [[ $(metric 'escrow_conn_refused_total{reason="per_peer"}') == 3 ]]; }
+esc_wait_for 60 capped ||
+    esc_fail "per_peer refusals at the coordinator: $(metric 'escrow_conn_refused_total{reason="per_peer"}')"
+itest_eq "$(metric escrow_conn_open)" 5 "connections the coordinator holds from 127.0.0.5"
+esc_step "the coordinator: conn_idle_s = 2 by a reload"
+coord_ini 2
+kill -HUP "$CPID"
+wait "$peers"
+r=$(cat "$ITEST_DIR/coord-peers.out")
+echo "$r"
+itest_eq "$(itest_field closed "$r")" 8 "connections closed by the coordinator (3 at accept, 5 idle)"
+grep -q 'COORD-RELOAD .*conn_per_peer:conn_idle_s' "$ITEST_DIR/coord.log" ||
+    esc_fail "the reload did not name conn_idle_s"
+itest_eq "$(metric 'escrow_conn_refused_total{reason="idle_timeout"}')" 5 "idle closes at the coordinator"
 
 itest_pass

@@ -12,7 +12,12 @@
 #     after one release t1 gets exactly one more; back to the default, t1
 #     reserves again;
 #   - t1's rate of 1 request/s (burst 20): of 60 requests in a row at least
-#     30 are BUSY ("rate limited"), and t2 is not limited meanwhile.
+#     30 are BUSY ("rate limited"), and t2 is not limited meanwhile;
+#   - fair batch admission (node_admit.h): t1 buys 2,000 units with 256 in
+#     flight while t2 buys 100 with 4: exactly 2,000 and 100 sold, the books
+#     balance, requests of t1 waited their turn (waited_turn > 0 in the
+#     node's last line), and the node stops cleanly: no request is left
+#     waiting.
 set -euo pipefail
 source "$(dirname "${BASH_SOURCE[0]}")/itest_lib.sh"
 
@@ -106,5 +111,33 @@ r=$(itest_probe frame --endpoint "$EP" --op stats --tenant t2 --n 60)
 echo "t2 meanwhile, 60 requests in a row: $r"
 itest_eq "$(itest_field busy "$r")" 0 "BUSY answers to t2 while t1 is limited"
 esc_ctl tenant limits t1 --rate default >/dev/null
+
+esc_step "fair batch admission: t1 with 256 in flight, t2 with 4, at once"
+esc_ctl item create t1 flood --total 2000 --segments 2 --node n1 >/dev/null
+esc_ctl item create t2 calm --total 100 --segments 1 --node n1 >/dev/null
+# a node in static mode claims its segments at start
+esc_node_stop "$ITEST_NODE_PID" || esc_fail "the node did not stop"
+itest_node n1 "$PORT"
+NODE_LOG=$ITEST_NODE_LOG
+buy() { # TENANT ITEM BUYERS CONC
+    "$ESC_BIN/escrow-load" --endpoint "$EP" --tenant "$1" --item "$2" --buyers "$3" \
+        --concurrency "$4" --confirm 1 --release 0 --key-prefix "fair-$1" --deadline-ms 60000 \
+        --quiet | grep '^RESULT'
+}
+buy t2 calm 100 4 >"$ITEST_DIR/calm.out" &
+calm=$!
+flood=$(buy t1 flood 2000 256)
+wait "$calm" || esc_fail "t2's buyers failed"
+echo "t1: $flood"
+echo "t2: $(cat "$ITEST_DIR/calm.out")"
+itest_eq "$(itest_q "SELECT sum(sold) FROM segments WHERE tenant_id = 't1' AND item_id = 'flood'")" 2000 \
+    "units of t1 sold with 256 in flight"
+itest_eq "$(itest_q "SELECT sum(sold) FROM segments WHERE tenant_id = 't2' AND item_id = 'calm'")" 100 \
+    "units of t2 sold meanwhile"
 itest_invariants
+esc_node_stop "$ITEST_NODE_PID" || esc_fail "the node did not stop"
+grep -q 'SEG-STOP node=n1 stopped' "$NODE_LOG" || esc_fail "the node did not stop cleanly"
+waited=$(grep -o 'waited_turn=[0-9]*' "$NODE_LOG" | cut -d= -f2)
+echo "requests that waited their tenant's turn in a batch: $waited"
+((waited > 0)) || esc_fail "no request of t1 waited its turn: $(grep 'SEG-STOP' "$NODE_LOG")"
 itest_pass

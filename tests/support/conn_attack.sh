@@ -12,7 +12,9 @@
 #   tests/support/conn_attack.sh     (ESC_BIN: build/bin)
 #
 # Knobs: ESC_ATTACK_IDLE (5000), ESC_ATTACK_SLOW (1000), ESC_ATTACK_CONC (16),
-# ESC_ATTACK_BUYERS (4000), ESC_ATTACK_DIR (logs; a fresh
+# ESC_ATTACK_BUYERS (4000), ESC_ATTACK_NODE_ARGS (more flags for the node,
+# e.g. "--conn-idle-s 30": the idle sweep then looks at every connection
+# each 3 s during the attack), ESC_ATTACK_DIR (logs; a fresh
 # /tmp/escrow-attack.XXXXXX by default, kept).
 set -euo pipefail
 ESC_SRC=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
@@ -36,7 +38,8 @@ esc_pg_start || esc_fail "cannot start PostgreSQL"
 esc_ctl migrate >"$dir/migrate.log" 2>&1 || esc_fail "escrowctl migrate failed"
 esc_ctl item create t1 a --total 100000000 --segments 4 --node n1 --hold-ttl-ms 600000 >/dev/null
 port=$(esc_free_port)
-esc_node_start n1 "tcp://127.0.0.1:$port" "$dir/n1.log"
+# shellcheck disable=SC2086 # ESC_ATTACK_NODE_ARGS: words
+esc_node_start n1 "tcp://127.0.0.1:$port" "$dir/n1.log" ${ESC_ATTACK_NODE_ARGS:-}
 node_pid=$ESC_NODE_PID
 grep 'DAEMON-FDS' "$dir/n1.log" || true
 
@@ -52,6 +55,7 @@ clients() { # TAG -> the RESULT line of the real clients
 
 esc_step "real clients alone"
 alone=$(clients alone)
+load_alone=$(cut -d' ' -f1-3 /proc/loadavg)
 esc_step "real clients while $idle idle connections and $slow slow half-sent frames are held"
 python3 "$ESC_SRC/tests/support/conn_attack.py" --port "$port" --pid "$node_pid" \
     --idle "$idle" --slow "$slow" --hold-s 20 >"$dir/attack.out" 2>&1 &
@@ -61,10 +65,11 @@ opened() { grep -q '^opened' "$dir/attack.out"; }
 esc_wait_for 300 opened ||
     esc_fail "the attack did not open its connections: $(cat "$dir/attack.out")"
 held=$(clients held)
+load_held=$(cut -d' ' -f1-3 /proc/loadavg)
 wait "$apid" || esc_fail "the attack script failed: $(cat "$dir/attack.out")"
 cat "$dir/attack.out"
-echo "clients alone:       p50 $(field p50_ms "$alone") ms, p99 $(field p99_ms "$alone") ms"
-echo "clients under attack: p50 $(field p50_ms "$held") ms, p99 $(field p99_ms "$held") ms"
+echo "clients alone:        p50 $(field p50_ms "$alone") ms, p99 $(field p99_ms "$alone") ms (load average $load_alone)"
+echo "clients under attack: p50 $(field p50_ms "$held") ms, p99 $(field p99_ms "$held") ms (load average $load_held)"
 nofile_cpu=-
 if command -v prlimit >/dev/null; then
     esc_step "out of descriptors: the node's limit lowered to what it uses + 64, 500 connections"
