@@ -25,7 +25,7 @@ struct coord_metrics {
     metrics_series *segs_active, *segs_draining, *segs_unserved, *view_gap;
     metrics_series *xf_planned_now, *xf_sent_now;
     metrics_family *xf_planned, *xf_completed, *admin;
-    metrics_series *routes, *collapses, *heartbeats, *passes;
+    metrics_series *routes, *collapses, *heartbeats, *resyncs, *passes;
     metrics_family *polls;
     metrics_family *db_up, *db_down, *db_re;
     bool db_seen_up[2]; /* coord, monitor */
@@ -99,6 +99,9 @@ static void register_misc(coord_metrics *m)
                                     "Items collapsed into one tail segment.", NULL));
     m->heartbeats = metrics_get0(fam(m, METRICS_COUNTER, "escrow_coord_heartbeats_total",
                                      "Node heartbeats answered.", NULL));
+    m->resyncs =
+        metrics_get0(fam(m, METRICS_COUNTER, "escrow_coord_heartbeat_resyncs_total",
+                         "Full segment reports asked of nodes (their summary differed).", NULL));
     static const char *const read[] = {"read", NULL};
     m->polls = fam(m, METRICS_COUNTER, "escrow_coord_catalog_polls_total",
                    "Catalog polls, by whether the whole catalog was read (full) or the change "
@@ -219,6 +222,13 @@ void coord_metrics_heartbeat(coord *c)
 {
     if (c->metrics != NULL) {
         metrics_inc(c->metrics->heartbeats);
+    }
+}
+
+void coord_metrics_resync(coord *c)
+{
+    if (c->metrics != NULL) {
+        metrics_inc(c->metrics->resyncs);
     }
 }
 
