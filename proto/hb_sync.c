@@ -153,6 +153,9 @@ const wire_assignment *hb_assign_find(const hb_assign_set *s, uint64_t segment_i
 
 int hb_assign_append(hb_assign_set *s, const wire_assignment *a, size_t n)
 {
+    if (n == 0) {
+        return 0;
+    }
     if (s->n + n > s->cap) {
         size_t cap = s->cap ? s->cap : 64;
         while (cap < s->n + n) {
@@ -175,6 +178,9 @@ int hb_assign_append(hb_assign_set *s, const wire_assignment *a, size_t n)
 void hb_assign_sort(hb_assign_set *s)
 {
     wire_assignment *v = s->v;
+    if (s->n == 0) {
+        return;
+    }
     qsort(v, s->n, sizeof *v, by_id);
     size_t k = 0;
     for (size_t i = 0; i < s->n; i++) {

@@ -151,8 +151,10 @@ static void compact(coord_node *n, uint64_t v)
             hi = mid;
         }
     }
-    memmove(n->log, n->log + lo, (n->nlog - lo) * sizeof *n->log);
-    n->nlog -= lo;
+    if (lo > 0) {
+        memmove(n->log, n->log + lo, (n->nlog - lo) * sizeof *n->log);
+        n->nlog -= lo;
+    }
     if (v > n->log_base) {
         n->log_base = v;
     }

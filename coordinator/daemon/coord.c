@@ -107,7 +107,7 @@ static void handle_heartbeat(coord *c, const nnx_hdr *hdr, const wire_request *q
     memset(&rep, 0, sizeof rep);
     rep.corr_id = q->corr_id;
     rep.hb = h;
-    coord_reply_send(c, hdr, &rep);
+    coord_metrics_heartbeat_bytes(c, false, coord_reply_send(c, hdr, &rep));
 }
 
 /* ---- dispatch --------------------------------------------------------------- */
@@ -146,6 +146,9 @@ static void on_frame(void *arg, const void *msg, size_t len, const nnx_hdr *hdr)
     wire_request q;
     char why[WIRE_WHY_MAX] = "";
     int rc = wire_decode_request_checked(msg, len, &q, why, coord_auth_check, c);
+    if (rc == 0 && q.op == WIRE_OP_HEARTBEAT) {
+        coord_metrics_heartbeat_bytes(c, true, len);
+    }
     if (rc != 0) {
         coord_reply(c, hdr, q.corr_id, rc, why);
         return;
