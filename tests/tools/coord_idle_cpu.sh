@@ -3,11 +3,13 @@
 # coord_idle_cpu.sh - what an idle catalog costs: a local cluster (2 nodes),
 # ITEMS items of 4 segments each created in one SQL statement, no sale; once
 # the segments are placed, the CPU the coordinator and PostgreSQL use over
-# SECONDS, as a share of one core (utime + stime from /proc). Prints figures,
-# asserts nothing. The machine's load average is printed with them: on a
+# SECONDS, as a share of one core (utime + stime from /proc), and the bytes
+# per second the coordinator reads and writes (rchar + wchar from
+# /proc/PID/io: its heartbeats and their replies, plus its small catalog
+# polls). Prints figures, asserts nothing. The machine's load average is printed with them: on a
 # shared machine the figures are noisy.
 #
-#   tests/tools/coord_idle_cpu.sh [ITEMS (3000)] [SECONDS (20)]
+#   tests/tools/coord_idle_cpu.sh [ITEMS (3000)] [SECONDS (20)] [NODES (2)]
 #
 # Environment: ESC_BIN (default build/bin of the source tree): use a build
 # without sanitizers for figures (e.g. cmake -B build-rel; ESC_BIN=build-rel/bin).
@@ -15,6 +17,7 @@ set -euo pipefail
 
 ITEMS=${1:-3000}
 SECS=${2:-20}
+NODES=${3:-2}
 SRC=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
 export ESC_BIN=${ESC_BIN:-$SRC/build/bin}
 # shellcheck source=tests/support/lib.sh
@@ -22,7 +25,7 @@ source "$SRC/tests/support/lib.sh"
 
 DIR=$(mktemp -d /tmp/coord_idle.XXXXXX)
 esc_on_exit "rm -rf '$DIR'"
-esc_cluster_start "$DIR/cluster" --nodes 2
+esc_cluster_start "$DIR/cluster" --nodes "$NODES"
 
 esc_psql "INSERT INTO tenants (tenant_id) VALUES ('idle') ON CONFLICT DO NOTHING;
   INSERT INTO items (tenant_id, item_id, total, unallocated, segments_wanted)
@@ -54,13 +57,19 @@ pg_pids() { # the postmaster and its children
     pm=$(head -n 1 "$ESC_PG_DIR/data/postmaster.pid")
     echo "$pm" "$(pgrep -P "$pm" | tr "\n" " ")"
 }
+io() { # PID -> rchar + wchar
+    awk '$1 == "rchar:" || $1 == "wchar:" {s += $2} END {printf "%d", s}' "/proc/$1/io"
+}
 HZ=$(getconf CLK_TCK)
 c0=$(ticks "$ESC_CLUSTER_COORD_PID")
 p0=$(ticks $(pg_pids))
+i0=$(io "$ESC_CLUSTER_COORD_PID")
 sleep "$SECS"
 c1=$(ticks "$ESC_CLUSTER_COORD_PID")
 p1=$(ticks $(pg_pids))
+i1=$(io "$ESC_CLUSTER_COORD_PID")
 pct() { awk -v d="$1" -v hz="$HZ" -v s="$SECS" 'BEGIN { printf "%.1f", 100 * d / hz / s }'; }
-echo "items=$ITEMS segments=$((ITEMS * 4)) nodes=2 idle_seconds=$SECS"
+echo "items=$ITEMS segments=$((ITEMS * 4)) nodes=$NODES idle_seconds=$SECS"
 echo "coordinator_cpu_pct=$(pct $((c1 - c0))) postgresql_cpu_pct=$(pct $((p1 - p0)))"
+echo "coordinator_io_bytes_per_s=$(((i1 - i0) / SECS))"
 echo "loadavg=$(cut -d' ' -f1-3 /proc/loadavg)"
