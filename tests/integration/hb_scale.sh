@@ -97,7 +97,7 @@ hb_bytes() { # heartbeat bytes both ways so far
     curl -sfS --max-time 10 "http://127.0.0.1:$MPORT/metrics" |
         awk '$1 ~ /^escrow_coord_heartbeat_bytes_total/ {s += $2} END {printf "%d", s}'
 }
-sleep 2
+sleep 6 # segments whose figures changed are carried for 5 s more (demand decays)
 b0=$(hb_bytes)
 sleep 5
 b1=$(hb_bytes)
