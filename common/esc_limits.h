@@ -88,9 +88,12 @@
 #define ESC_HOLD_SEQ_RANGE (1ULL << 20)
 #define ESC_SEGMENT_ID_MAX ((1ULL << (63 - ESC_HOLD_SEQ_BITS)) - 1)
 
-/* Under a coordinator: node ids, endpoints, and what one heartbeat carries.
- * A heartbeat entry is ~40 bytes, so ESC_HB_SEGMENTS_MAX keeps a heartbeat
- * (and its reply) well under ESC_FRAME_BYTES_MAX. */
+/* Under a coordinator: node ids, endpoints, and what ONE heartbeat message
+ * (or its reply) carries. A node serves any number of segments: a heartbeat
+ * carries what changed, and a full report or assignment goes in parts of at
+ * most ESC_HB_SEGMENTS_MAX entries (and ESC_HB_BYTES_BUDGET bytes of segment
+ * figures), which keeps each message under ESC_FRAME_BYTES_MAX. */
+#define ESC_HB_BYTES_BUDGET (40 * 1024)
 #define ESC_NODE_ID_LEN_MAX 64
 #define ESC_ENDPOINT_LEN_MAX 255
 #define ESC_HB_SEGMENTS_MAX 1024

@@ -183,6 +183,14 @@ typedef struct wire_heartbeat {
     wire_transfer_result xfers[ESC_HB_TRANSFERS_MAX];
     size_t ndry;
     uint64_t dry[ESC_HB_SEGMENTS_MAX];
+    /* delta heartbeats (escrow.proto HeartbeatReq): false = segs is the
+     * whole set (an older node) */
+    bool delta, resync, more;
+    size_t ngone;
+    uint64_t gone[ESC_HB_SEGMENTS_MAX];
+    uint32_t seg_count;
+    uint64_t seg_digest;
+    uint64_t assign_version, assign_full_version, assign_cursor;
 } wire_heartbeat;
 
 typedef struct wire_assignment {
@@ -206,6 +214,15 @@ typedef struct wire_hb_reply {
     wire_assignment segs[ESC_HB_SEGMENTS_MAX];
     size_t nxfers;
     wire_xfer_cmd xfers[ESC_HB_TRANSFERS_MAX];
+    /* delta assignments (escrow.proto HeartbeatReply): coord_incarnation 0
+     * = an older coordinator, segs is the whole set */
+    uint64_t coord_incarnation;
+    bool assign_delta, assign_more, resync;
+    uint64_t assign_base, assign_version, assign_cursor, assign_next;
+    size_t nunassigned;
+    uint64_t unassigned[ESC_HB_SEGMENTS_MAX];
+    uint32_t assign_count;
+    uint64_t assign_digest;
 } wire_hb_reply;
 
 typedef struct wire_route_seg {

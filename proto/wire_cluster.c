@@ -80,13 +80,23 @@ static int heartbeat_lists_from_pb(const Escrow__HeartbeatReq *h, wire_heartbeat
         hb->dry[i] = h->dry[i];
     }
     hb->ndry = h->n_dry;
+    if (h->n_gone > ESC_HB_SEGMENTS_MAX) {
+        return wire_why(why, ESC_ETOOBIG, "heartbeat: too many entries");
+    }
+    for (size_t i = 0; i < h->n_gone; i++) {
+        if (!wire_segment_id_valid(h->gone[i])) {
+            return wire_why(why, ESC_EINVAL, "heartbeat: gone segment_id out of range");
+        }
+        hb->gone[i] = h->gone[i];
+    }
+    hb->ngone = h->n_gone;
     return 0;
 }
 
 int wire_heartbeat_from_pb(const Escrow__HeartbeatReq *h, wire_heartbeat *hb, char *why)
 {
     int rc;
-    hb->nsegs = hb->nxfers = hb->ndry = 0;
+    hb->nsegs = hb->nxfers = hb->ndry = hb->ngone = 0;
     if ((rc = wire_copy_id(hb->node_id, ESC_NODE_ID_LEN_MAX, h->node_id, why, "node_id")) < 0) {
         return rc;
     }
@@ -99,6 +109,14 @@ int wire_heartbeat_from_pb(const Escrow__HeartbeatReq *h, wire_heartbeat *hb, ch
     }
     hb->incarnation = h->incarnation;
     hb->stopping = h->stopping;
+    hb->delta = h->delta;
+    hb->resync = h->resync;
+    hb->more = h->more;
+    hb->seg_count = h->seg_count;
+    hb->seg_digest = h->seg_digest;
+    hb->assign_version = h->assign_version;
+    hb->assign_full_version = h->assign_full_version;
+    hb->assign_cursor = h->assign_cursor;
     return heartbeat_lists_from_pb(h, hb, why);
 }
 
@@ -141,7 +159,7 @@ int wire_encode_heartbeat(uint64_t corr_id, const wire_heartbeat *hb, void *buf,
                           size_t *len)
 {
     if (hb->nsegs > ESC_HB_SEGMENTS_MAX || hb->nxfers > ESC_HB_TRANSFERS_MAX ||
-        hb->ndry > ESC_HB_SEGMENTS_MAX) {
+        hb->ndry > ESC_HB_SEGMENTS_MAX || hb->ngone > ESC_HB_SEGMENTS_MAX) {
         return ESC_EINVAL;
     }
     Escrow__Request m = ESCROW__REQUEST__INIT;
@@ -155,6 +173,16 @@ int wire_encode_heartbeat(uint64_t corr_id, const wire_heartbeat *hb, void *buf,
     h.stopping = hb->stopping;
     h.n_dry = hb->ndry;
     h.dry = (uint64_t *)hb->dry;
+    h.delta = hb->delta;
+    h.resync = hb->resync;
+    h.more = hb->more;
+    h.n_gone = hb->ngone;
+    h.gone = (uint64_t *)hb->gone;
+    h.seg_count = hb->seg_count;
+    h.seg_digest = hb->seg_digest;
+    h.assign_version = hb->assign_version;
+    h.assign_full_version = hb->assign_full_version;
+    h.assign_cursor = hb->assign_cursor;
     Escrow__SegmentStats *st = calloc(hb->nsegs + 1, sizeof *st);
     Escrow__SegmentStats **stp = calloc(hb->nsegs + 1, sizeof *stp);
     Escrow__TransferResult *tr = NULL, **trp = NULL;
@@ -182,11 +210,54 @@ int wire_encode_heartbeat(uint64_t corr_id, const wire_heartbeat *hb, void *buf,
 
 /* ---- the coordinator's answer to a heartbeat ------------------------------ */
 
+/* The delta assignment's fields (unassigned borrowed from w). */
+static void hb_reply_delta_to_pb(const wire_hb_reply *w, Escrow__HeartbeatReply *m)
+{
+    m->coord_incarnation = w->coord_incarnation;
+    m->assign_delta = w->assign_delta;
+    m->assign_base = w->assign_base;
+    m->assign_version = w->assign_version;
+    m->n_unassigned = w->nunassigned;
+    m->unassigned = (uint64_t *)w->unassigned;
+    m->assign_more = w->assign_more;
+    m->assign_cursor = w->assign_cursor;
+    m->assign_next = w->assign_next;
+    m->assign_count = w->assign_count;
+    m->assign_digest = w->assign_digest;
+    m->resync = w->resync;
+}
+
+static int hb_reply_delta_from_pb(const Escrow__HeartbeatReply *m, wire_hb_reply *w)
+{
+    if (m->n_unassigned > ESC_HB_SEGMENTS_MAX) {
+        return ESC_EPROTO;
+    }
+    for (size_t i = 0; i < m->n_unassigned; i++) {
+        if (!wire_segment_id_valid(m->unassigned[i])) {
+            return ESC_EPROTO;
+        }
+        w->unassigned[i] = m->unassigned[i];
+    }
+    w->nunassigned = m->n_unassigned;
+    w->coord_incarnation = m->coord_incarnation;
+    w->assign_delta = m->assign_delta;
+    w->assign_base = m->assign_base;
+    w->assign_version = m->assign_version;
+    w->assign_more = m->assign_more;
+    w->assign_cursor = m->assign_cursor;
+    w->assign_next = m->assign_next;
+    w->assign_count = m->assign_count;
+    w->assign_digest = m->assign_digest;
+    w->resync = m->resync;
+    return 0;
+}
+
 int wire_hb_reply_to_pb(const wire_hb_reply *w, wire_hb_reply_pb *pb)
 {
     memset(pb, 0, sizeof *pb);
     escrow__heartbeat_reply__init(&pb->msg);
-    if (w->nsegs > ESC_HB_SEGMENTS_MAX || w->nxfers > ESC_HB_TRANSFERS_MAX) {
+    if (w->nsegs > ESC_HB_SEGMENTS_MAX || w->nxfers > ESC_HB_TRANSFERS_MAX ||
+        w->nunassigned > ESC_HB_SEGMENTS_MAX) {
         return ESC_ETOOBIG;
     }
     pb->as = calloc(w->nsegs + 1, sizeof *pb->as);
@@ -218,6 +289,7 @@ int wire_hb_reply_to_pb(const wire_hb_reply *w, wire_hb_reply_pb *pb)
     }
     pb->msg.n_transfers = w->nxfers;
     pb->msg.transfers = pb->xcp;
+    hb_reply_delta_to_pb(w, &pb->msg);
     return 0;
 }
 
@@ -240,7 +312,7 @@ int wire_hb_reply_from_pb(const Escrow__HeartbeatReply *pb, wire_hb_reply *out)
     }
     out->lease_ms = pb->lease_ms;
     out->heartbeat_ms = pb->heartbeat_ms;
-    out->nsegs = out->nxfers = 0;
+    out->nsegs = out->nxfers = out->nunassigned = 0;
     for (size_t i = 0; i < pb->n_segments; i++) {
         const Escrow__Assignment *a = pb->segments[i];
         if (!wire_segment_id_valid(a->segment_id) || a->state > WIRE_SEG_RETIRED) {
@@ -258,7 +330,7 @@ int wire_hb_reply_from_pb(const Escrow__HeartbeatReply *pb, wire_hb_reply *out)
         out->xfers[i] = (wire_xfer_cmd){x->transfer_id, x->kind, x->segment_id, x->qty};
     }
     out->nxfers = pb->n_transfers;
-    return 0;
+    return hb_reply_delta_from_pb(pb, out);
 }
 
 /* ---- admin --------------------------------------------------------------- */

@@ -4,6 +4,8 @@
  */
 #include "coord_cat.h"
 
+#include "coord_asg.h"
+
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -31,6 +33,7 @@ void coord_cat_fini(coord_cat *c)
         free(c->segs[i]);
     }
     for (size_t i = 0; i < c->nnodes; i++) {
+        coord_asg_node_fini(c->nodes[i]);
         free(c->nodes[i]);
     }
     for (size_t i = 0; i < c->nxfers; i++) {
@@ -207,6 +210,11 @@ coord_node *coord_cat_add_node(coord_cat *c, const char *node_id)
     coord_node *n = esc_xcalloc(1, sizeof *n);
     snprintf(n->node_id, sizeof n->node_id, "%s", node_id);
     n->db_state = -1; /* not in the database yet */
+    if (hmap_init(&n->mirror, 64) != 0) {
+        free(n);
+        return NULL;
+    }
+    n->log_base = c->asg_seq; /* changes before it joined are in a full assignment */
     (void)hmap_insert(&c->nodes_by_id, &n->by_id, hmap_hash_bytes(node_id, strlen(node_id), 7));
     push((void ***)&c->nodes, &c->nnodes, &c->nodes_cap, n);
     return n;
@@ -291,11 +299,16 @@ static void add_cmd(wire_hb_reply *out, const coord_xfer *x, uint32_t kind, uint
     w->qty = x->qty;
 }
 
+bool coord_cat_node_assignable(const coord_node *n)
+{
+    return n->alive && !n->inc_pending && n->incarnation == n->db_incarnation;
+}
+
 void coord_cat_assignment(const coord_cat *c, const coord_node *n, wire_hb_reply *out)
 {
     out->nsegs = 0;
     out->nxfers = 0;
-    if (!n->alive || n->inc_pending || n->incarnation != n->db_incarnation) {
+    if (!coord_cat_node_assignable(n)) {
         return;
     }
     for (size_t i = 0; i < c->nsegs && out->nsegs < ESC_HB_SEGMENTS_MAX; i++) {
@@ -308,6 +321,15 @@ void coord_cat_assignment(const coord_cat *c, const coord_node *n, wire_hb_reply
         a->epoch = s->epoch;
         a->state = (uint32_t)s->state;
         a->paused = s->item->state != COORD_ITEM_ACTIVE;
+    }
+    coord_cat_commands(c, n, out);
+}
+
+void coord_cat_commands(const coord_cat *c, const coord_node *n, wire_hb_reply *out)
+{
+    out->nxfers = 0;
+    if (!coord_cat_node_assignable(n)) {
+        return;
     }
     for (size_t i = 0; i < c->nxfers; i++) {
         const coord_xfer *x = c->xfers[i];

@@ -67,6 +67,19 @@ typedef struct coord_node {
     int64_t last_hb_wall_ms;
     int64_t last_write_us;
     uint32_t nsegs; /* placement scratch: segments it owns or is being given */
+    /* delta heartbeats (coord_asg.h): the figures it reported, summed up */
+    hmap mirror;         /* coord_mirror_ent by segment_id */
+    uint64_t mirror_inc; /* the incarnation whose report the mirror holds */
+    uint32_t mirror_count;
+    uint64_t mirror_digest;
+    bool want_resync; /* its next reply asks for a full report */
+    /* its published assignment: count, digest, and the changes (oldest
+     * first) since log_base; a node that has version >= log_base takes them */
+    uint32_t asg_count;
+    uint64_t asg_digest;
+    struct coord_asg_ent *log;
+    size_t nlog, log_cap;
+    uint64_t log_base;
 } coord_node;
 
 struct coord_item;
@@ -91,6 +104,10 @@ typedef struct coord_seg {
     bool dry;
     bool forwarded;   /* collapsed: gave to the tail at least once */
     uint64_t xfer_id; /* open transfer, 0 = none, COORD_XFER_INSERTING */
+    /* published assignment (coord_asg.h): the node it is in, the entry */
+    coord_node *pub_node;
+    wire_assignment pub;
+    uint64_t pub_hash; /* 0 = in no assignment */
 } coord_seg;
 
 typedef struct coord_item {
@@ -151,6 +168,8 @@ typedef struct coord_cat {
     size_t nnodes, nodes_cap;
     coord_xfer **xfers;
     size_t nxfers, xfers_cap;
+    uint64_t incarnation; /* random per coordinator process (heartbeat replies) */
+    uint64_t asg_seq;     /* version of the published assignments */
 } coord_cat;
 
 /* Returns 0 or ESC_ENOMEM. */
@@ -198,8 +217,14 @@ bool coord_cat_node_eligible(const coord_node *n);
  * committed, no write in flight, not revoked. */
 bool coord_cat_seg_served(const coord_seg *s);
 
-/* The heartbeat reply's assignment and transfer commands for node n. */
+/* The heartbeat reply's whole assignment (at most ESC_HB_SEGMENTS_MAX: for
+ * a node that sends whole heartbeats) and transfer commands for node n. */
 void coord_cat_assignment(const coord_cat *c, const coord_node *n, wire_hb_reply *out);
+/* The transfer commands alone. */
+void coord_cat_commands(const coord_cat *c, const coord_node *n, wire_hb_reply *out);
+/* True if node n's segments are in its assignment (alive, incarnation
+ * committed). */
+bool coord_cat_node_assignable(const coord_node *n);
 
 /* The item's routing table (version and sold_out as stored in it). */
 void coord_cat_route(const coord_item *it, wire_route *out);

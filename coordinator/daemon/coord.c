@@ -12,6 +12,7 @@
 #include "coord.h"
 
 #include <inttypes.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -19,6 +20,7 @@
 #include "conn_guard.h"
 #include "clock.h"
 #include "coord_admin.h"
+#include "coord_asg.h"
 #include "coord_auth.h"
 #include "coord_db.h"
 #include "coord_lease.h"
@@ -41,6 +43,23 @@
 #define COORD_TICK_RECV_MAX (4 * ESC_RECV_PER_CB_MAX)
 
 /* ---- heartbeats ------------------------------------------------------------ */
+
+/* Random per process: a node that sees a new one sends a full report. */
+static uint64_t process_incarnation(void)
+{
+    uint64_t v = 0;
+    FILE *f = fopen("/dev/urandom", "rb");
+    if (f != NULL) {
+        if (fread(&v, sizeof v, 1, f) != 1) {
+            v = 0;
+        }
+        fclose(f);
+    }
+    if (v == 0) {
+        v = (uint64_t)esc_wall_ms() * 1000003u ^ (uint64_t)esc_mono_us();
+    }
+    return v ? v : 1;
+}
 
 static void handle_heartbeat(coord *c, const nnx_hdr *hdr, const wire_request *q)
 {
@@ -68,14 +87,27 @@ static void handle_heartbeat(coord *c, const nnx_hdr *hdr, const wire_request *q
         }
     }
     wire_hb_reply *h = &c->hb_scratch;
-    coord_cat_assignment(&c->cat, n, h);
+    memset(h, 0, offsetof(wire_hb_reply, segs));
+    if (!hb->delta) {
+        coord_cat_assignment(&c->cat, n, h); /* a node that sends whole heartbeats */
+        h->coord_incarnation = 0;
+        h->nunassigned = 0;
+    } else {
+        if (coord_asg_full_start(&c->cat, n, hb)) {
+            coord_asg_publish(&c->cat); /* a full assignment starts from the view of now */
+        }
+        coord_asg_reply(&c->cat, n, hb, h);
+        coord_cat_commands(&c->cat, n, h);
+        h->resync = n->want_resync;
+        n->want_resync = false;
+    }
     h->lease_ms = c->cfg.lease_ms;
     h->heartbeat_ms = c->cfg.heartbeat_ms;
     wire_reply rep = {0};
     memset(&rep, 0, sizeof rep);
     rep.corr_id = q->corr_id;
     rep.hb = h;
-    coord_reply_send(c, hdr, &rep);
+    coord_metrics_heartbeat_bytes(c, false, coord_reply_send(c, hdr, &rep));
 }
 
 /* ---- dispatch --------------------------------------------------------------- */
@@ -114,6 +146,9 @@ static void on_frame(void *arg, const void *msg, size_t len, const nnx_hdr *hdr)
     wire_request q;
     char why[WIRE_WHY_MAX] = "";
     int rc = wire_decode_request_checked(msg, len, &q, why, coord_auth_check, c);
+    if (rc == 0 && q.op == WIRE_OP_HEARTBEAT) {
+        coord_metrics_heartbeat_bytes(c, true, len);
+    }
     if (rc != 0) {
         coord_reply(c, hdr, q.corr_id, rc, why);
         return;
@@ -172,6 +207,7 @@ static void on_tick(uv_timer_t *t)
      * heartbeats that waited before any lease is judged */
     read_requests(c, COORD_TICK_RECV_MAX);
     coord_place_tick(c);
+    coord_asg_publish(&c->cat);
     coord_xfer_tick(c);
     coord_pass_tick(c);
     coord_admin_tick(c);
@@ -318,6 +354,8 @@ int coord_start(coord *c, uv_loop_t *loop, const coord_config *cfg)
     if (rc != 0 || (rc = coord_auth_start(c)) != 0) {
         return rc;
     }
+    /* versions past any an earlier process gave out: its clock, in ms << 20 */
+    coord_asg_start(&c->cat, process_incarnation(), (uint64_t)esc_wall_ms() << 20);
     /* Its clients (escrowctl, routes subscribers, heartbeats): --conn-per-peer
      * and --conn-idle-s (by default none: a routes subscriber never sends). */
     conn_guard_cfg guard = {cfg->conn_per_peer, cfg->conn_idle_s};

@@ -22,10 +22,10 @@ struct coord_metrics {
     metrics_http *http;    /* owned; NULL until started */
     metrics_series *nodes_up, *nodes_draining, *nodes_down;
     metrics_series *lease_expiries, *epoch_changes, *loop_stalls;
-    metrics_series *segs_active, *segs_draining, *segs_unserved, *view_gap;
+    metrics_series *segs_active, *segs_draining, *segs_unserved, *segs_reported, *view_gap;
     metrics_series *xf_planned_now, *xf_sent_now;
     metrics_family *xf_planned, *xf_completed, *admin;
-    metrics_series *routes, *collapses, *heartbeats, *passes;
+    metrics_series *routes, *collapses, *heartbeats, *resyncs, *hb_in, *hb_out, *passes;
     metrics_family *polls;
     metrics_family *db_up, *db_down, *db_re;
     bool db_seen_up[2]; /* coord, monitor */
@@ -67,6 +67,9 @@ static void register_catalog(coord_metrics *m)
     m->segs_draining = metrics_get1(f, "draining");
     m->segs_unserved = metrics_get0(fam(m, METRICS_GAUGE, "escrow_coord_segments_unserved",
                                         "Segments without a live owner serving them now.", NULL));
+    m->segs_reported = metrics_get0(
+        fam(m, METRICS_GAUGE, "escrow_coord_segments_reported",
+            "Served segments whose owner's figures at their epoch this coordinator holds.", NULL));
     m->view_gap = metrics_get0(
         fam(m, METRICS_GAUGE, "escrow_coord_view_gap_units",
             "Units by which the owners' last reports (available + held + sold per segment) "
@@ -99,6 +102,15 @@ static void register_misc(coord_metrics *m)
                                     "Items collapsed into one tail segment.", NULL));
     m->heartbeats = metrics_get0(fam(m, METRICS_COUNTER, "escrow_coord_heartbeats_total",
                                      "Node heartbeats answered.", NULL));
+    static const char *const dir[] = {"direction", NULL};
+    metrics_family *hbf =
+        fam(m, METRICS_COUNTER, "escrow_coord_heartbeat_bytes_total",
+            "Bytes of node heartbeats (in) and of the replies to them (out).", dir);
+    m->hb_in = metrics_get1(hbf, "in");
+    m->hb_out = metrics_get1(hbf, "out");
+    m->resyncs =
+        metrics_get0(fam(m, METRICS_COUNTER, "escrow_coord_heartbeat_resyncs_total",
+                         "Full segment reports asked of nodes (their summary differed).", NULL));
     static const char *const read[] = {"read", NULL};
     m->polls = fam(m, METRICS_COUNTER, "escrow_coord_catalog_polls_total",
                    "Catalog polls, by whether the whole catalog was read (full) or the change "
@@ -222,6 +234,20 @@ void coord_metrics_heartbeat(coord *c)
     }
 }
 
+void coord_metrics_heartbeat_bytes(coord *c, bool in, size_t bytes)
+{
+    if (c->metrics != NULL) {
+        metrics_add(in ? c->metrics->hb_in : c->metrics->hb_out, bytes);
+    }
+}
+
+void coord_metrics_resync(coord *c)
+{
+    if (c->metrics != NULL) {
+        metrics_inc(c->metrics->resyncs);
+    }
+}
+
 void coord_metrics_admin(coord *c, unsigned op, int status)
 {
     if (c->metrics != NULL) {
@@ -266,7 +292,7 @@ void coord_metrics_sample(coord *c)
             up++;
         }
     }
-    size_t active = 0, sdraining = 0, unserved = 0;
+    size_t active = 0, sdraining = 0, unserved = 0, reported = 0;
     int64_t gap = 0;
     for (size_t i = 0; i < c->cat.nsegs; i++) {
         const coord_seg *s = c->cat.segs[i];
@@ -276,6 +302,7 @@ void coord_metrics_sample(coord *c)
         active += s->state == WIRE_SEG_ACTIVE;
         sdraining += s->state == WIRE_SEG_DRAINING;
         unserved += s->state != WIRE_SEG_RETIRED && !coord_cat_seg_served(s);
+        reported += coord_cat_seg_served(s) && s->reported && s->rep_epoch == s->epoch;
     }
     size_t planned = 0, sent = 0;
     for (size_t i = 0; i < c->cat.nxfers; i++) {
@@ -288,6 +315,7 @@ void coord_metrics_sample(coord *c)
     metrics_set(m->segs_active, (double)active);
     metrics_set(m->segs_draining, (double)sdraining);
     metrics_set(m->segs_unserved, (double)unserved);
+    metrics_set(m->segs_reported, (double)reported);
     metrics_set(m->view_gap, (double)gap);
     metrics_set(m->xf_planned_now, (double)planned);
     metrics_set(m->xf_sent_now, (double)sent);

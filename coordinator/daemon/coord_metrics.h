@@ -64,6 +64,10 @@ void coord_metrics_catalog_poll(coord *c, bool full);
 void coord_metrics_policy_pass(coord *c);
 void coord_metrics_collapse(coord *c);
 void coord_metrics_heartbeat(coord *c);
+/* Bytes of one heartbeat (in) or of the reply to it (out). */
+void coord_metrics_heartbeat_bytes(coord *c, bool in, size_t bytes);
+/* A node was asked for a full segment report. */
+void coord_metrics_resync(coord *c);
 void coord_metrics_admin(coord *c, unsigned op, int status);
 void coord_metrics_db(coord *c, const char *conn, bool up);
 /* Samples the catalog gauges if COORD_METRICS_SAMPLE_MS passed. */

@@ -24,10 +24,12 @@
 
 #include "clock.h"
 #include "coord_state.h"
+#include "coord_asg.h"
 #include "coord_db.h"
 #include "coord_lease.h"
 #include "coord_metrics.h"
 #include "escrow_errors.h"
+#include "hb_sync.h"
 #include "log.h"
 #include "pg_array.h"
 #include "pg_result.h"
@@ -192,6 +194,52 @@ static void take_stats(coord_node *n, coord_seg *s, const wire_seg_stats *st, in
     }
 }
 
+/* One segment's figures: taken when n serves it at that epoch. False when
+ * n owns it at that epoch but it is not served right now (an ownership
+ * write in flight): the coordinator will want these figures later. */
+static bool take_one(coord *c, coord_node *n, const wire_seg_stats *st, int64_t now)
+{
+    coord_seg *s = coord_cat_seg(&c->cat, st->segment_id);
+    if (s != NULL && s->owner == n && s->epoch == st->epoch && coord_cat_seg_served(s)) {
+        take_stats(n, s, st, now);
+    }
+    return s == NULL || s->owner != n || s->epoch != st->epoch || !s->pending;
+}
+
+/* A delta heartbeat: the changed figures into the mirror (coord_asg.h) and
+ * the catalog; a complete one is checked against the node's summary. */
+static void take_delta(coord *c, coord_node *n, const wire_heartbeat *hb, int64_t now)
+{
+    bool fresh = hb->resync;
+    if (hb->resync || n->mirror_inc != hb->incarnation) {
+        coord_mirror_clear(n);
+        n->mirror_inc = hb->incarnation;
+        n->want_resync = !hb->resync; /* it holds nothing of this process: all of it */
+    }
+    for (size_t i = 0; i < hb->nsegs; i++) {
+        const wire_seg_stats *st = &hb->segs[i];
+        if (take_one(c, n, st, now)) {
+            coord_mirror_put(n, st->segment_id, hb_sync_stats_hash(st));
+        } else {
+            coord_mirror_del(n, st->segment_id); /* a mismatch: it is sent again */
+        }
+    }
+    for (size_t i = 0; i < hb->ngone; i++) {
+        coord_mirror_del(n, hb->gone[i]);
+    }
+    if (hb->more || n->want_resync) {
+        return;
+    }
+    if (n->mirror_count != hb->seg_count || n->mirror_digest != hb->seg_digest) {
+        ESC_LOG(fresh ? ESC_LOG_WARN : ESC_LOG_INFO, "COORD-HB",
+                "node=%s reports %u segments, this coordinator holds figures of %u (or they "
+                "differ): asking for a full report",
+                n->node_id, hb->seg_count, n->mirror_count);
+        coord_metrics_resync(c);
+        n->want_resync = true;
+    }
+}
+
 void coord_place_heartbeat(coord *c, const wire_heartbeat *hb, coord_node **out)
 {
     coord_node *n = coord_cat_node(&c->cat, hb->node_id);
@@ -228,11 +276,11 @@ void coord_place_heartbeat(coord *c, const wire_heartbeat *hb, coord_node **out)
         coord_cat_touch_node(&c->cat, n); /* its segments' routes name it again */
     }
     coord_place_node_write(c, n, !was_alive);
-    for (size_t i = 0; i < hb->nsegs; i++) {
-        const wire_seg_stats *st = &hb->segs[i];
-        coord_seg *s = coord_cat_seg(&c->cat, st->segment_id);
-        if (s != NULL && s->owner == n && s->epoch == st->epoch && coord_cat_seg_served(s)) {
-            take_stats(n, s, st, now);
+    if (hb->delta) {
+        take_delta(c, n, hb, now);
+    } else {
+        for (size_t i = 0; i < hb->nsegs; i++) {
+            take_one(c, n, &hb->segs[i], now);
         }
     }
     *out = n;

@@ -11,19 +11,20 @@
 #include "escrow_errors.h"
 #include "log.h"
 
-void coord_reply_send(coord *c, const nnx_hdr *hdr, const wire_reply *rep)
+size_t coord_reply_send(coord *c, const nnx_hdr *hdr, const wire_reply *rep)
 {
-    size_t len;
+    size_t len = 0;
     int rc = wire_encode_reply(rep, c->frame, sizeof c->frame, &len);
     if (rc != 0) {
         ESC_LOG(ESC_LOG_ERROR, "COORD-REPLY", "cannot encode reply corr=%" PRIu64 ": %s",
                 rep->corr_id, esc_err_name(rc));
-        return;
+        return 0;
     }
     rc = nnx_send(c->sock, hdr, c->frame, len);
     if (rc != 0) {
         ESC_LOG(ESC_LOG_DEBUG, "COORD-REPLY", "send failed: %s", esc_err_name(rc));
     }
+    return len;
 }
 
 void coord_reply(coord *c, const nnx_hdr *hdr, uint64_t corr_id, int status, const char *msg)

@@ -16,7 +16,8 @@
 typedef struct coord coord;
 
 /* Sends rep (borrowed) to hdr's requester. */
-void coord_reply_send(coord *c, const nnx_hdr *hdr, const wire_reply *rep);
+/* Returns the bytes of the encoded reply (0: it could not be encoded). */
+size_t coord_reply_send(coord *c, const nnx_hdr *hdr, const wire_reply *rep);
 /* A reply with only a status and a message: msg NULL means the status's own
  * text; a message longer than the wire allows is cut, not refused. */
 void coord_reply(coord *c, const nnx_hdr *hdr, uint64_t corr_id, int status, const char *msg);

@@ -63,6 +63,7 @@
 #include "seg_core.h"
 #include "seg_delta.h"
 #include "seg_store.h"
+#include "hb_sync.h"
 #include "wire.h"
 
 #define NODE_LISTEN_MAX 8
@@ -142,8 +143,15 @@ typedef struct node_hb {
     wire_heartbeat *msg;     /* owned scratch */
     wire_hb_reply *reply;    /* owned scratch */
     unsigned char *buf;      /* owned, ESC_FRAME_BYTES_MAX */
-    wire_assignment *assign; /* owned: the newest assignment, ESC_HB_SEGMENTS_MAX */
-    size_t nassign;
+    hb_assign_set assign;    /* the newest complete assignment, sorted */
+    hb_assign_set staging;   /* a full assignment being received in parts */
+    uint64_t assign_version; /* of assign (0 = none: ask for it all) */
+    uint64_t full_version;   /* of staging (0 = none in progress) */
+    uint64_t full_cursor;    /* where the next part of staging starts */
+    uint64_t coord_inc;      /* the coordinator process these versions come from */
+    hb_sync sync;            /* what the coordinator acknowledged of our figures */
+    uint64_t bytes_sent;     /* heartbeat bytes, for the figures */
+    bool more;               /* the last heartbeat left changes for the next one */
     bool stop_sent, stop_done;
     uint64_t stop_corr;
 } node_hb;

@@ -79,30 +79,181 @@ static void drop_unassigned(node *n)
     }
 }
 
-static void apply_assignment(node *n, const wire_hb_reply *r)
+static void assignment_applied(node *n)
 {
-    node_hb *hb = &n->hb;
-    hb->nassign = r->nsegs < ESC_HB_SEGMENTS_MAX ? r->nsegs : ESC_HB_SEGMENTS_MAX;
-    memcpy(hb->assign, r->segs, hb->nassign * sizeof hb->assign[0]);
     drop_unassigned(n);
     node_load_assignment_changed(n);
 }
 
+/* After a complete assignment: does it sum up as the coordinator's does?
+ * If not, ask for the whole of it again. */
+static void check_assignment(node *n, const wire_hb_reply *r)
+{
+    uint32_t count;
+    uint64_t digest;
+    hb_assign_sum(&n->hb.assign, &count, &digest);
+    if (count != r->assign_count || digest != r->assign_digest) {
+        ESC_LOG(ESC_LOG_WARN, "SEG-HB",
+                "assignment diverged from the coordinator's (%u segments here, %u there): "
+                "asking for all of it",
+                count, r->assign_count);
+        n->hb.assign_version = 0;
+    }
+}
+
+/* A part of the full assignment: staged until the last part. */
+static void take_full_part(node *n, const wire_hb_reply *r)
+{
+    node_hb *hb = &n->hb;
+    if (r->assign_cursor == 0) {
+        hb->staging.n = 0;
+        hb->full_version = r->assign_version;
+    } else if (r->assign_version != hb->full_version || r->assign_cursor != hb->full_cursor) {
+        return; /* a part of another round: the next heartbeat says where we are */
+    }
+    if (hb_assign_append(&hb->staging, r->segs, r->nsegs) != 0) {
+        ESC_LOG(ESC_LOG_ERROR, "SEG-HB", "out of memory staging the assignment");
+        hb->full_version = hb->full_cursor = 0;
+        return;
+    }
+    hb->full_cursor = r->assign_next;
+    if (r->assign_more) {
+        return;
+    }
+    hb_assign_set t = hb->assign;
+    hb->assign = hb->staging;
+    hb->staging = t;
+    hb->staging.n = 0;
+    hb_assign_sort(&hb->assign);
+    hb->assign_version = hb->full_version;
+    hb->full_version = hb->full_cursor = 0;
+    if (r->assign_cursor == 0) {
+        check_assignment(n, r); /* one part: one moment, comparable */
+    }
+    assignment_applied(n);
+}
+
+/* The changes since the version this node has. */
+static void take_delta(node *n, const wire_hb_reply *r)
+{
+    node_hb *hb = &n->hb;
+    if (hb->assign_version == 0 || r->assign_base != hb->assign_version) {
+        return; /* computed from another version: the next heartbeat asks again */
+    }
+    if (hb_assign_apply(&hb->assign, r->segs, r->nsegs, r->unassigned, r->nunassigned) != 0) {
+        ESC_LOG(ESC_LOG_ERROR, "SEG-HB", "out of memory applying the assignment");
+        hb->assign_version = 0;
+        return;
+    }
+    hb->assign_version = r->assign_version;
+    if (!r->assign_more) {
+        check_assignment(n, r);
+    }
+    assignment_applied(n);
+}
+
+/* A reply from coordinator process r->coord_incarnation: our figures it
+ * acknowledged, and the assignment (its changes or a part of all of it). */
+static void apply_assignment(node *n, uint64_t corr, const wire_hb_reply *r)
+{
+    node_hb *hb = &n->hb;
+    if (r->coord_incarnation == 0) { /* an older coordinator: the whole set */
+        if (hb_assign_replace(&hb->assign, r->segs, r->nsegs) == 0) {
+            assignment_applied(n);
+        }
+        return;
+    }
+    if (r->coord_incarnation != hb->coord_inc) {
+        if (hb->coord_inc != 0) {
+            ESC_LOG(ESC_LOG_INFO, "SEG-HB",
+                    "a new coordinator process answers: a full report of our segments and a "
+                    "full assignment follow");
+            hb_sync_restart(&hb->sync);
+        }
+        hb->coord_inc = r->coord_incarnation;
+        hb->assign_version = hb->full_version = hb->full_cursor = 0;
+        hb->staging.n = 0;
+        if (r->assign_delta || r->assign_cursor != 0) {
+            return; /* only the start of a full assignment means anything to us now */
+        }
+    } else {
+        hb_sync_acked(&hb->sync, corr);
+        if (r->resync && corr >= hb->sync.resync_corr && !hb->sync.resync) {
+            ESC_LOG(ESC_LOG_INFO, "SEG-HB", "the coordinator asks for a full report");
+            hb_sync_restart(&hb->sync);
+        }
+    }
+    if (r->assign_delta) {
+        take_delta(n, r);
+    } else {
+        take_full_part(n, r);
+    }
+}
+
 /* ---- heartbeats -------------------------------------------------------------- */
+
+/* Segment i of the core in heartbeat m (corr): its figures when they changed
+ * since the acknowledged report, gone when it is no longer served. */
+static void fill_one(node *n, wire_heartbeat *m, size_t i, int64_t now, size_t *bytes)
+{
+    hb_sync *t = &n->hb.sync;
+    const seg_segment *s = &n->core.segs[i];
+    wire_seg_stats st;
+    uint64_t h = 0;
+    if (!s->fenced) {
+        node_reply_seg_stats(s, &st);
+        h = hb_sync_stats_hash(&st);
+        m->seg_count++;
+        m->seg_digest += h;
+        if (s->dry && m->ndry < ESC_HB_SEGMENTS_MAX) {
+            m->dry[m->ndry++] = s->segment_id; /* in every heartbeat until units return */
+        }
+    }
+    int want = hb_sync_want(t, i, h, now);
+    if (want == HB_SYNC_SEND) {
+        size_t cost = 64 + strlen(st.item_id) + strlen(st.tenant_id);
+        if (m->nsegs == ESC_HB_SEGMENTS_MAX || *bytes + cost > ESC_HB_BYTES_BUDGET) {
+            m->more = m->more || h != t->slots[i].acked; /* only recent: no divergence */
+            return;
+        }
+        *bytes += cost;
+        m->segs[m->nsegs++] = st;
+        hb_sync_sent(t, i, h, n->hb.corr);
+    } else if (want == HB_SYNC_GONE) {
+        if (m->ngone == ESC_HB_SEGMENTS_MAX) {
+            m->more = true;
+            return;
+        }
+        m->gone[m->ngone++] = s->segment_id;
+        hb_sync_sent(t, i, 0, n->hb.corr);
+    }
+}
 
 static void fill_stats(node *n, wire_heartbeat *m)
 {
-    m->nsegs = 0;
-    m->ndry = 0;
-    for (size_t i = 0; i < n->core.nsegs && m->nsegs < ESC_HB_SEGMENTS_MAX; i++) {
-        const seg_segment *s = &n->core.segs[i];
-        if (s->fenced) {
-            continue;
-        }
-        node_reply_seg_stats(s, &m->segs[m->nsegs++]);
-        if (s->dry) {
-            m->dry[m->ndry++] = s->segment_id; /* in every heartbeat until units return */
-        }
+    node_hb *hb = &n->hb;
+    m->nsegs = m->ndry = m->ngone = 0;
+    m->seg_count = 0;
+    m->seg_digest = 0;
+    m->delta = true;
+    m->more = false;
+    m->resync = hb->sync.resync;
+    if (hb->sync.resync) {
+        hb->sync.resync = false;
+        hb->sync.resync_corr = hb->corr;
+    }
+    m->assign_version = hb->assign_version;
+    m->assign_full_version = hb->full_version;
+    m->assign_cursor = hb->full_cursor;
+    if (hb_sync_grow(&hb->sync, n->core.nsegs) != 0) {
+        ESC_LOG(ESC_LOG_ERROR, "SEG-HB", "out of memory: the heartbeat carries no figures");
+        hb->sync.resync = true;
+        return;
+    }
+    int64_t now = esc_mono_us() / 1000;
+    size_t bytes = 0;
+    for (size_t i = 0; i < n->core.nsegs; i++) {
+        fill_one(n, m, i, now, &bytes);
     }
 }
 
@@ -141,6 +292,8 @@ static void hb_send(node *n)
         ESC_LOG(ESC_LOG_DEBUG, "SEG-HB", "send failed: %s", esc_err_name(rc));
     }
     hb->last_sent_ms = now;
+    hb->more = m->more;
+    hb->bytes_sent += len;
     n->stats.heartbeats++;
     node_metrics_heartbeat(n, rc == 0 ? "sent" : "failed");
 }
@@ -170,8 +323,11 @@ static void on_reply(node *n, uint64_t corr, const wire_hb_reply *r)
         hb->heartbeat_ms = r->heartbeat_ms;
         uv_timer_set_repeat(&hb->timer, hb->heartbeat_ms);
     }
-    apply_assignment(n, r);
+    apply_assignment(n, corr, r);
     apply_commands(n, r);
+    if (hb->more || r->assign_more || hb->sync.resync) {
+        node_assign_soon(n); /* the rest of a report or an assignment: at once */
+    }
 }
 
 static bool hb_open(void *arg)
@@ -271,7 +427,9 @@ int node_assign_open(node *n)
     hb->msg = esc_xcalloc(1, sizeof *hb->msg);
     hb->reply = esc_xcalloc(1, sizeof *hb->reply);
     hb->buf = esc_xmalloc(ESC_FRAME_BYTES_MAX);
-    hb->assign = esc_xcalloc(ESC_HB_SEGMENTS_MAX, sizeof *hb->assign);
+    hb_assign_init(&hb->assign);
+    hb_assign_init(&hb->staging);
+    hb_sync_init(&hb->sync);
     node_load_init(n);
     hb->heartbeat_ms = NODE_HB_DEFAULT_MS;
     int rc = nnx_open_req(&hb->sock);
@@ -333,7 +491,9 @@ void node_assign_fini(node *n)
     free(hb->msg);
     free(hb->reply);
     free(hb->buf);
-    free(hb->assign);
+    hb_assign_fini(&hb->assign);
+    hb_assign_fini(&hb->staging);
+    hb_sync_fini(&hb->sync);
     memset(hb, 0, sizeof *hb);
     hb->sock = -1;
 }

@@ -66,9 +66,12 @@ int node_load_owned(node *n)
 
 /* ---- managed mode: the assignment -------------------------------------------- */
 
+/* Segments one load reads (a node loads any number, this many at a time). */
+#define NODE_LOAD_BATCH 1024
+
 void node_load_init(node *n)
 {
-    n->load.rows = esc_xcalloc(ESC_HB_SEGMENTS_MAX, sizeof *n->load.rows);
+    n->load.rows = esc_xcalloc(NODE_LOAD_BATCH, sizeof *n->load.rows);
     pg_array_init(&n->load.ids);
     pg_array_init(&n->load.epochs);
 }
@@ -85,12 +88,7 @@ void node_load_fini(node *n)
 
 const wire_assignment *node_load_assignment(const node *n, uint64_t segment_id)
 {
-    for (size_t i = 0; i < n->hb.nassign; i++) {
-        if (n->hb.assign[i].segment_id == segment_id) {
-            return &n->hb.assign[i];
-        }
-    }
-    return NULL;
+    return hb_assign_find(&n->hb.assign, segment_id);
 }
 
 bool node_load_wanted(node *n, const wire_assignment *a)
@@ -102,8 +100,8 @@ bool node_load_wanted(node *n, const wire_assignment *a)
 void node_load_assignment_changed(node *n)
 {
     n->load.wanted = false;
-    for (size_t i = 0; i < n->hb.nassign && !n->load.wanted; i++) {
-        n->load.wanted = node_load_wanted(n, &n->hb.assign[i]);
+    for (size_t i = 0; i < n->hb.assign.n && !n->load.wanted; i++) {
+        n->load.wanted = node_load_wanted(n, &n->hb.assign.v[i]);
     }
     if (n->load.wanted) {
         node_lookup_kick(n);
@@ -242,7 +240,7 @@ static void on_load_segments(pgx_conn *c, PGresult *res, const pgx_err *err, voi
     }
     ld->nrows = 0;
     pg_array_reset(&ld->ids);
-    for (int i = 0; i < PQntuples(res) && ld->nrows < ESC_HB_SEGMENTS_MAX; i++) {
+    for (int i = 0; i < PQntuples(res) && ld->nrows < NODE_LOAD_BATCH; i++) {
         node_load_row *l = &ld->rows[ld->nrows++];
         row_from_result(res, i, l);
         pg_array_i64(&ld->ids, (int64_t)l->seg.segment_id);
@@ -267,12 +265,18 @@ bool node_load_next(node *n)
     size_t k = 0;
     pg_array_reset(&ld->ids);
     pg_array_reset(&ld->epochs);
-    for (size_t i = 0; i < n->hb.nassign; i++) {
-        if (node_load_wanted(n, &n->hb.assign[i])) {
-            pg_array_i64(&ld->ids, (int64_t)n->hb.assign[i].segment_id);
-            pg_array_i64(&ld->epochs, (int64_t)n->hb.assign[i].epoch);
-            k++;
+    for (size_t i = 0; i < n->hb.assign.n; i++) {
+        const wire_assignment *a = &n->hb.assign.v[i];
+        if (!node_load_wanted(n, a)) {
+            continue;
         }
+        if (k == NODE_LOAD_BATCH) {
+            ld->wanted = true; /* the rest in the next load */
+            break;
+        }
+        pg_array_i64(&ld->ids, (int64_t)a->segment_id);
+        pg_array_i64(&ld->epochs, (int64_t)a->epoch);
+        k++;
     }
     if (k == 0) {
         return false;

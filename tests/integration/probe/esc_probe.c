@@ -6,7 +6,7 @@
  *
  * One sub-command per job a shell script cannot do well itself, one file
  * per family of them:
- *   probe_single.c      reserve confirm release extend get cart: one blocking call
+ *   probe_single.c      reserve confirm release extend get cart reserve-each: blocking calls
  *   probe_call.c        call acall: one call, blocking or asynchronous, and its output
  *   probe_race.c        same-key cr-race rx-race: calls that meet at the node
  *   probe_record.c      record verify fence-load: acknowledged outcomes written down
@@ -63,6 +63,7 @@ static const probe_cmd probe_cmds[] = {
     {"fence-load", probe_fence_load, true, false, true, false},
     {"raw", probe_raw, true, false, false, false},
     {"cart", probe_cart, true, true, false, false},
+    {"reserve-each", probe_reserve_each, true, true, false, false},
     {"fake-coord", fake_coordinator_run, false, false, false, false},
     {"hint-reserve", probe_hint_reserve, true, true, false, false},
     {"op-release", probe_op_release, false, false, false, true},

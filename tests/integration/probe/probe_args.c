@@ -19,6 +19,7 @@ void probe_args_usage(FILE *f)
                "  confirm|release|extend|get --hold ID [--qty Q] [--ttl-ms MS]\n"
                "      one blocking call; prints 'STATUS hold=.. state=.. qty=.. sold=..'\n"
                "  same-key --item I --key K --n N [--qty Q]   N reserves with one key at once\n"
+               "  reserve-each --item PREFIX --key K --n N    one reserve on each of PREFIX1..PREFIXN\n"
                "  cr-race --item I --prefix P --n N           confirm vs release per hold\n"
                "  rx-race --item I --prefix P --n N --ttl-ms MS --per-hold K\n"
                "                                              K releases around each expiry\n"

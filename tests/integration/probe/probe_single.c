@@ -64,6 +64,29 @@ int probe_single(const probe_args *args)
     return 0;
 }
 
+int probe_reserve_each(const probe_args *args)
+{
+    esc_client *c = client_open(args);
+    uint32_t ok = 0;
+    for (uint32_t i = 1; i <= args->n; i++) {
+        char item[ESC_ITEM_LEN_MAX + 1], key[ESC_KEY_LEN_MAX + 1];
+        snprintf(item, sizeof item, "%s%u", args->item, i);
+        snprintf(key, sizeof key, "%s-%u", args->key, i);
+        esc_reserve_req req = {.item_id = item, .buyer_id = key, .qty = 1, .idempotency_key = key};
+        esc_hold h;
+        memset(&h, 0, sizeof h);
+        int rc = esc_reserve(c, &req, 0, &h);
+        if (rc == 0) {
+            ok++;
+        } else {
+            printf("REFUSED item=%s %s\n", item, esc_err_name(rc));
+        }
+    }
+    printf("reserved=%u of=%u\n", ok, args->n);
+    esc_client_free(c);
+    return 0;
+}
+
 /* Prints "<STATUS> holds=N failed_line=I" and one "HOLD ..." line per hold. */
 int probe_cart(const probe_args *args)
 {

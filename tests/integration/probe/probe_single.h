@@ -6,6 +6,9 @@
  *
  *   reserve | confirm | release | extend | get    one call
  *   cart --item "a:2,b:1" --key CART              one all-or-nothing cart
+ *   reserve-each --item PREFIX --n N --key K      one reserve (qty 1, key
+ *       K-i) on each of the items PREFIX1 .. PREFIXN, one after the other;
+ *       prints "reserved=R of=N" and a line for each refusal
  */
 #ifndef ESC_PROBE_SINGLE_H
 #define ESC_PROBE_SINGLE_H
@@ -15,5 +18,6 @@
 /* args->cmd names the call: reserve, confirm, release, extend or get. */
 int probe_single(const probe_args *args);
 int probe_cart(const probe_args *args);
+int probe_reserve_each(const probe_args *args);
 
 #endif
