@@ -44,25 +44,39 @@ LOAD_PID=$!
 ESC_PIDS+=("$LOAD_PID")
 
 # The kill comes when at least 5 % sold, a transfer is open and the item
-# has not collapsed yet: one check in one query, so that the kill follows it
-# closely.
-open_and_selling() {
-    [[ $(itest_q "SELECT (SELECT count(*) FROM transfers WHERE item_id = 'sb'
-            AND state IN ('planned', 'sent')) > 0
-        AND (SELECT sum(sold) FROM segments WHERE item_id = 'sb') >= $((TOTAL / 20))
-        AND (SELECT tail_segment IS NULL FROM items WHERE item_id = 'sb')") == t ]]
+# has not collapsed yet. The leader is frozen (SIGSTOP) while that is
+# checked (one query, well within the lease), so that nothing it would do
+# between the check and the kill (finish the transfer, collapse the item)
+# can happen; when the check fails it runs on (SIGCONT) and the check is
+# tried again. The transfers open at the kill need the new leader: the dead
+# one sends no more commands (at most the step a node was already told to
+# do can still be committed).
+at_kill() { # -> "N (id:state ...) SOLD" when the kill should come, else nothing
+    itest_q "SELECT count(*) || ' (' || string_agg(transfer_id || ':' || state, ' ') || ') '
+            || (SELECT sum(sold) FROM segments WHERE item_id = 'sb')
+        FROM transfers WHERE item_id = 'sb' AND state IN ('planned', 'sent')
+        HAVING count(*) > 0
+            AND (SELECT sum(sold) FROM segments WHERE item_id = 'sb') >= $((TOTAL / 20))
+            AND (SELECT tail_segment IS NULL FROM items WHERE item_id = 'sb')"
 }
-esc_wait_for 60 open_and_selling || esc_fail "no transfer was open before the collapse"
-t0=$(date +%s%3N)
-kill -KILL "$LEADER_PID"
+AT_KILL=
+frozen_kill() {
+    kill -STOP "$LEADER_PID"
+    AT_KILL=$(at_kill)
+    if [[ -n $AT_KILL ]]; then
+        t0=$(date +%s%3N)
+        kill -KILL "$LEADER_PID"
+        return 0
+    fi
+    kill -CONT "$LEADER_PID"
+    return 1
+}
+esc_wait_for 60 frozen_kill || esc_fail "no transfer was open before the collapse"
 esc_step "kill -9 of the leader (pid $LEADER_PID)"
 wait "$LEADER_PID" 2>/dev/null || true
 _itest_forget "$LEADER_PID"
-# Nothing moves a transfer on while no coordinator leads.
-OPEN=$(itest_q "SELECT count(*) || ' (' || string_agg(transfer_id || ':' || state, ' ') || ')'
-    FROM transfers WHERE item_id = 'sb' AND state IN ('planned', 'sent')")
-SOLD_AT_KILL=$(itest_q "SELECT sum(sold) FROM segments WHERE item_id = 'sb'")
-echo "at the kill: $SOLD_AT_KILL sold, open transfers: $OPEN"
+OPEN=${AT_KILL% *}
+echo "at the kill: ${AT_KILL##* } sold, open transfers: $OPEN"
 [[ ${OPEN%% *} -gt 0 ]] || esc_fail "no transfer was in flight at the kill (the test proved nothing)"
 
 esc_step "the standby takes over"
