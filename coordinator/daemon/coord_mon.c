@@ -43,7 +43,7 @@ static const char sql_check[] =
                                  "a.holds_live::bigint, s.sold::bigint, a.holds_sold::bigint, "
                                  "count(*) OVER (), "
                                  "extract(epoch FROM now())::float8 "
-                                 "FROM segments s JOIN segment_holds_agree a USING (segment_id) "
+                                 "FROM segments s JOIN segment_holds_agree_recent a USING (segment_id) "
                                  "WHERE NOT a.ok OR s.available < 0 OR s.held < 0 OR s.sold < 0 "
                                  "ORDER BY s.segment_id LIMIT " STR(
                                      COORD_MON_ITEMS_MAX) ") "

@@ -106,4 +106,25 @@ new=$(itest_field hold "$out")
     esc_fail "retention: a retry older than the window should be a new request: $out"
 itest_eq "$(itest_q "SELECT count(*) FROM holds WHERE idempotency_key LIKE 'k-%'")" 3 "holds after the retries"
 esc_ctl check >"$ITEST_DIR/check.txt" || { cat "$ITEST_DIR/check.txt"; esc_fail "retention: escrowctl check at the end"; }
+
+esc_step "closed days: the monitor's view reads their sums and agrees with every hold"
+# the first run closed the days up to the one with the live hold
+itest_eq "$(itest_q "SELECT to_char(through, 'YYYYMMDD') FROM holds_closed_mark")" "$(day 12)" \
+    "the last closed day (the live hold's day stops the closing)"
+settle release "$LIVE"
+esc_ctl retention run >/dev/null || esc_fail "retention: the second run failed"
+itest_eq "$(itest_q "SELECT to_char(through, 'YYYYMMDD') FROM holds_closed_mark")" "$(day 2)" \
+    "the last closed day (the day before yesterday)"
+itest_eq "$(itest_q "SELECT holds || '/' || sold FROM holds_closed")" "1/2" \
+    "holds_closed (k-mid's day: 1 hold, 2 sold; the dropped days moved to holds_retired)"
+itest_eq "$(itest_q "SELECT holds || '/' || sold FROM holds_retired")" "4/2" "holds_retired (and k-live)"
+itest_eq "$(itest_q "SELECT count(*) FROM segment_holds_agree a JOIN segment_holds_agree_recent r USING (segment_id)
+                     WHERE NOT r.ok OR (a.holds_live, a.holds_sold) IS DISTINCT FROM (r.holds_live, r.holds_sold)")" \
+    0 "segments whose monitor view differs from their holds"
+# the closed day's partition is pruned when the monitor's view runs
+itest_q "EXPLAIN (ANALYZE, COSTS OFF, TIMING OFF, SUMMARY OFF) SELECT * FROM segment_holds_agree_recent" \
+    >"$ITEST_DIR/plan.txt"
+grep -q "holds_p$(day 3) .*(never executed)" "$ITEST_DIR/plan.txt" &&
+    grep -q "holds_p$(day 0) .*(actual rows=[1-9]" "$ITEST_DIR/plan.txt" ||
+    { cat "$ITEST_DIR/plan.txt"; esc_fail "retention: the monitor's view reads a closed day (or not today)"; }
 itest_pass
