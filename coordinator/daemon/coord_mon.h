@@ -33,10 +33,11 @@
  * (connection lost) is counted and retried at the next period.
  *
  * Cost: segment_holds_agree_recent aggregates the holds of the days not
- * closed yet (today, yesterday, a day with a live hold left, holds_default)
+ * closed yet (today, yesterday until retention ran after 01:00 UTC, a day
+ * with a live hold left, holds_default)
  * per segment; the closed days' partitions are pruned. Retention
  * (coord_ret.h, escrow_holds_close) closes the days, so with retention
- * running the check's cost follows two days of holds, not the history.
+ * running the check's cost follows a day of holds, not the history.
  * With retention off nothing is closed and every hold is read.
  */
 #ifndef ESC_COORD_MON_H

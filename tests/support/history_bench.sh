@@ -144,8 +144,9 @@ for ((d = window; d >= 1; d--)); do
         'holds_p' || to_char(escrow_today() - $d, 'YYYYMMDD'), escrow_today() - $d, escrow_today() - $d + 1);
         END \$\$" >/dev/null
 done
-# the days before yesterday are closed, as a retention run would: the
-# coordinator's monitor then reads only yesterday's and today's holds
+# the days that ended an hour ago are closed, as a retention run would: the
+# coordinator's monitor then reads only today's holds (and yesterday's, from
+# midnight to 01:00 UTC)
 esc_psql "SELECT escrow_holds_close()" >/dev/null
 esc_psql "ANALYZE holds" >/dev/null
 filled=$((per_day * window))

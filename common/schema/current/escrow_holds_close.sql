@@ -1,8 +1,10 @@
 -- SPDX-License-Identifier: Apache-2.0
 -- escrow_holds_close - closes the days of holds that can no longer change,
--- oldest first and without a gap, up to the day before yesterday (UTC): a
--- day is closed once no batch writes it (it waits for the day gate's lock,
--- exclusive) and it has no live hold; per segment its holds and units sold
+-- oldest first and without a gap, up to the last day (UTC) that ended an
+-- hour ago or more: a day is closed once no batch writes it (it waits for
+-- every batch that holds the day gate's lock: a batch takes it within
+-- moments of its start, so none can come later) and it has no live hold;
+-- per segment its holds and units sold
 -- are added to holds_closed and holds_closed_mark.through moves to it.
 -- Stops at the first day with a live hold. Returns the days it closed.
 -- segment_holds_agree_recent (the coordinator's monitor) reads the closed
@@ -18,7 +20,8 @@ LANGUAGE plpgsql AS $$
 DECLARE
     v_mark date;
     v_day  date;
-    v_last date := escrow_today() - 2;
+    -- the days that ended an hour ago or more
+    v_last date := (now() AT TIME ZONE 'UTC' - interval '1 hour')::date - 1;
     v_n    integer := 0;
 BEGIN
     SELECT m.through INTO STRICT v_mark FROM holds_closed_mark m FOR UPDATE;
@@ -36,7 +39,8 @@ BEGIN
     v_day := v_mark + 1;
     WHILE v_day <= v_last LOOP
         -- waits for every batch that writes holds of this day (escrow_day_gate)
-        PERFORM pg_advisory_xact_lock(1163085895, v_day - date '2000-01-01');
+        PERFORM pg_advisory_lock(1163085895, v_day - date '2000-01-01'),
+                pg_advisory_unlock(1163085895, v_day - date '2000-01-01');
         EXIT WHEN EXISTS (SELECT 1 FROM holds h WHERE h.created_day = v_day AND h.state = 'held');
         INSERT INTO holds_closed AS t (segment_id, holds, sold)
         SELECT h.segment_id, count(*),

@@ -1,6 +1,7 @@
 -- SPDX-License-Identifier: Apache-2.0
 -- segment_holds_agree_recent - segment_holds_agree that reads only the
--- holds of the days not closed yet (today, yesterday, a day that still has
+-- holds of the days not closed yet (today, yesterday until an hour after
+-- midnight UTC, a day that still has
 -- a live hold, and holds_default), plus holds_closed for the closed days
 -- and holds_retired for the dropped ones: the same answer, at a cost that
 -- does not grow with history (the closed partitions are pruned at run

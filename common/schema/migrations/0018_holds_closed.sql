@@ -9,11 +9,11 @@
 -- changes again.
 --
 --   * escrow_holds_close() closes such days, oldest first and without a gap,
---     up to the day before yesterday: per segment, the day's holds and units
---     sold are added to holds_closed, and holds_closed_mark.through moves to
---     the day. It waits for every batch that writes the day (the day gate's
---     lock, exclusive) and stops at the first day that still has a live
---     hold. escrow_retention_run() calls it before it drops anything, and
+--     up to the last day that ended an hour ago or more (UTC): per segment,
+--     the day's holds and units sold are added to holds_closed, and
+--     holds_closed_mark.through moves to the day. It first waits for every
+--     batch that still writes the day (the day gate's lock, taken and let go)
+--     and stops at the first day that still has a live hold. escrow_retention_run() calls it before it drops anything, and
 --     moves a dropped closed partition's sums from holds_closed to
 --     holds_retired.
 --   * segment_holds_agree_recent is segment_holds_agree with the closed days
@@ -47,7 +47,8 @@ LANGUAGE plpgsql AS $$
 DECLARE
     v_mark date;
     v_day  date;
-    v_last date := escrow_today() - 2;
+    -- the days that ended an hour ago or more
+    v_last date := (now() AT TIME ZONE 'UTC' - interval '1 hour')::date - 1;
     v_n    integer := 0;
 BEGIN
     SELECT m.through INTO STRICT v_mark FROM holds_closed_mark m FOR UPDATE;
@@ -65,7 +66,8 @@ BEGIN
     v_day := v_mark + 1;
     WHILE v_day <= v_last LOOP
         -- waits for every batch that writes holds of this day (escrow_day_gate)
-        PERFORM pg_advisory_xact_lock(1163085895, v_day - date '2000-01-01');
+        PERFORM pg_advisory_lock(1163085895, v_day - date '2000-01-01'),
+                pg_advisory_unlock(1163085895, v_day - date '2000-01-01');
         EXIT WHEN EXISTS (SELECT 1 FROM holds h WHERE h.created_day = v_day AND h.state = 'held');
         INSERT INTO holds_closed AS t (segment_id, holds, sold)
         SELECT h.segment_id, count(*),
