@@ -46,14 +46,25 @@ ESC_PIDS+=("$LOAD_PID")
 
 # The kill comes when at least 5 % sold, a transfer is open and the item
 # has not collapsed yet. The leader is frozen (SIGSTOP) while that is
-# checked (one query, well within the lease), so that nothing it would do
-# between the check and the kill (finish the transfer, collapse the item)
-# can happen; when the check fails it runs on (SIGCONT) and the check is
-# tried again. The transfers open at the kill need the new leader: the dead
-# one sends no more commands (at most the step a node was already told to
-# do can still be committed).
+# checked, so that nothing it would do between the check and the kill
+# (finish the transfer, collapse the item) can happen; when the check fails
+# it runs on (SIGCONT) and the check is tried again. The check is one query
+# on a psql session kept open (a new psql per check took up to a second on
+# a loaded machine, a good part of the leader lease). The transfers open at
+# the kill need the new leader: the dead one sends no more commands (at most
+# the step a node was already told to do can still be committed).
+coproc CHECK_SQL { exec "$ESC_PG_BINDIR/psql" "$ESCROW_DSN" -At -X -q 2>>"$ITEST_DIR/check_sql.err"; }
+check_q() { # SQL -> its output (errors: none, see check_sql.err)
+    local line out=
+    printf '%s;\n\\echo __done__\n' "$1" >&"${CHECK_SQL[1]}"
+    while IFS= read -r -t 30 line <&"${CHECK_SQL[0]}"; do
+        [[ $line == __done__ ]] && { printf '%s' "$out"; return 0; }
+        out+=$line
+    done
+    return 1
+}
 at_kill() { # -> "N (id:state ...) SOLD" when the kill should come, else nothing
-    itest_q "SELECT count(*) || ' (' || string_agg(transfer_id || ':' || state, ' ') || ') '
+    check_q "SELECT count(*) || ' (' || string_agg(transfer_id || ':' || state, ' ') || ') '
             || (SELECT sum(sold) FROM segments WHERE item_id = 'sb')
         FROM transfers WHERE item_id = 'sb' AND state IN ('planned', 'sent')
         HAVING count(*) > 0
@@ -74,6 +85,8 @@ frozen_kill() {
     return 1
 }
 esc_wait_for 60 frozen_kill || esc_fail "no transfer was open before the collapse"
+CHECK_SQL_IN=${CHECK_SQL[1]}
+exec {CHECK_SQL_IN}>&- # psql ends
 esc_step "kill -9 of the leader (pid $LEADER_PID)"
 wait "$LEADER_PID" 2>/dev/null || true
 _itest_forget "$LEADER_PID"
