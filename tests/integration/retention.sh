@@ -12,7 +12,8 @@
 # there, escrowctl check passes (holds_retired keeps the sold units), a
 # retry inside the window gets its first outcome from an old partition
 # (after a restart, so from the database), and a retry of a dropped key is
-# a new request.
+# a new request. The closed days: the monitor's view reads their sums and
+# agrees with every hold. The coordinator runs retention on its schedule.
 set -euo pipefail
 source "$(dirname "${BASH_SOURCE[0]}")/itest_lib.sh"
 
@@ -128,4 +129,12 @@ itest_q "EXPLAIN (ANALYZE, COSTS OFF, TIMING OFF, SUMMARY OFF) SELECT * FROM seg
 grep -q "holds_p$(day 3) .*(never executed)" "$ITEST_DIR/plan.txt" &&
     grep -q "holds_p$(day 0) .*(actual rows=[1-9]" "$ITEST_DIR/plan.txt" ||
     { cat "$ITEST_DIR/plan.txt"; esc_fail "retention: the monitor's view reads a closed day (or not today)"; }
+
+esc_step "the coordinator runs retention on its schedule (--retention-s 1)"
+# the last partitions ahead go; the coordinator's next run makes them again
+itest_q "DROP TABLE holds_p$(day -7), outbox_p$(day -7)" >/dev/null
+esc_spawn "$ITEST_DIR/coord.log" "$ESC_BIN/escrow-coordinator" --dsn "$ESCROW_DSN" \
+    --listen "tcp://127.0.0.1:$(itest_port)" --publish "tcp://127.0.0.1:$(itest_port)" --retention-s 1
+esc_wait_sql 30 "SELECT count(*) FROM pg_class WHERE relname IN ('holds_p$(day -7)', 'outbox_p$(day -7)')" 2 ||
+    { tail -n 20 "$ITEST_DIR/coord.log" >&2; esc_fail "retention: the coordinator's scheduled run made no partition"; }
 itest_pass
