@@ -31,26 +31,26 @@
  *   item:    total, accounted, held, sold
  *   segment: held, holds' live qty, sold, holds' qty sold
  *   count:   items, segments (one row) */
-static const char sql_check[] =
-    TAG "(SELECT 'item'::text, tenant_id, item_id, 0::bigint, total::bigint, "
-        "(available + held + sold + in_flight + unallocated)::bigint, held::bigint, sold::bigint, "
-        "count(*) OVER (), extract(epoch FROM now())::float8 "
-        "FROM conservation WHERE NOT ok OR unallocated < 0 "
-        "ORDER BY tenant_id, item_id LIMIT " STR(
-            COORD_MON_ITEMS_MAX) ") "
-                                 "UNION ALL (SELECT 'segment', s.tenant_id, s.item_id, "
-                                 "s.segment_id, s.held::bigint, "
-                                 "a.holds_live::bigint, s.sold::bigint, a.holds_sold::bigint, "
-                                 "count(*) OVER (), "
-                                 "extract(epoch FROM now())::float8 "
-                                 "FROM segments s JOIN segment_holds_agree_recent a USING (segment_id) "
-                                 "WHERE NOT a.ok OR s.available < 0 OR s.held < 0 OR s.sold < 0 "
-                                 "ORDER BY s.segment_id LIMIT " STR(
-                                     COORD_MON_ITEMS_MAX) ") "
-                                                          "UNION ALL SELECT 'count', '', '', 0, "
-                                                          "(SELECT count(*) FROM items), "
-                                                          "(SELECT count(*) FROM segments), 0, 0, "
-                                                          "0, extract(epoch FROM now())::float8";
+static const char sql_check[] = TAG
+    "(SELECT 'item'::text, tenant_id, item_id, 0::bigint, total::bigint, "
+    "(available + held + sold + in_flight + unallocated)::bigint, held::bigint, sold::bigint, "
+    "count(*) OVER (), extract(epoch FROM now())::float8 "
+    "FROM conservation WHERE NOT ok OR unallocated < 0 "
+    "ORDER BY tenant_id, item_id LIMIT " STR(
+        COORD_MON_ITEMS_MAX) ") "
+                             "UNION ALL (SELECT 'segment', s.tenant_id, s.item_id, "
+                             "s.segment_id, s.held::bigint, "
+                             "a.holds_live::bigint, s.sold::bigint, a.holds_sold::bigint, "
+                             "count(*) OVER (), "
+                             "extract(epoch FROM now())::float8 "
+                             "FROM segments s JOIN segment_holds_agree_recent a USING (segment_id) "
+                             "WHERE NOT a.ok OR s.available < 0 OR s.held < 0 OR s.sold < 0 "
+                             "ORDER BY s.segment_id LIMIT " STR(
+                                 COORD_MON_ITEMS_MAX) ") "
+                                                      "UNION ALL SELECT 'count', '', '', 0, "
+                                                      "(SELECT count(*) FROM items), "
+                                                      "(SELECT count(*) FROM segments), 0, 0, "
+                                                      "0, extract(epoch FROM now())::float8";
 enum { K_KIND, K_TENANT, K_ITEM, K_SEG, K_A, K_B, K_C, K_D, K_N, K_NOW, K_COLS_ };
 
 /* Written only while this coordinator's epoch leads (coord_leader.h): this
