@@ -39,7 +39,7 @@
 #                (tests/tools/catalog_bench.sh; not part of make test)
 #   make bench-history  the same build, then durable holds/s and p99 with 20
 #                million ended holds in the holds table against an empty one
-#                (tests/support/history_bench.sh)
+#                (ROWS=N for another count; tests/support/history_bench.sh)
 #   make deb     the Debian packages (debian/, docs/packages.md): dpkg-buildpackage
 #                on a copy of the tree in DEB_DIR/src, the .deb files in DEB_DIR
 #                (build-deb/), then lintian (no errors allowed)
@@ -125,7 +125,7 @@ bench-catalog: build
 	cmake --build $(BUILD) -j $(JOBS) --target coord_probe
 	ESC_BIN=$(abspath $(BUILD))/bin tests/tools/catalog_bench.sh
 bench-history: build
-	ESC_BIN=$(abspath $(BUILD))/bin tests/support/history_bench.sh
+	$(if $(ROWS),ESC_HIST_HOLDS=$(ROWS)) ESC_BIN=$(abspath $(BUILD))/bin tests/support/history_bench.sh
 
 test: deps
 	cmake -S . -B $(BUILD_TEST) -DCMAKE_BUILD_TYPE=RelWithDebInfo -DESC_TESTS=ON -DESC_SANITIZE=ON

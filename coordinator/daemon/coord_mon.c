@@ -12,10 +12,10 @@
 #include <string.h>
 
 #include "clock.h"
+#include "coord_periodic.h"
 #include "coord_state.h"
 #include "coord_leader.h"
 #include "coord_metrics.h"
-#include "escrow_errors.h"
 #include "log.h"
 #include "metrics.h"
 #include "pg_result.h"
@@ -31,26 +31,26 @@
  *   item:    total, accounted, held, sold
  *   segment: held, holds' live qty, sold, holds' qty sold
  *   count:   items, segments (one row) */
-static const char sql_check[] =
-    TAG "(SELECT 'item'::text, tenant_id, item_id, 0::bigint, total::bigint, "
-        "(available + held + sold + in_flight + unallocated)::bigint, held::bigint, sold::bigint, "
-        "count(*) OVER (), extract(epoch FROM now())::float8 "
-        "FROM conservation WHERE NOT ok OR unallocated < 0 "
-        "ORDER BY tenant_id, item_id LIMIT " STR(
-            COORD_MON_ITEMS_MAX) ") "
-                                 "UNION ALL (SELECT 'segment', s.tenant_id, s.item_id, "
-                                 "s.segment_id, s.held::bigint, "
-                                 "a.holds_live::bigint, s.sold::bigint, a.holds_sold::bigint, "
-                                 "count(*) OVER (), "
-                                 "extract(epoch FROM now())::float8 "
-                                 "FROM segments s JOIN segment_holds_agree a USING (segment_id) "
-                                 "WHERE NOT a.ok OR s.available < 0 OR s.held < 0 OR s.sold < 0 "
-                                 "ORDER BY s.segment_id LIMIT " STR(
-                                     COORD_MON_ITEMS_MAX) ") "
-                                                          "UNION ALL SELECT 'count', '', '', 0, "
-                                                          "(SELECT count(*) FROM items), "
-                                                          "(SELECT count(*) FROM segments), 0, 0, "
-                                                          "0, extract(epoch FROM now())::float8";
+static const char sql_check[] = TAG
+    "(SELECT 'item'::text, tenant_id, item_id, 0::bigint, total::bigint, "
+    "(available + held + sold + in_flight + unallocated)::bigint, held::bigint, sold::bigint, "
+    "count(*) OVER (), extract(epoch FROM now())::float8 "
+    "FROM conservation WHERE NOT ok OR unallocated < 0 "
+    "ORDER BY tenant_id, item_id LIMIT " STR(
+        COORD_MON_ITEMS_MAX) ") "
+                             "UNION ALL (SELECT 'segment', s.tenant_id, s.item_id, "
+                             "s.segment_id, s.held::bigint, "
+                             "a.holds_live::bigint, s.sold::bigint, a.holds_sold::bigint, "
+                             "count(*) OVER (), "
+                             "extract(epoch FROM now())::float8 "
+                             "FROM segments s JOIN segment_holds_agree_recent a USING (segment_id) "
+                             "WHERE NOT a.ok OR s.available < 0 OR s.held < 0 OR s.sold < 0 "
+                             "ORDER BY s.segment_id LIMIT " STR(
+                                 COORD_MON_ITEMS_MAX) ") "
+                                                      "UNION ALL SELECT 'count', '', '', 0, "
+                                                      "(SELECT count(*) FROM items), "
+                                                      "(SELECT count(*) FROM segments), 0, 0, "
+                                                      "0, extract(epoch FROM now())::float8";
 enum { K_KIND, K_TENANT, K_ITEM, K_SEG, K_A, K_B, K_C, K_D, K_N, K_NOW, K_COLS_ };
 
 /* Written only while this coordinator's epoch leads (coord_leader.h): this
@@ -65,13 +65,9 @@ static const char sql_write[] =
         "check_ms = EXCLUDED.check_ms, detail = EXCLUDED.detail";
 
 struct coord_mon {
-    coord *c; /* borrowed */
-    pgx_conn db;
-    uv_timer_t timer;
-    bool busy;         /* a check or its write is in flight */
-    bool closing;      /* coord_mon_close ran */
-    bool was_violated; /* the last completed check found a violation */
-    bool warned_table; /* "no monitor table" was logged */
+    coord_periodic job; /* first: the job's callbacks get it; busy: a check or its write */
+    bool was_violated;  /* the last completed check found a violation */
+    bool warned_table;  /* "no monitor table" was logged */
     int64_t started_us;
     char detail[DETAIL_MAX];
     /* metrics (NULL when --metrics is off) */
@@ -205,14 +201,14 @@ static void read_result(coord_mon *m, const PGresult *res, mon_result *r)
 
 static void finish(coord_mon *m)
 {
-    m->busy = false;
+    m->job.busy = false;
 }
 
 static void on_checked(pgx_conn *pc, PGresult *res, const pgx_err *err, void *arg)
 {
     coord_mon *m = arg;
     if (err->code != 0 || PQnfields(res) != K_COLS_) {
-        if (!m->closing) {
+        if (!m->job.closing) {
             ESC_LOG(ESC_LOG_WARN, "COORD-INVARIANT", "conservation check failed: %s",
                     err->code != 0 ? err->message : "unexpected columns");
         }
@@ -237,9 +233,9 @@ static void on_checked(pgx_conn *pc, PGresult *res, const pgx_err *err, void *ar
     snprintf(v_items, sizeof v_items, "%" PRId64, r.items);
     snprintf(v_segs, sizeof v_segs, "%" PRId64, r.segments);
     snprintf(v_now, sizeof v_now, "%.6f", r.now_s);
-    snprintf(v_ms, sizeof v_ms, "%u", m->c->cfg.check_ms);
+    snprintf(v_ms, sizeof v_ms, "%u", m->job.c->cfg.check_ms);
     char v_epoch[24];
-    snprintf(v_epoch, sizeof v_epoch, "%" PRIu64, m->c->lead.epoch);
+    snprintf(v_epoch, sizeof v_epoch, "%" PRIu64, m->job.c->lead.epoch);
     const char *v[8] = {v_ok, v_bad, v_items, v_segs, v_now, v_ms, m->detail, v_epoch};
     if (pgx_query(pc, NULL, sql_write, 8, v, on_written, m) != 0) {
         finish(m);
@@ -252,7 +248,7 @@ static void on_written(pgx_conn *pc, PGresult *res, const pgx_err *err, void *ar
     (void)res;
     coord_mon *m = arg;
     bool no_table = sqlstate_is(err->sqlstate, SQLSTATE_UNDEFINED_TABLE);
-    if (err->code != 0 && !m->closing && (!m->warned_table || !no_table)) {
+    if (err->code != 0 && !m->job.closing && (!m->warned_table || !no_table)) {
         m->warned_table = m->warned_table || no_table;
         ESC_LOG(ESC_LOG_WARN, "COORD-INVARIANT", "cannot record the check: %s%s", err->message,
                 no_table ? " (run escrowctl migrate)" : "");
@@ -260,32 +256,19 @@ static void on_written(pgx_conn *pc, PGresult *res, const pgx_err *err, void *ar
     finish(m);
 }
 
-static void on_timer(uv_timer_t *t)
+static bool tick(coord_periodic *p)
 {
-    coord_mon *m = t->data;
-    if (m->busy || m->closing || !coord_leader_serving(m->c)) {
-        return;
-    }
-    if (!pgx_ready(&m->db)) {
-        pgx_reconnect(&m->db); /* no-op unless it is down */
-        return;
+    coord_mon *m = (coord_mon *)p;
+    if (!coord_leader_serving(p->c)) {
+        return false;
     }
     m->started_us = esc_mono_us();
-    if (pgx_query(&m->db, NULL, sql_check, 0, NULL, on_checked, m) == 0) {
-        m->busy = true;
-    }
+    return pgx_query(&p->db, NULL, sql_check, 0, NULL, on_checked, m) == 0;
 }
 
-static void on_db_state(pgx_conn *pc, bool up, void *arg)
+static void on_db_state(coord_periodic *p, bool up)
 {
-    (void)pc;
-    coord_mon *m = arg;
-    if (!m->closing) {
-        coord_metrics_db(m->c, "monitor", up);
-    }
-    if (!up) {
-        m->busy = false; /* the query in progress was failed already */
-    }
+    coord_metrics_db(p->c, "monitor", up);
 }
 
 /* ---- lifecycle ---------------------------------------------------------------------- */
@@ -293,53 +276,25 @@ static void on_db_state(pgx_conn *pc, bool up, void *arg)
 int coord_mon_start(coord *c)
 {
     coord_mon *m = esc_xcalloc(1, sizeof *m);
-    m->c = c;
     c->mon = m;
     metrics_registry *reg = coord_metrics_registry(c);
     if (reg != NULL) {
         register_metrics(m, reg, c->cfg.metrics_labels);
     }
-    int rc = pgx_open(c->loop, &m->db, c->cfg.dsn, "monitor", NULL, NULL, 0, on_db_state, m);
-    if (rc != 0) {
-        return rc;
+    m->job.tick = tick;
+    m->job.db_state = on_db_state;
+    int rc = coord_periodic_start(c, &m->job, "monitor", c->cfg.check_ms, c->cfg.check_ms);
+    if (rc == 0) {
+        ESC_LOG(ESC_LOG_DEBUG, "COORD-INVARIANT", "conservation check every %u ms",
+                c->cfg.check_ms);
     }
-    if (uv_timer_init(c->loop, &m->timer) != 0) {
-        return ESC_EIO;
-    }
-    c->handles_open++;
-    m->timer.data = m;
-    if (uv_timer_start(&m->timer, on_timer, c->cfg.check_ms, c->cfg.check_ms) != 0) {
-        return ESC_EIO;
-    }
-    ESC_LOG(ESC_LOG_DEBUG, "COORD-INVARIANT", "conservation check every %u ms", c->cfg.check_ms);
-    return 0;
-}
-
-static void on_timer_closed(uv_handle_t *h)
-{
-    coord_mon *m = h->data;
-    m->c->handles_open--;
-}
-
-static void on_db_closed(uv_handle_t *h)
-{
-    coord_mon *m = ((pgx_conn *)h->data)->state_arg;
-    m->c->handles_open--;
+    return rc;
 }
 
 void coord_mon_close(coord *c)
 {
-    coord_mon *m = c->mon;
-    if (m == NULL || m->closing) {
-        return;
-    }
-    m->closing = true;
-    if (m->timer.loop != NULL && !uv_is_closing((uv_handle_t *)&m->timer)) {
-        uv_close((uv_handle_t *)&m->timer, on_timer_closed); /* initialised by start */
-    }
-    c->handles_open++;
-    if (!pgx_close(&m->db, on_db_closed)) {
-        c->handles_open--;
+    if (c->mon != NULL) {
+        coord_periodic_close(&c->mon->job);
     }
 }
 

@@ -8,8 +8,9 @@
  *   - items: the `conservation` view (segments' available + held + sold,
  *     units of 'sent' transfers in flight, unallocated = total; held + sold
  *     <= total) and a negative unallocated;
- *   - segments: the `segment_holds_agree` view (counters equal the holds
- *     behind them) and negative counters.
+ *   - segments: the `segment_holds_agree_recent` view (counters equal the
+ *     holds behind them; the days that can no longer change are read from
+ *     their per-segment sums, holds_closed) and negative counters.
  * Both in ONE statement, hence one snapshot: a batch or transfer that
  * commits between two parts cannot produce a false alarm.
  *
@@ -31,10 +32,13 @@
  * A check starts only when the previous one finished; a check that fails
  * (connection lost) is counted and retried at the next period.
  *
- * Cost: segment_holds_agree aggregates the holds table per segment, i.e. a
- * scan of every hold (ended ones too) per check, on PostgreSQL's side. The
- * default period (5 s) keeps that small next to the sale's own writes; a
- * deployment with a very large holds table raises --check-ms.
+ * Cost: segment_holds_agree_recent aggregates the holds of the days not
+ * closed yet (today, yesterday until retention ran after 01:00 UTC, a day
+ * with a live hold left, holds_default)
+ * per segment; the closed days' partitions are pruned. Retention
+ * (coord_ret.h, escrow_holds_close) closes the days, so with retention
+ * running the check's cost follows a day of holds, not the history.
+ * With retention off nothing is closed and every hold is read.
  */
 #ifndef ESC_COORD_MON_H
 #define ESC_COORD_MON_H

@@ -7,8 +7,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "coord_periodic.h"
 #include "coord_state.h"
-#include "escrow_errors.h"
 #include "log.h"
 #include "pgx.h"
 
@@ -18,20 +18,16 @@ static const char sql_run[] = TAG "SELECT count(*), COALESCE(string_agg(part, ' 
                                   "FROM escrow_retention_run()";
 
 struct coord_ret {
-    coord *c;
-    pgx_conn db;
-    uv_timer_t timer;
-    bool busy;
-    bool closing;
+    coord_periodic job;
 };
 
 static void on_ran(pgx_conn *pc, PGresult *res, const pgx_err *err, void *arg)
 {
     (void)pc;
-    struct coord_ret *r = arg;
-    r->busy = false;
+    coord_periodic *p = arg;
+    p->busy = false;
     if (err->code != 0 || PQnfields(res) != 2 || PQntuples(res) != 1) {
-        if (!r->closing) {
+        if (!p->closing) {
             ESC_LOG(ESC_LOG_WARN, "COORD-RETENTION", "retention run failed: %s",
                     err->code != 0 ? err->message : "unexpected answer");
         }
@@ -43,28 +39,9 @@ static void on_ran(pgx_conn *pc, PGresult *res, const pgx_err *err, void *arg)
     }
 }
 
-static void on_timer(uv_timer_t *t)
+static bool tick(coord_periodic *p)
 {
-    struct coord_ret *r = t->data;
-    if (r->busy || r->closing) {
-        return;
-    }
-    if (!pgx_ready(&r->db)) {
-        pgx_reconnect(&r->db); /* no-op unless it is down */
-        return;
-    }
-    if (pgx_query(&r->db, NULL, sql_run, 0, NULL, on_ran, r) == 0) {
-        r->busy = true;
-    }
-}
-
-static void on_db_state(pgx_conn *pc, bool up, void *arg)
-{
-    (void)pc;
-    struct coord_ret *r = arg;
-    if (!up) {
-        r->busy = false; /* the query in progress was failed already */
-    }
+    return pgx_query(&p->db, NULL, sql_run, 0, NULL, on_ran, p) == 0;
 }
 
 int coord_ret_start(coord *c)
@@ -74,50 +51,20 @@ int coord_ret_start(coord *c)
         return 0;
     }
     struct coord_ret *r = esc_xcalloc(1, sizeof *r);
-    r->c = c;
     c->ret = r;
-    int rc = pgx_open(c->loop, &r->db, c->cfg.dsn, "retention", NULL, NULL, 0, on_db_state, r);
-    if (rc != 0) {
-        return rc;
-    }
-    if (uv_timer_init(c->loop, &r->timer) != 0) {
-        return ESC_EIO;
-    }
-    c->handles_open++;
-    r->timer.data = r;
+    r->job.tick = tick;
     uint64_t ms = (uint64_t)c->cfg.retention_s * 1000;
-    if (uv_timer_start(&r->timer, on_timer, ms, ms) != 0) {
-        return ESC_EIO;
+    int rc = coord_periodic_start(c, &r->job, "retention", ms, ms);
+    if (rc == 0) {
+        ESC_LOG(ESC_LOG_DEBUG, "COORD-RETENTION", "retention run every %u s", c->cfg.retention_s);
     }
-    ESC_LOG(ESC_LOG_DEBUG, "COORD-RETENTION", "retention run every %u s", c->cfg.retention_s);
-    return 0;
-}
-
-static void on_timer_closed(uv_handle_t *h)
-{
-    struct coord_ret *r = h->data;
-    r->c->handles_open--;
-}
-
-static void on_db_closed(uv_handle_t *h)
-{
-    struct coord_ret *r = ((pgx_conn *)h->data)->state_arg;
-    r->c->handles_open--;
+    return rc;
 }
 
 void coord_ret_close(coord *c)
 {
-    struct coord_ret *r = c->ret;
-    if (r == NULL || r->closing) {
-        return;
-    }
-    r->closing = true;
-    if (r->timer.loop != NULL && !uv_is_closing((uv_handle_t *)&r->timer)) {
-        uv_close((uv_handle_t *)&r->timer, on_timer_closed); /* initialised by start */
-    }
-    c->handles_open++;
-    if (!pgx_close(&r->db, on_db_closed)) {
-        c->handles_open--;
+    if (c->ret != NULL) {
+        coord_periodic_close(&c->ret->job);
     }
 }
 

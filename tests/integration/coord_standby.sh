@@ -8,7 +8,8 @@
 # planned; the leader is killed (kill -9) while one is open, before the
 # item collapses. Then:
 #   - the standby leads (COORD-READY, its catalog read) within lease + 1 s
-#     of the kill (a timing target, see itest_timing; the figure is printed);
+#     of the leader's stop (frozen for the check, then killed; a timing
+#     target, see itest_timing; the figure is printed);
 #   - every transfer completes, and once: none left open, each received
 #     transfer has its one receive event (per segment, units and count);
 #   - the item still collapses near sellout, after the takeover;
@@ -44,25 +45,53 @@ LOAD_PID=$!
 ESC_PIDS+=("$LOAD_PID")
 
 # The kill comes when at least 5 % sold, a transfer is open and the item
-# has not collapsed yet: one check in one query, so that the kill follows it
-# closely.
-open_and_selling() {
-    [[ $(itest_q "SELECT (SELECT count(*) FROM transfers WHERE item_id = 'sb'
-            AND state IN ('planned', 'sent')) > 0
-        AND (SELECT sum(sold) FROM segments WHERE item_id = 'sb') >= $((TOTAL / 20))
-        AND (SELECT tail_segment IS NULL FROM items WHERE item_id = 'sb')") == t ]]
+# has not collapsed yet. The leader is frozen (SIGSTOP) while that is
+# checked, so that nothing it would do between the check and the kill
+# (finish the transfer, collapse the item) can happen; when the check fails
+# it runs on (SIGCONT) and the check is tried again. The check is one query
+# on a psql session kept open (a new psql per check took up to a second on
+# a loaded machine, a good part of the leader lease). The transfers open at
+# the kill need the new leader: the dead one sends no more commands (at most
+# the step a node was already told to do can still be committed).
+coproc CHECK_SQL { exec "$ESC_PG_BINDIR/psql" "$ESCROW_DSN" -At -X -q 2>>"$ITEST_DIR/check_sql.err"; }
+check_q() { # SQL -> its output (errors: none, see check_sql.err)
+    local line out=
+    printf '%s;\n\\echo __done__\n' "$1" >&"${CHECK_SQL[1]}"
+    while IFS= read -r -t 30 line <&"${CHECK_SQL[0]}"; do
+        [[ $line == __done__ ]] && { printf '%s' "$out"; return 0; }
+        out+=$line
+    done
+    return 1
 }
-esc_wait_for 60 open_and_selling || esc_fail "no transfer was open before the collapse"
-t0=$(date +%s%3N)
-kill -KILL "$LEADER_PID"
+at_kill() { # -> "N (id:state ...) SOLD" when the kill should come, else nothing
+    check_q "SELECT count(*) || ' (' || string_agg(transfer_id || ':' || state, ' ') || ') '
+            || (SELECT sum(sold) FROM segments WHERE item_id = 'sb')
+        FROM transfers WHERE item_id = 'sb' AND state IN ('planned', 'sent')
+        HAVING count(*) > 0
+            AND (SELECT sum(sold) FROM segments WHERE item_id = 'sb') >= $((TOTAL / 20))
+            AND (SELECT tail_segment IS NULL FROM items WHERE item_id = 'sb')"
+}
+AT_KILL=
+frozen_kill() {
+    t0=$(date +%s%3N) # when the check leads to the kill, the leader's last act was before this
+    kill -STOP "$LEADER_PID"
+    AT_KILL=$(at_kill)
+    if [[ -n $AT_KILL ]]; then
+        kill -KILL "$LEADER_PID"
+        FROZEN_MS=$(($(date +%s%3N) - t0))
+        return 0
+    fi
+    kill -CONT "$LEADER_PID"
+    return 1
+}
+esc_wait_for 60 frozen_kill || esc_fail "no transfer was open before the collapse"
+CHECK_SQL_IN=${CHECK_SQL[1]}
+exec {CHECK_SQL_IN}>&- # psql ends
 esc_step "kill -9 of the leader (pid $LEADER_PID)"
 wait "$LEADER_PID" 2>/dev/null || true
 _itest_forget "$LEADER_PID"
-# Nothing moves a transfer on while no coordinator leads.
-OPEN=$(itest_q "SELECT count(*) || ' (' || string_agg(transfer_id || ':' || state, ' ') || ')'
-    FROM transfers WHERE item_id = 'sb' AND state IN ('planned', 'sent')")
-SOLD_AT_KILL=$(itest_q "SELECT sum(sold) FROM segments WHERE item_id = 'sb'")
-echo "at the kill: $SOLD_AT_KILL sold, open transfers: $OPEN"
+OPEN=${AT_KILL% *}
+echo "at the kill: ${AT_KILL##* } sold, open transfers: $OPEN (the leader frozen for $FROZEN_MS ms before)"
 [[ ${OPEN%% *} -gt 0 ]] || esc_fail "no transfer was in flight at the kill (the test proved nothing)"
 
 esc_step "the standby takes over"
@@ -79,9 +108,10 @@ log_ms() { # WORD LOG -> the first WORD line's time, ms since the epoch
 lead_ms=$(($(log_ms COORD-LEADER "$SHARD_STANDBY_LOG") - t0))
 ready_ms=$(($(log_ms COORD-READY "$SHARD_STANDBY_LOG") - t0))
 grep -h 'COORD-LEADER\|COORD-READY' "$SHARD_STANDBY_LOG"
-echo "the standby took the lease $lead_ms ms and led (catalog read) $ready_ms ms after the kill" \
+echo "the standby took the lease $lead_ms ms and led (catalog read) $ready_ms ms after the leader" \
+    "stopped (frozen, then killed)" \
     "(leader lease $LEADER_LEASE_MS ms)"
-((lead_ms > 0)) || esc_fail "the standby took the lease before the kill?"
+((lead_ms > 0)) || esc_fail "the standby took the lease before the leader stopped?"
 itest_timing "$ready_ms" $((LEADER_LEASE_MS + 1000)) "the takeover (leader lease + 1 s)"
 itest_eq "$(itest_q "SELECT epoch FROM coord_leader")" 2 "the lease's epoch (the second leader)"
 

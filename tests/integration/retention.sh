@@ -12,7 +12,8 @@
 # there, escrowctl check passes (holds_retired keeps the sold units), a
 # retry inside the window gets its first outcome from an old partition
 # (after a restart, so from the database), and a retry of a dropped key is
-# a new request.
+# a new request. The closed days: the monitor's view reads their sums and
+# agrees with every hold. The coordinator runs retention on its schedule.
 set -euo pipefail
 source "$(dirname "${BASH_SOURCE[0]}")/itest_lib.sh"
 
@@ -106,4 +107,34 @@ new=$(itest_field hold "$out")
     esc_fail "retention: a retry older than the window should be a new request: $out"
 itest_eq "$(itest_q "SELECT count(*) FROM holds WHERE idempotency_key LIKE 'k-%'")" 3 "holds after the retries"
 esc_ctl check >"$ITEST_DIR/check.txt" || { cat "$ITEST_DIR/check.txt"; esc_fail "retention: escrowctl check at the end"; }
+
+esc_step "closed days: the monitor's view reads their sums and agrees with every hold"
+# the first run closed the days up to the one with the live hold
+itest_eq "$(itest_q "SELECT to_char(through, 'YYYYMMDD') FROM holds_closed_mark")" "$(day 12)" \
+    "the last closed day (the live hold's day stops the closing)"
+settle release "$LIVE"
+esc_ctl retention run >/dev/null || esc_fail "retention: the second run failed"
+itest_eq "$(itest_q "SELECT to_char(through, 'YYYYMMDD') FROM holds_closed_mark")" \
+    "$(itest_q "SELECT to_char((now() AT TIME ZONE 'UTC' - interval '1 hour')::date - 1, 'YYYYMMDD')")" \
+    "the last closed day (the last that ended an hour ago)"
+itest_eq "$(itest_q "SELECT holds || '/' || sold FROM holds_closed")" "1/2" \
+    "holds_closed (k-mid's day: 1 hold, 2 sold; the dropped days moved to holds_retired)"
+itest_eq "$(itest_q "SELECT holds || '/' || sold FROM holds_retired")" "4/2" "holds_retired (and k-live)"
+itest_eq "$(itest_q "SELECT count(*) FROM segment_holds_agree a JOIN segment_holds_agree_recent r USING (segment_id)
+                     WHERE NOT r.ok OR (a.holds_live, a.holds_sold) IS DISTINCT FROM (r.holds_live, r.holds_sold)")" \
+    0 "segments whose monitor view differs from their holds"
+# the closed day's partition is pruned when the monitor's view runs
+itest_q "EXPLAIN (ANALYZE, COSTS OFF, TIMING OFF, SUMMARY OFF) SELECT * FROM segment_holds_agree_recent" \
+    >"$ITEST_DIR/plan.txt"
+grep -q "holds_p$(day 3) .*(never executed)" "$ITEST_DIR/plan.txt" &&
+    grep -q "holds_p$(day 0) .*(actual rows=[1-9]" "$ITEST_DIR/plan.txt" ||
+    { cat "$ITEST_DIR/plan.txt"; esc_fail "retention: the monitor's view reads a closed day (or not today)"; }
+
+esc_step "the coordinator runs retention on its schedule (--retention-s 1)"
+# the last partitions ahead go; the coordinator's next run makes them again
+itest_q "DROP TABLE holds_p$(day -7), outbox_p$(day -7)" >/dev/null
+esc_spawn "$ITEST_DIR/coord.log" "$ESC_BIN/escrow-coordinator" --dsn "$ESCROW_DSN" \
+    --listen "tcp://127.0.0.1:$(itest_port)" --publish "tcp://127.0.0.1:$(itest_port)" --retention-s 1
+esc_wait_sql 30 "SELECT count(*) FROM pg_class WHERE relname IN ('holds_p$(day -7)', 'outbox_p$(day -7)')" 2 ||
+    { tail -n 20 "$ITEST_DIR/coord.log" >&2; esc_fail "retention: the coordinator's scheduled run made no partition"; }
 itest_pass

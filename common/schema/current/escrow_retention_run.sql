@@ -1,14 +1,16 @@
 -- SPDX-License-Identifier: Apache-2.0
 -- escrow_retention_run - one retention run, in one transaction: creates the
--- day partitions from today to ahead_days ahead, then drops every partition
+-- day partitions from today to ahead_days ahead, closes the days of holds
+-- that can no longer change (escrow_holds_close), then drops every partition
 -- escrow_retention_plan() marks 'drop' (DROP TABLE: a whole partition, no
 -- row deletes). Before a holds partition goes, its holds and sold units are
--- added to holds_retired per segment, so segment_holds_agree still adds up.
+-- added to holds_retired per segment, so segment_holds_agree still adds up
+-- (and taken out of holds_closed when its day was closed).
 -- Each drop is written to retention_log. Returns the dropped partitions.
 -- One run at a time (an advisory lock); lock_timeout 5 s, so that a run
 -- never queues the commit path behind a long transaction for longer.
 --
--- As of migration 0012_retention.
+-- As of migration 0018_holds_closed; first 0012_retention.
 --
 -- Checked against the migrations by tests/integration/schema_current.sh.
 
@@ -24,14 +26,20 @@ BEGIN
     PERFORM escrow_partitions_ensure(escrow_today(),
                                      escrow_today() + (SELECT s.ahead_days
                                                        FROM retention_settings s));
+    PERFORM escrow_holds_close();
     FOR p IN SELECT * FROM escrow_retention_plan() x WHERE x.action = 'drop' LOOP
         IF p.tbl = 'holds' THEN
             EXECUTE format(
+                'WITH g AS (SELECT h.segment_id, count(*) AS n, '
+                'COALESCE(sum(h.qty_sold) FILTER (WHERE h.state = ''converted''), 0) AS sold '
+                'FROM %I h GROUP BY h.segment_id), '
+                'c AS (UPDATE holds_closed t SET holds = t.holds - g.n, sold = t.sold - g.sold '
+                'FROM g WHERE t.segment_id = g.segment_id '
+                'AND $1 <= (SELECT m.through FROM holds_closed_mark m)) '
                 'INSERT INTO holds_retired AS t (segment_id, holds, sold) '
-                'SELECT h.segment_id, count(*), '
-                'COALESCE(sum(h.qty_sold) FILTER (WHERE h.state = ''converted''), 0) '
-                'FROM %I h GROUP BY h.segment_id ON CONFLICT (segment_id) DO UPDATE '
-                'SET holds = t.holds + EXCLUDED.holds, sold = t.sold + EXCLUDED.sold', p.part);
+                'SELECT g.segment_id, g.n, g.sold FROM g ON CONFLICT (segment_id) DO UPDATE '
+                'SET holds = t.holds + EXCLUDED.holds, sold = t.sold + EXCLUDED.sold', p.part)
+                USING p.part_day;
         END IF;
         EXECUTE format('DROP TABLE %I', p.part);
         INSERT INTO retention_log (tbl, partition, day, rows, forced)
