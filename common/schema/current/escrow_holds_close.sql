@@ -11,7 +11,7 @@
 -- days from holds_closed instead of the holds. Called by
 -- escrow_retention_run.
 --
--- As of migration 0018_holds_closed.
+-- As of migration 0016_holds_closed.
 --
 -- Checked against the migrations by tests/integration/schema_current.sh.
 

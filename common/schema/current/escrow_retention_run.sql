@@ -10,7 +10,7 @@
 -- One run at a time (an advisory lock); lock_timeout 5 s, so that a run
 -- never queues the commit path behind a long transaction for longer.
 --
--- As of migration 0018_holds_closed; first 0012_retention.
+-- As of migration 0016_holds_closed; first 0012_retention.
 --
 -- Checked against the migrations by tests/integration/schema_current.sh.
 

@@ -8,7 +8,7 @@
 -- time). Read by the coordinator's invariant monitor; escrowctl check reads
 -- segment_holds_agree (every hold).
 --
--- As of migration 0018_holds_closed.
+-- As of migration 0016_holds_closed.
 --
 -- Checked against the migrations by tests/integration/schema_current.sh.
 

@@ -1,5 +1,5 @@
 -- SPDX-License-Identifier: Apache-2.0
--- 0018_holds_closed.sql - the coordinator's invariant monitor reads only the
+-- 0016_holds_closed.sql - the coordinator's invariant monitor reads only the
 -- holds that can still change, so its cost no longer grows with history.
 --
 -- segment_holds_agree sums every hold of every segment; the monitor ran it
