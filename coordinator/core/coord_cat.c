@@ -381,7 +381,7 @@ uint64_t coord_cat_route_hash(const wire_route *r)
 }
 
 void coord_cat_snapshot(const coord_cat *c, const coord_item *it, uint32_t collapse_pct,
-                        uint32_t low_water_pct, coord_pseg *segs, coord_pitem *out)
+                        uint32_t low_water_pct, int64_t now_us, coord_pseg *segs, coord_pitem *out)
 {
     memset(out, 0, sizeof *out);
     out->total = it->total;
@@ -419,6 +419,7 @@ void coord_cat_snapshot(const coord_cat *c, const coord_item *it, uint32_t colla
         p->busy = s->xfer_id != 0;
         p->dry = s->dry;
         p->forwarded = s->forwarded;
-        p->demand = s->demand;
+        p->demand =
+            p->reported ? coord_policy_demand(s->demand, 0, 0, now_us - s->last_rep_us) : s->demand;
     }
 }

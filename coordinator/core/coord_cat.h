@@ -231,8 +231,11 @@ void coord_cat_route(const coord_item *it, wire_route *out);
 /* A hash of everything in the route but its version. */
 uint64_t coord_cat_route_hash(const wire_route *r);
 
-/* The policy's snapshot of the item; segs must hold it->nsegs entries. */
+/* The policy's snapshot of the item at now_us (monotonic); segs must hold
+ * it->nsegs entries. A segment's demand is decayed over the time since its
+ * last report: a node's heartbeat carries a segment only when its figures
+ * changed, so no report means nothing was reserved or refused since. */
 void coord_cat_snapshot(const coord_cat *c, const coord_item *it, uint32_t collapse_pct,
-                        uint32_t low_water_pct, coord_pseg *segs, coord_pitem *out);
+                        uint32_t low_water_pct, int64_t now_us, coord_pseg *segs, coord_pitem *out);
 
 #endif

@@ -8,6 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "clock.h"
 #include "coord_state.h"
 #include "coord_policy.h"
 #include "log.h"
@@ -37,7 +38,8 @@ int64_t coord_gitem_remaining(coord *c, coord_item *it)
 {
     static coord_pseg segs[ESC_SEGMENTS_PER_ITEM_MAX];
     coord_pitem in;
-    coord_cat_snapshot(&c->cat, it, c->cfg.collapse_pct, c->cfg.low_water_pct, segs, &in);
+    coord_cat_snapshot(&c->cat, it, c->cfg.collapse_pct, c->cfg.low_water_pct, esc_mono_us(), segs,
+                       &in);
     return coord_policy_remaining(&in);
 }
 
@@ -46,7 +48,8 @@ void coord_gitem_view(coord *c, const region_cfg *cfg, size_t npeers, coord_item
 {
     static coord_pseg segs[ESC_SEGMENTS_PER_ITEM_MAX];
     coord_pitem in;
-    coord_cat_snapshot(&c->cat, it, c->cfg.collapse_pct, c->cfg.low_water_pct, segs, &in);
+    coord_cat_snapshot(&c->cat, it, c->cfg.collapse_pct, c->cfg.low_water_pct, esc_mono_us(), segs,
+                       &in);
     memset(out, 0, sizeof *out);
     snprintf(out->tenant_id, sizeof out->tenant_id, "%s", it->tenant_id);
     snprintf(out->item_id, sizeof out->item_id, "%s", it->item_id);

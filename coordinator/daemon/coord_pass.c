@@ -15,6 +15,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "clock.h"
 #include "coord_state.h"
 #include "coord_db.h"
 #include "coord_metrics.h"
@@ -263,7 +264,8 @@ static int pass(coord *c, coord_item *it, bool force_collapse, coord_pass_cb cb,
     static coord_pseg segs[ESC_SEGMENTS_PER_ITEM_MAX];
     static coord_plan plan;
     coord_pitem in;
-    coord_cat_snapshot(&c->cat, it, c->cfg.collapse_pct, c->cfg.low_water_pct, segs, &in);
+    coord_cat_snapshot(&c->cat, it, c->cfg.collapse_pct, c->cfg.low_water_pct, esc_mono_us(), segs,
+                       &in);
     in.export_want = coord_region_export_want(c, it);
     in.reduce_pending = coord_region_reduce_local(c, it);
     coord_policy_plan(&in, force_collapse, &plan);
