@@ -17,6 +17,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "auth.h"
 #include "conn_guard.h"
 #include "clock.h"
 #include "coord_admin.h"
@@ -43,23 +44,6 @@
 #define COORD_TICK_RECV_MAX (4 * ESC_RECV_PER_CB_MAX)
 
 /* ---- heartbeats ------------------------------------------------------------ */
-
-/* Random per process: a node that sees a new one sends a full report. */
-static uint64_t process_incarnation(void)
-{
-    uint64_t v = 0;
-    FILE *f = fopen("/dev/urandom", "rb");
-    if (f != NULL) {
-        if (fread(&v, sizeof v, 1, f) != 1) {
-            v = 0;
-        }
-        fclose(f);
-    }
-    if (v == 0) {
-        v = (uint64_t)esc_wall_ms() * 1000003u ^ (uint64_t)esc_mono_us();
-    }
-    return v ? v : 1;
-}
 
 static void handle_heartbeat(coord *c, const nnx_hdr *hdr, const wire_request *q)
 {
@@ -354,8 +338,10 @@ int coord_start(coord *c, uv_loop_t *loop, const coord_config *cfg)
     if (rc != 0 || (rc = coord_auth_start(c)) != 0) {
         return rc;
     }
-    /* versions past any an earlier process gave out: its clock, in ms << 20 */
-    coord_asg_start(&c->cat, process_incarnation(), (uint64_t)esc_wall_ms() << 20);
+    /* a random incarnation per process (a node that sees a new one sends a
+     * full report), and versions past any an earlier process gave out: its
+     * clock, in ms << 20 */
+    coord_asg_start(&c->cat, auth_random_u64() | 1, (uint64_t)esc_wall_ms() << 20);
     /* Its clients (escrowctl, routes subscribers, heartbeats): --conn-per-peer
      * and --conn-idle-s (by default none: a routes subscriber never sends). */
     conn_guard_cfg guard = {cfg->conn_per_peer, cfg->conn_idle_s};
