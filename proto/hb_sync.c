@@ -8,23 +8,15 @@
 #include <string.h>
 
 #include "escrow_errors.h"
+#include "hmap.h"
 
-/* splitmix64's finaliser: every input bit moves every output bit. */
-static uint64_t mix(uint64_t x)
-{
-    x ^= x >> 30;
-    x *= 0xbf58476d1ce4e5b9ULL;
-    x ^= x >> 27;
-    x *= 0x94d049bb133111ebULL;
-    x ^= x >> 31;
-    return x;
-}
-
+/* Every input bit moves every output bit (hmap_hash_u64 is a 64-bit
+ * finaliser); the constant steps keep equal words apart. */
 static uint64_t fold(const uint64_t *v, size_t n)
 {
     uint64_t h = 0x6a09e667f3bcc908ULL;
     for (size_t i = 0; i < n; i++) {
-        h = mix(h ^ v[i]) + 0x9e3779b97f4a7c15ULL;
+        h = hmap_hash_u64(h ^ v[i]) + 0x9e3779b97f4a7c15ULL;
     }
     return h == 0 ? 1 : h;
 }

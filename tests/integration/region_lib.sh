@@ -180,6 +180,28 @@ region_ctl() {
     esc_ctl_expect "$REGION_DIR" "$@"
 }
 
+# SECONDS WANT_RC ARGS...: escrowctl ARGS, asked again while the answer is
+# "try later" (a peer region not heard yet, a coordinator that has just
+# started: nothing changes); the first other answer must exit WANT_RC. Its
+# output in $REGION_DIR/out and err.
+_region_ctl_settled_once() {
+    local want=$1 rc=0
+    shift
+    esc_ctl "$@" >"$REGION_DIR/out" 2>"$REGION_DIR/err" || rc=$?
+    if grep -qE "not every region has reported|try later" "$REGION_DIR/err"; then
+        return 1
+    fi
+    ((rc == want)) || { cat "$REGION_DIR/out" "$REGION_DIR/err" >&2; esc_fail "escrowctl $* exited $rc, expected $want"; }
+}
+region_ctl_settled() {
+    local secs=$1
+    shift
+    esc_wait_for "$secs" _region_ctl_settled_once "$@" || {
+        cat "$REGION_DIR/out" "$REGION_DIR/err" >&2
+        esc_fail "escrowctl ${*:2} still answered 'try later' after ${secs} s"
+    }
+}
+
 # FILE TEXT: $REGION_DIR/FILE (out or err) holds TEXT.
 region_has() {
     grep -qF -- "$2" "$REGION_DIR/$1" || {

@@ -71,14 +71,7 @@ esc_step "reduce 1400: only 1300 units are unsold: refused, nothing changes"
 # eu asks us for its figures first; until us's coordinator answers, the
 # answer is "try later: region us unreachable" (nothing changes): asked
 # again. (A reduce right after a sale: regions_reduce_fresh.)
-reduce_refused() {
-    local rc=0
-    esc_ctl item reduce t1 gig 1400 --global --op-id r0 "${cfgs[@]}" \
-        >"$REGION_DIR/out" 2>"$REGION_DIR/err" || rc=$?
-    ((rc == 1)) || { cat "$REGION_DIR/out" "$REGION_DIR/err" >&2; esc_fail "reduce 1400 exited $rc, expected 1"; }
-    ! grep -qF "try later" "$REGION_DIR/err"
-}
-esc_wait_for 60 reduce_refused || esc_fail "us never answered eu"
+region_ctl_settled 60 1 item reduce t1 gig 1400 --global --op-id r0 "${cfgs[@]}"
 region_has err "escrowctl: the coordinator of region eu refused operation r0: cannot reduce t1/gig by 1400: only 1300 units are neither sold nor being reduced"
 esc_assert_eq "$(q eu "g.global_total || ' ' || i.reduce_pending")" "1300 0" "nothing reduced"
 esc_assert_eq "$(region_psql eu "SELECT count(*) FROM global_ops WHERE op_id = 'r0'")" 0 "no record"
