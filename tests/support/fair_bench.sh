@@ -173,5 +173,5 @@ for s in $settings; do
     sleep 2 # the node re-reads the limits every second: a benchmark's pause, not a wait for a condition
     setting "$s"
 done
-echo "rate-limited requests at the node: $(grep -o 'rate_limited=[0-9]*' "$dir/n1.log" | tail -n 1)"
 esc_node_stop "$node_pid" || true
+echo "at the node: $(grep -o 'rate_limited=[0-9]* waited_turn=[0-9]*\( fair_slots=[0-9]* fair_cuts=[0-9]*\)\?' "$dir/n1.log" | tail -n 1)"
