@@ -46,12 +46,12 @@ typedef struct seg_share_config {
 
 typedef struct seg_share {
     seg_share_config cfg;
-    uint32_t slots;           /* each tenant's decisions per batch while shared */
-    bool skip;                /* the next commit is not judged (after a cut) */
-    int64_t fastest_us;       /* the fastest commit of the current window, -1: none */
-    int64_t fastest_prev_us;  /* of the previous window, -1: none */
-    int64_t window_start_us;  /* when the current window started */
-    uint64_t cuts, raises;    /* counters */
+    uint32_t slots;          /* each tenant's decisions per batch while shared */
+    bool skip;               /* the next commit is not judged (after a cut) */
+    int64_t fastest_us;      /* the fastest commit of the current window, -1: none */
+    int64_t fastest_prev_us; /* of the previous window, -1: none */
+    int64_t window_start_us; /* when the current window started */
+    uint64_t cuts, raises;   /* counters */
 } seg_share;
 
 /* The defaults above into cfg. */
