@@ -57,14 +57,15 @@ static void log_stopped(const node *n)
             " rows_avg=%.1f rows_max=%" PRIu64 " failed_batches=%" PRIu64 " heartbeats=%" PRIu64
             " loaded=%" PRIu64 " dropped=%" PRIu64 " fenced=%" PRIu64 " transfers=%" PRIu64
             " commit_avg_ms=%.2f commit_max_ms=%.2f auth_refused=%" PRIu64 " rate_limited=%" PRIu64
-            " waited_turn=%" PRIu64,
+            " waited_turn=%" PRIu64 " fair_slots=%u fair_cuts=%" PRIu64,
             n->cfg.node_id, st->requests, st->reserves_ok, st->confirms, st->releases, st->expiries,
             st->rejected_sold_out, st->rejected_try_later, st->rejected_segment_empty, st->batches,
             st->batch_rows, st->batches ? (double)st->batch_rows / (double)st->batches : 0.0,
             st->batch_rows_max, st->batch_failures, st->heartbeats, st->segments_loaded,
             st->segments_dropped, st->fenced_segments, st->transfers_done,
             st->batches ? (double)st->commit_us_total / (double)st->batches / 1000.0 : 0.0,
-            (double)st->commit_us_max / 1000.0, n->auth.refused, n->rate_limited, n->admit.waited);
+            (double)st->commit_us_max / 1000.0, n->auth.refused, n->rate_limited, n->admit.waited,
+            n->admit.share.slots, n->admit.share.cuts);
 }
 
 static void on_handle_closed(uv_handle_t *h)

@@ -98,6 +98,11 @@ typedef struct node_config {
     uint32_t rate_tenant, rate_tenant_burst;
     uint32_t rate_buyer, rate_buyer_burst;
     uint32_t live_holds_tenant;
+    /* Fair batch admission (node_admit.h, seg_share.h): each tenant's
+     * decisions per batch while several write, between fair_slots_min and
+     * fair_slots_max, halved by a commit slower than fair_slack_pct % of the
+     * node's recent fastest. */
+    uint32_t fair_slots_min, fair_slots_max, fair_slack_pct;
     /* Client connections (conn_guard.h): per peer address, and the seconds
      * one may stay without sending a byte; 0 = no cap / no timeout. */
     uint32_t conn_per_peer, conn_idle_s;

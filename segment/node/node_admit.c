@@ -10,10 +10,11 @@
 #include "node.h"
 #include "node_req.h"
 
-void node_admit_init(node_admit *a, uint64_t seed)
+void node_admit_init(node_admit *a, uint64_t seed, const seg_share_config *share, int64_t now_us)
 {
     memset(a, 0, sizeof *a);
     a->seed = seed;
+    seg_share_init(&a->share, share, now_us);
     for (uint32_t b = 0; b < NODE_ADMIT_BUCKETS; b++) {
         a->last_us[b] = INT64_MIN / 2;
     }
@@ -68,7 +69,7 @@ bool node_admit_defer(node *n, const nnx_hdr *hdr, const wire_request *q, int64_
         a->counted_us = INT64_MIN / 2; /* a tenant (re)appears: count again */
     }
     a->last_us[b] = now_us;
-    if (a->head[b] == NULL && (a->in_batch[b] < NODE_ADMIT_SLOTS || !shared(a, now_us))) {
+    if (a->head[b] == NULL && (a->in_batch[b] < a->share.slots || !shared(a, now_us))) {
         return false;
     }
     node_req *r = node_req_new(n, hdr, q);
@@ -89,6 +90,12 @@ void node_admit_counted(node *n, const char *tenant_id)
     a->in_batch[bucket(a, tenant_id)]++;
 }
 
+void node_admit_committed(node *n, int64_t rtt_us, int64_t now_us)
+{
+    node_admit *a = &n->admit;
+    seg_share_committed(&a->share, rtt_us, shared(a, now_us), now_us);
+}
+
 void node_admit_batch_opened(node *n)
 {
     memset(n->admit.in_batch, 0, sizeof n->admit.in_batch);
@@ -102,7 +109,7 @@ void node_admit_batch_opened(node *n)
 static void drain_bucket(node *n, uint32_t b)
 {
     node_admit *a = &n->admit;
-    while (a->head[b] != NULL && a->in_batch[b] < NODE_ADMIT_SLOTS &&
+    while (a->head[b] != NULL && a->in_batch[b] < a->share.slots &&
            n->filling->n < ESC_BATCH_ROWS_MAX) {
         node_req *r = node_req_pop(&a->head[b]);
         if (a->head[b] == NULL) {

@@ -24,12 +24,15 @@
 #include <stdint.h>
 
 #include "nnx.h"
+#include "seg_share.h"
 #include "wire.h"
 
 #define NODE_ADMIT_BUCKETS 256u
-/* Decisions per tenant per batch while another tenant is active: a batch
- * of a few hundred rows commits in a few milliseconds. */
-#define NODE_ADMIT_SLOTS 64u
+/* Decisions per tenant per batch while another tenant is active, at most
+ * (the share starts there): a batch of a few hundred rows commits in a few
+ * milliseconds. The share then follows the commit round trip (seg_share.h):
+ * a slow commit halves it, down to SEG_SHARE_SLOTS_MIN. */
+#define NODE_ADMIT_SLOTS SEG_SHARE_SLOTS_MAX
 /* A tenant with a write request in this window is active. */
 #define NODE_ADMIT_ACTIVE_US 200000
 /* How often the number of active tenants is counted again. */
@@ -49,9 +52,11 @@ typedef struct node_admit {
     int64_t counted_us; /* when they were counted */
     bool draining;
     uint64_t waited; /* requests that waited in a queue (counter) */
+    seg_share share; /* each tenant's slots per batch while shared */
 } node_admit;
 
-void node_admit_init(node_admit *a, uint64_t seed);
+/* share: the adaptive share's settings (copied); now_us: monotonic. */
+void node_admit_init(node_admit *a, uint64_t seed, const seg_share_config *share, int64_t now_us);
 /* Frees the requests still waiting (a stopped node). */
 void node_admit_fini(node *n);
 /* A fresh request (hdr and q borrowed): true if it was queued (it is
@@ -62,6 +67,8 @@ void node_admit_counted(node *n, const char *tenant_id);
 /* A new filling batch (empty): every tenant's slots are free again, and
  * the waiting requests are decided, round robin, up to their slots. */
 void node_admit_batch_opened(node *n);
+/* A batch committed after rtt_us (at now_us): the share adapts. */
+void node_admit_committed(node *n, int64_t rtt_us, int64_t now_us);
 /* Decides waiting requests up to their tenants' free slots. */
 void node_admit_drain(node *n);
 

@@ -596,6 +596,7 @@ static void on_commit(pgx_conn *c, PGresult *res, const pgx_err *err, void *arg)
     }
     memset(n->rejected, 0, b->n * sizeof *n->rejected);
     if (err->code == 0) {
+        node_admit_committed(n, us, esc_mono_us());
         failpoint_check_exit(b, FAILPOINT_AFTER_COMMIT);
         failpoint_check_exit(b, FAILPOINT_AFTER_GIVE);
     }

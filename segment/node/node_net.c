@@ -59,6 +59,19 @@ static bool buyer_allowed(node *n, const wire_request *q)
     return false;
 }
 
+/* The adaptive share's settings from the node's (0: the default). */
+static void share_config(const node_config *cfg, seg_share_config *share)
+{
+    seg_share_defaults(share);
+    if (cfg->fair_slots_max > 0) {
+        share->slots_min = cfg->fair_slots_min;
+        share->slots_max = cfg->fair_slots_max;
+    }
+    if (cfg->fair_slack_pct >= 100) {
+        share->slack_pct = cfg->fair_slack_pct;
+    }
+}
+
 int node_net_guard_start(node *n)
 {
     const node_config *cfg = &n->cfg;
@@ -81,7 +94,9 @@ int node_net_guard_start(node *n)
             ratelim_init(&n->rl_buyer, NODE_RL_BUYER_SLOTS, cfg->rate_buyer, cfg->rate_buyer_burst);
     }
     n->rl_seed = auth_random_u64();
-    node_admit_init(&n->admit, auth_random_u64());
+    seg_share_config share;
+    share_config(cfg, &share);
+    node_admit_init(&n->admit, auth_random_u64(), &share, esc_mono_us());
     return rc;
 }
 
@@ -93,6 +108,12 @@ int node_net_reload(node *n, const node_config *fresh)
         n->cfg.rate_tenant = fresh->rate_tenant;
         n->cfg.rate_tenant_burst = fresh->rate_tenant_burst;
         n->cfg.live_holds_tenant = fresh->live_holds_tenant;
+        n->cfg.fair_slots_min = fresh->fair_slots_min;
+        n->cfg.fair_slots_max = fresh->fair_slots_max;
+        n->cfg.fair_slack_pct = fresh->fair_slack_pct;
+        seg_share_config share;
+        share_config(fresh, &share);
+        seg_share_configure(&n->admit.share, &share);
     }
     int rc2 =
         ratelim_set(&n->rl_buyer, NODE_RL_BUYER_SLOTS, fresh->rate_buyer, fresh->rate_buyer_burst);

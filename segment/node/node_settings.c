@@ -16,6 +16,7 @@
 #include "log.h"
 #include "metrics_http.h"
 #include "ratelim.h"
+#include "seg_share.h"
 #include "wire.h"
 
 static const struct option opts[] = {{"node-id", required_argument, NULL, 'n'},
@@ -35,6 +36,8 @@ static const struct option opts[] = {{"node-id", required_argument, NULL, 'n'},
                                      {"rate-tenant", required_argument, NULL, 'T'},
                                      {"rate-buyer", required_argument, NULL, 'B'},
                                      {"live-holds-tenant", required_argument, NULL, 'H'},
+                                     {"fair-slots", required_argument, NULL, 'Q'},
+                                     {"fair-slack", required_argument, NULL, 'G'},
                                      {"conn-per-peer", required_argument, NULL, 'P'},
                                      {"conn-idle-s", required_argument, NULL, 'I'},
                                      {"help", no_argument, NULL, 'h'},
@@ -55,8 +58,8 @@ void node_settings_usage(FILE *f)
             "                      [--sweep-ms MS] [--metrics [HOST:]PORT]\n"
             "                      [--auth on|off] [--cluster-key FILE] [--auth-window-ms MS]\n"
             "                      [--rate-tenant N[:BURST]] [--rate-buyer N[:BURST]]\n"
-            "                      [--live-holds-tenant N] [--conn-per-peer N]\n"
-            "                      [--conn-idle-s S]\n"
+            "                      [--live-holds-tenant N] [--fair-slots MIN:MAX]\n"
+            "                      [--fair-slack PCT] [--conn-per-peer N] [--conn-idle-s S]\n"
             "       escrow-segment --region FILE --node-id ID [--advertise URL] [the options\n"
             "                      above but --dsn, --listen and --coordinator]\n"
             "       escrow-segment --config FILE [any option above]\n"
@@ -101,6 +104,13 @@ void node_settings_usage(FILE *f)
             "  --live-holds-tenant  live holds per tenant on this node; over it a reserve is\n"
             "                 BUSY. 0 = only the node's own maximum (4194304). Default\n"
             "                 1048576; a tenant's own: escrowctl tenant limits\n"
+            "  --fair-slots   while several tenants write on this node, each gets at most\n"
+            "                 MAX decisions per group commit, fewer (down to MIN) while\n"
+            "                 commits are slow; its further requests wait their turn.\n"
+            "                 A tenant alone is never held back. Default 8:64\n"
+            "  --fair-slack   a commit slower than PCT %% of the node's fastest of the last\n"
+            "                 5 to 10 s (and by over 1 ms) halves --fair-slots; a faster one\n"
+            "                 gives one back. 100..10000, default 150\n"
             "  --conn-per-peer  TCP connections one IP address may hold open; more are\n"
             "                 closed at accept. 0 = no cap. Default 1024\n"
             "  --conn-idle-s  a connection that sent no byte for this long is closed.\n"
@@ -110,8 +120,9 @@ void node_settings_usage(FILE *f)
             "                 nothing\n"
             "  --version      print the version and the git commit, and exit\n"
             "Signals: SIGTERM/SIGINT stop cleanly; SIGHUP re-reads the config file and the\n"
-            "cluster key file and applies the log level and format, the rate limits and the\n"
-            "cluster key (the rest needs a restart, as the log says).\n");
+            "cluster key file and applies the log level and format, the rate limits, the fair\n"
+            "slots and slack and the cluster key (the rest needs a restart, as the log\n"
+            "says).\n");
 }
 
 void node_settings_init(node_settings *s)
@@ -122,6 +133,9 @@ void node_settings_init(node_settings *s)
     s->node.rate_tenant = NODE_FAIR_RATE_DEFAULT;
     s->node.rate_tenant_burst = NODE_FAIR_BURST_DEFAULT;
     s->node.live_holds_tenant = NODE_FAIR_LIVE_HOLDS_DEFAULT;
+    s->node.fair_slots_min = SEG_SHARE_SLOTS_MIN;
+    s->node.fair_slots_max = SEG_SHARE_SLOTS_MAX;
+    s->node.fair_slack_pct = SEG_SHARE_SLACK_PCT;
     s->node.conn_per_peer = CONN_GUARD_PER_PEER_DEFAULT;
     s->node.conn_idle_s = CONN_GUARD_IDLE_S_DEFAULT;
 }
@@ -158,8 +172,33 @@ static int set_string(node_settings *s, int opt, const char *v, char *why, size_
     }
 }
 
+/* --fair-slots MIN:MAX (or N: both), 1 <= MIN <= MAX <= ESC_BATCH_ROWS_MAX. */
+static int set_fair_slots(node_config *c, const char *v, char *why, size_t why_len)
+{
+    char *end;
+    long lo = strtol(v, &end, 10), hi = lo;
+    if (*end == ':') {
+        const char *h = end + 1;
+        hi = strtol(h, &end, 10);
+        if (*h == '\0') {
+            end = (char *)h - 1;
+        }
+    }
+    if (*v == '\0' || *end != '\0' || lo < 1 || hi < lo || hi > ESC_BATCH_ROWS_MAX) {
+        snprintf(why, why_len, "takes MIN:MAX or N, 1 <= MIN <= MAX <= %d, not '%s'",
+                 ESC_BATCH_ROWS_MAX, v);
+        return -1;
+    }
+    c->fair_slots_min = (uint32_t)lo;
+    c->fair_slots_max = (uint32_t)hi;
+    return 0;
+}
+
 static int set_number(node_settings *s, int opt, const char *v, char *why, size_t why_len)
 {
+    if (opt == 'Q') {
+        return set_fair_slots(&s->node, v, why, why_len);
+    }
     if (opt == 's') {
         char *end;
         long x = strtol(v, &end, 10);
@@ -178,16 +217,21 @@ static int set_number(node_settings *s, int opt, const char *v, char *why, size_
         }
         return 0;
     }
-    if (opt == 'H' || opt == 'P' || opt == 'I') {
-        long max = opt == 'H' ? (long)ESC_LIVE_HOLDS_MAX : opt == 'P' ? 1000000 : 86400;
+    if (opt == 'H' || opt == 'P' || opt == 'I' || opt == 'G') {
+        long min = opt == 'G' ? 100 : 0;
+        long max = opt == 'H'   ? (long)ESC_LIVE_HOLDS_MAX
+                   : opt == 'P' ? 1000000
+                   : opt == 'G' ? 10000
+                                : 86400;
         char *end;
         long x = strtol(v, &end, 10);
-        if (*v == '\0' || *end != '\0' || x < 0 || x > max) {
-            snprintf(why, why_len, "must be 0..%ld, not '%s'", max, v);
+        if (*v == '\0' || *end != '\0' || x < min || x > max) {
+            snprintf(why, why_len, "must be %ld..%ld, not '%s'", min, max, v);
             return -1;
         }
         uint32_t *to = opt == 'H'   ? &s->node.live_holds_tenant
                        : opt == 'P' ? &s->node.conn_per_peer
+                       : opt == 'G' ? &s->node.fair_slack_pct
                                     : &s->node.conn_idle_s;
         *to = (uint32_t)x;
         return 0;
@@ -229,6 +273,8 @@ static int set_opt(void *arg, int opt, const char *v, char *why, size_t why_len)
     case 'P':
     case 'I':
     case 'W':
+    case 'Q':
+    case 'G':
         return set_number(s, opt, v, why, why_len);
     default:
         return set_string(s, opt, v, why, why_len);
@@ -405,6 +451,9 @@ int node_settings_diff(const node_settings *a, const node_settings *b)
     snprintf(nx, sizeof nx, "%u", x->live_holds_tenant);
     snprintf(ny, sizeof ny, "%u", y->live_holds_tenant);
     n += config_note_change(id, "live_holds_tenant", nx, ny, true, false);
+    snprintf(nx, sizeof nx, "%u:%u %u%%", x->fair_slots_min, x->fair_slots_max, x->fair_slack_pct);
+    snprintf(ny, sizeof ny, "%u:%u %u%%", y->fair_slots_min, y->fair_slots_max, y->fair_slack_pct);
+    n += config_note_change(id, "fair_slots fair_slack", nx, ny, true, false);
     snprintf(nx, sizeof nx, "%u:%u", x->conn_per_peer, x->conn_idle_s);
     snprintf(ny, sizeof ny, "%u:%u", y->conn_per_peer, y->conn_idle_s);
     n += config_note_change(id, "conn_per_peer:conn_idle_s", nx, ny, true, false);
@@ -435,6 +484,9 @@ void node_settings_take_reloadable(node_settings *running, const node_settings *
     r->rate_buyer = f->rate_buyer;
     r->rate_buyer_burst = f->rate_buyer_burst;
     r->live_holds_tenant = f->live_holds_tenant;
+    r->fair_slots_min = f->fair_slots_min;
+    r->fair_slots_max = f->fair_slots_max;
+    r->fair_slack_pct = f->fair_slack_pct;
     r->conn_per_peer = f->conn_per_peer;
     r->conn_idle_s = f->conn_idle_s;
     memcpy(running->cluster_key, fresh->cluster_key, sizeof running->cluster_key);

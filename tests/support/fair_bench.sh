@@ -22,8 +22,9 @@
 # Knobs: ESC_FAIR_QUIET_BUYERS (3000), ESC_FAIR_QUIET_CONC (8),
 # ESC_FAIR_FLOOD_CONC (512), ESC_FAIR_LIMITED (the flooder's rate in the
 # second setting, 2000), ESC_FAIR_SETTINGS (which settings run, in order:
-# "defaults limited unlimited"), ESC_FAIR_DIR (logs; default a fresh
-# /tmp/escrow-fair.XXXXXX, kept).
+# "defaults limited unlimited"), ESC_FAIR_NODE_FLAGS (more flags for the
+# node, e.g. "--fair-slots 64" for fixed slots), ESC_FAIR_DIR (logs;
+# default a fresh /tmp/escrow-fair.XXXXXX, kept).
 set -euo pipefail
 ESC_SRC=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
 ESC_BIN=${ESC_BIN:-$ESC_SRC/build/bin}
@@ -53,7 +54,8 @@ esc_ctl item create quiet q --total 100000000 --segments 4 --node n1 --hold-ttl-
 esc_ctl item create loud l --total 100000000 --segments 4 --node n1 --hold-ttl-ms 600000 >/dev/null
 ep=tcp://127.0.0.1:$(esc_free_port)
 mport=$(esc_free_port)
-esc_node_start n1 "$ep" "$dir/n1.log" --metrics "$mport"
+# shellcheck disable=SC2086 # ESC_FAIR_NODE_FLAGS: a list of flags
+esc_node_start n1 "$ep" "$dir/n1.log" --metrics "$mport" ${ESC_FAIR_NODE_FLAGS:-}
 node_pid=$ESC_NODE_PID
 
 field() { # NAME LINE
@@ -173,5 +175,5 @@ for s in $settings; do
     sleep 2 # the node re-reads the limits every second: a benchmark's pause, not a wait for a condition
     setting "$s"
 done
-echo "rate-limited requests at the node: $(grep -o 'rate_limited=[0-9]*' "$dir/n1.log" | tail -n 1)"
 esc_node_stop "$node_pid" || true
+echo "at the node: $(grep -o 'rate_limited=[0-9]* waited_turn=[0-9]*\( fair_slots=[0-9]* fair_cuts=[0-9]*\)\?' "$dir/n1.log" | tail -n 1)"

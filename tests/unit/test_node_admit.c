@@ -5,7 +5,9 @@
  * two tenants are active one gets exactly NODE_ADMIT_SLOTS decisions per
  * batch, its further requests wait in order (reads never do) and the other
  * tenant is not held back; a new batch decides the waiting requests up to
- * each tenant's slots, round robin, in arrival order; a stop frees them.
+ * each tenant's slots, round robin, in arrival order; slow commits shrink
+ * the slots while tenants share the node, never a tenant alone; a stop
+ * frees them.
  */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -45,7 +47,9 @@ static int setup(void **state)
     memset(&batch, 0, sizeof batch);
     n.filling = &batch;
     n.up.redecide = redecide;
-    node_admit_init(&n.admit, 42);
+    seg_share_config share;
+    seg_share_defaults(&share);
+    node_admit_init(&n.admit, 42, &share, 0);
     ndecided = 0;
     answered_at_once = false;
     return 0;
@@ -186,6 +190,39 @@ static void answers_take_no_slot(void **state)
     assert_int_equal(n.admit.waiting, 0);
 }
 
+/* Slow commits while two tenants write shrink each tenant's slots
+ * (seg_share.h); a tenant alone is still never held back. */
+static void slow_commits_shrink_the_share(void **state)
+{
+    (void)state;
+    int64_t t = 1000000;
+    assert_false(request("quiet", WIRE_OP_RESERVE, 1, t));
+    assert_false(request("loud", WIRE_OP_RESERVE, 100, t));
+    node_admit_committed(&n, 2000, t);      /* the baseline: 2 ms */
+    node_admit_committed(&n, 10000, t + 1); /* 10 ms: slow */
+    assert_int_equal(n.admit.share.slots, NODE_ADMIT_SLOTS / 2);
+    batch.n = 0;
+    node_admit_batch_opened(&n);
+    size_t waited = 0;
+    for (uint64_t i = 0; i < NODE_ADMIT_SLOTS; i++) {
+        waited += request("loud", WIRE_OP_RESERVE, 200 + i, t + 2);
+    }
+    assert_int_equal(waited, NODE_ADMIT_SLOTS / 2);
+    batch.n = 0;
+    node_admit_batch_opened(&n);
+    assert_int_equal(ndecided, NODE_ADMIT_SLOTS / 2);
+    assert_int_equal(n.admit.waiting, 0);
+    /* the quiet tenant gone: the loud one alone takes whole batches */
+    int64_t later = t + NODE_ADMIT_ACTIVE_US + 1;
+    for (uint64_t i = 0; i < 4 * NODE_ADMIT_SLOTS; i++) {
+        assert_false(request("loud", WIRE_OP_RESERVE, 1000 + i, later));
+    }
+    /* and its slow commits alone cut nothing */
+    node_admit_committed(&n, 50000, later + 1);
+    node_admit_committed(&n, 50000, later + 2);
+    assert_int_equal(n.admit.share.slots, NODE_ADMIT_SLOTS / 2);
+}
+
 static void a_stop_frees_the_waiting(void **state)
 {
     (void)state;
@@ -205,6 +242,7 @@ int main(void)
         cmocka_unit_test_setup_teardown(two_waiting_tenants_share_a_batch, setup, teardown),
         cmocka_unit_test_setup_teardown(the_other_tenant_gone_no_more_waiting, setup, teardown),
         cmocka_unit_test_setup_teardown(answers_take_no_slot, setup, teardown),
+        cmocka_unit_test_setup_teardown(slow_commits_shrink_the_share, setup, teardown),
         cmocka_unit_test_setup_teardown(a_stop_frees_the_waiting, setup, teardown),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
