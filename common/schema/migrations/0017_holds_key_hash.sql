@@ -7,15 +7,15 @@
 -- them. With holds_idempotency_key, a btree on (tenant_id,
 -- idempotency_key, created_day), each look-up is a descent of 3 levels with
 -- text comparisons at each, and the btrees of a window with 20 million
--- holds (about 70 MB per million) outgrow shared_buffers; a new key then
+-- holds (about 65 MB per million) outgrow shared_buffers; a new key then
 -- cost more time in the look-up than in both of its inserts.
 --
 -- holds_idempotency_hash, a hash index on the key alone: a look-up hashes
 -- the key once, finds its bucket from the metapage PostgreSQL keeps in
--- memory, and compares 4-byte hash codes on one page; half the size of the
--- btree. A new key matches nothing there, so no row is read; a retried key
--- (or a hash collision) reads its row, and the tenant, key and day are
--- checked on it.
+-- memory, and compares 4-byte hash codes on one page; less than half the
+-- btree's size (28 MB per million). A new key matches nothing there, so no
+-- row is read; a retried key (or a hash collision) reads its row, and the
+-- tenant, key and day are checked on it.
 --
 -- The look-up in escrow_commit_batch compares the tenant under COLLATE "C"
 -- (for text the same equality): with the plain comparison the planner kept
