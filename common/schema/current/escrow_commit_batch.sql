@@ -63,11 +63,16 @@ BEGIN
         -- each partition of the window. As a semi join the planner may hash
         -- the window's holds instead (it does while the day's partition
         -- looks small to it) and then reads every hold of the window in
-        -- every batch.
+        -- every batch. The probe goes through holds_idempotency_hash (one
+        -- bucket page for a new key); the tenant is compared under COLLATE
+        -- "C" (for text the same equality) so that the planner cannot take
+        -- the 3-column btree holds_idempotency_key instead, a descent of 3
+        -- levels it prefers in a vacuumed day (an index-only scan).
         SELECT COALESCE(array_agg(r.hold_id), '{}') INTO v_dup
         FROM unnest(r_hold, r_tenant, r_key) AS r(hold_id, tenant_id, key)
         WHERE EXISTS (SELECT 1 FROM holds h
-                      WHERE h.tenant_id = r.tenant_id AND h.idempotency_key = r.key
+                      WHERE h.idempotency_key = r.key
+                        AND h.tenant_id = r.tenant_id COLLATE "C"
                         AND h.created_day BETWEEN v_from AND v_day
                       OFFSET 0);
     END IF;
