@@ -106,8 +106,10 @@ typedef struct coord_admin {
 /* The nodes' loads are compared (O(segments)) this often while nothing
  * changes, and at every tick while segments move to even them out. */
 #define COORD_BALANCE_CHECK_MS 2000
-/* Segments one ownership write changes. */
-#define COORD_GRANT_MAX 1024
+/* Segments one ownership write changes (a large catalog is placed in few
+ * writes: each one moves the catalog's change counter, and every move
+ * costs a read of the whole catalog). */
+#define COORD_GRANT_MAX 8192
 
 typedef struct coord_config {
     const char *dsn;                      /* borrowed */
