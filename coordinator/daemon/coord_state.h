@@ -104,8 +104,9 @@ typedef struct coord_admin {
  * them (coord_dirty.h); the marked ones at the next tick. */
 #define COORD_SWEEP_MS 10000
 /* The nodes' loads are compared (O(segments)) this often while nothing
- * changes, and at every tick while segments move to even them out. */
-#define COORD_BALANCE_CHECK_MS 2000
+ * changes, at once when a node changed, and at every tick while segments
+ * move to even them out. */
+#define COORD_BALANCE_CHECK_MS 10000
 /* Segments one ownership write changes (a large catalog is placed in few
  * writes: each one moves the catalog's change counter, and every move
  * costs a read of the whole catalog). */
