@@ -43,8 +43,9 @@
 
 /* Segments per item. */
 #define ESC_SEGMENTS_PER_ITEM_MAX 256
-/* Segments one node serves. */
-#define ESC_NODE_SEGMENTS_MAX 65536
+/* Segments one node serves (its table is allocated at this size; pages
+ * nobody touched cost no memory). */
+#define ESC_NODE_SEGMENTS_MAX 262144
 
 /* Group commit: a batch closes when it holds ESC_BATCH_ROWS_MAX decisions or
  * when its oldest decision waited ESC_BATCH_WAIT_US_MAX (only while the

@@ -134,10 +134,15 @@ static void publish_seg(coord_cat *c, coord_seg *s)
 
 void coord_asg_publish(coord_cat *c)
 {
-    for (size_t i = 0; i < c->nsegs; i++) {
-        publish_seg(c, c->segs[i]);
+    size_t n = 0;
+    coord_item **v = coord_cat_take(c, COORD_WORK_ASSIGN, &n);
+    for (size_t i = 0; i < n; i++) {
+        for (size_t j = 0; j < v[i]->nsegs; j++) {
+            publish_seg(c, v[i]->segs[j]);
+        }
     }
 }
+
 
 /* Drops the log entries up to version v (the node has them). */
 static void compact(coord_node *n, uint64_t v)

@@ -9,7 +9,10 @@
  * (nothing left for a next message) carries the node's own count and
  * digest: when they differ the reply asks for a full report.
  *
- * The published assignment: coord_asg_publish compares every segment's
+ * The published assignment: coord_asg_publish compares the segments of the
+ * items marked COORD_WORK_ASSIGN (coord_dirty.h: every change to an owner,
+ * epoch, state, pause or node marks them; the daemon's tick adds a slice of
+ * the rest in round robin, the safety sweep) with their
  * assignment now (owner, epoch, state, paused; in none when it is not
  * served) with what was published, and for each difference takes the next
  * version number and notes the segment in the log of each node concerned
@@ -44,8 +47,8 @@ typedef struct coord_mirror_ent {
 void coord_asg_start(coord_cat *c, uint64_t incarnation, uint64_t first_version);
 void coord_asg_node_fini(coord_node *n);
 
-/* Publishes every segment's assignment (O(segments), no allocation unless
- * something changed). */
+/* Publishes the assignment of the marked items' segments (O(marked), no
+ * allocation unless something changed). */
 void coord_asg_publish(coord_cat *c);
 /* True if the reply to hb starts a full assignment (publish first). */
 bool coord_asg_full_start(const coord_cat *c, const coord_node *n, const wire_heartbeat *hb);

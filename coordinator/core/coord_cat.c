@@ -16,6 +16,9 @@
 int coord_cat_init(coord_cat *c)
 {
     memset(c, 0, sizeof *c);
+    for (int w = 0; w < COORD_WORK_KINDS; w++) {
+        c->work[w].kind = w;
+    }
     if (hmap_init(&c->items_by_key, 64) != 0 || hmap_init(&c->segs_by_id, 256) != 0 ||
         hmap_init(&c->nodes_by_id, 16) != 0 || hmap_init(&c->xfers_by_id, 64) != 0) {
         coord_cat_fini(c);
@@ -43,6 +46,9 @@ void coord_cat_fini(coord_cat *c)
     free(c->segs);
     free(c->nodes);
     free(c->xfers);
+    for (int w = 0; w < COORD_WORK_KINDS; w++) {
+        coord_dirty_fini(&c->work[w]);
+    }
     hmap_fini(&c->items_by_key);
     hmap_fini(&c->segs_by_id);
     hmap_fini(&c->nodes_by_id);
@@ -56,19 +62,78 @@ void coord_cat_watch(coord_cat *c, coord_cat_watch_cb cb, void *arg)
     c->watch_arg = arg;
 }
 
-void coord_cat_touch(coord_item *it)
+static bool *flag_of(struct coord_item *it, int kind)
 {
-    it->policy_dirty = true;
-    it->route_dirty = true;
+    return &it->marked[kind];
 }
 
-void coord_cat_touch_node(const coord_cat *c, const coord_node *n)
+void coord_cat_mark(coord_cat *c, coord_item *it, coord_work w)
+{
+    coord_dirty_mark(&c->work[w], &it->marked[w], it);
+}
+
+void coord_cat_unmark(coord_item *it, coord_work w)
+{
+    it->marked[w] = false;
+}
+
+bool coord_cat_marked(const coord_item *it, coord_work w)
+{
+    return it->marked[w];
+}
+
+coord_item **coord_cat_take(coord_cat *c, coord_work w, size_t *n)
+{
+    return coord_dirty_take(&c->work[w], flag_of, n);
+}
+
+void coord_cat_sweep(coord_cat *c, coord_work w, size_t k)
+{
+    coord_dirty_sweep(&c->work[w], c->items, c->nitems, k, flag_of);
+}
+
+void coord_cat_touch(coord_cat *c, coord_item *it)
+{
+    for (int w = 0; w < COORD_WORK_KINDS; w++) {
+        if (w != COORD_WORK_PASS) {
+            coord_cat_mark(c, it, (coord_work)w);
+        }
+    }
+}
+
+void coord_cat_touch_node(coord_cat *c, const coord_node *n)
 {
     for (size_t i = 0; i < c->nsegs; i++) {
         if (c->segs[i]->owner == n) {
-            coord_cat_touch(c->segs[i]->item);
+            coord_cat_touch(c, c->segs[i]->item);
         }
     }
+}
+
+static uint64_t node_sig(const coord_node *n)
+{
+    uint64_t flags = (uint64_t)n->alive | (uint64_t)n->seen << 1 | (uint64_t)n->stopping << 2 |
+                     (uint64_t)n->drained << 3 | (uint64_t)n->inc_pending << 4 |
+                     (uint64_t)(n->db_state >= 0) << 5 | (uint64_t)1 << 6;
+    uint64_t h = flags * 0x9E3779B97F4A7C15ull;
+    h ^= n->incarnation + 0x632BE59BD9B4E019ull + (h << 6) + (h >> 2);
+    h ^= n->db_incarnation + 0x8CB92BA72F3D8DD7ull + (h << 6) + (h >> 2);
+    return h != 0 ? h : 1;
+}
+
+size_t coord_cat_check_nodes(coord_cat *c)
+{
+    size_t changed = 0;
+    for (size_t i = 0; i < c->nnodes; i++) {
+        coord_node *n = c->nodes[i];
+        uint64_t sig = node_sig(n);
+        if (sig != n->sig) {
+            n->sig = sig;
+            coord_cat_touch_node(c, n);
+            changed++;
+        }
+    }
+    return changed;
 }
 
 size_t coord_cat_sweep_slice(size_t n, uint32_t period_ms, uint32_t sweep_ms)
@@ -85,7 +150,9 @@ size_t coord_cat_sweep_slice(size_t n, uint32_t period_ms, uint32_t sweep_ms)
 
 void coord_cat_changed(coord_cat *c, coord_item *it)
 {
-    it->policy_dirty = true;
+    coord_cat_mark(c, it, COORD_WORK_POLICY);
+    coord_cat_mark(c, it, COORD_WORK_PLACE);
+    coord_cat_mark(c, it, COORD_WORK_ASSIGN);
     if (c->watch_cb != NULL) {
         c->watch_cb(it, COORD_CAT_CHANGED, c->watch_arg);
     }
@@ -170,7 +237,7 @@ coord_item *coord_cat_add_item(coord_cat *c, const char *tenant_id, const char *
     it->segments_wanted = 1;
     (void)hmap_insert(&c->items_by_key, &it->by_key, item_hash(tenant_id, item_id));
     push((void ***)&c->items, &c->nitems, &c->items_cap, it);
-    coord_cat_touch(it);
+    coord_cat_touch(c, it);
     if (c->watch_cb != NULL) {
         c->watch_cb(it, COORD_CAT_ADDED, c->watch_arg);
     }
@@ -188,7 +255,7 @@ coord_seg *coord_cat_add_seg(coord_cat *c, coord_item *it, uint64_t segment_id, 
     s->seg_no = seg_no;
     (void)hmap_insert(&c->segs_by_id, &s->by_id, hmap_hash_u64(segment_id));
     push((void ***)&c->segs, &c->nsegs, &c->segs_cap, s);
-    coord_cat_touch(it);
+    coord_cat_touch(c, it);
     /* keep the item's list in seg_no order */
     size_t j = it->nsegs++;
     while (j > 0 && it->segs[j - 1]->seg_no > seg_no) {
@@ -235,7 +302,7 @@ coord_xfer *coord_cat_add_xfer(coord_cat *c, coord_item *it, uint64_t transfer_i
         return NULL;
     }
     coord_xfer *x = esc_xcalloc(1, sizeof *x);
-    it->policy_dirty = true;
+    coord_cat_mark(c, it, COORD_WORK_POLICY);
     x->transfer_id = transfer_id;
     x->item = it;
     x->from = from;
@@ -252,7 +319,7 @@ coord_xfer *coord_cat_add_xfer(coord_cat *c, coord_item *it, uint64_t transfer_i
 
 void coord_cat_drop_xfer(coord_cat *c, coord_xfer *x)
 {
-    x->item->policy_dirty = true;
+    coord_cat_mark(c, x->item, COORD_WORK_POLICY);
     coord_seg *f = x->from ? coord_cat_seg(c, x->from) : NULL;
     coord_seg *t = x->to ? coord_cat_seg(c, x->to) : NULL;
     if (f != NULL && f->xfer_id == x->transfer_id) {

@@ -32,6 +32,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "coord_dirty.h"
 #include "coord_policy.h"
 #include "esc_limits.h"
 #include "hmap.h"
@@ -41,7 +42,9 @@
  * ~200 bytes for a segment, ~400 bytes for a node, ~80 for a transfer). */
 #define COORD_NODES_MAX 1024
 #define COORD_ITEMS_MAX 100000
-#define COORD_SEGS_MAX ESC_NODE_SEGMENTS_MAX
+/* the whole catalog's segments: many nodes' worth (a node serves at most
+ * ESC_NODE_SEGMENTS_MAX) */
+#define COORD_SEGS_MAX (1u << 20)
 #define COORD_XFERS_MAX 65536
 /* seg->xfer_id while the INSERT of its transfer is in flight. */
 #define COORD_XFER_INSERTING UINT64_MAX
@@ -67,6 +70,7 @@ typedef struct coord_node {
     int64_t last_hb_wall_ms;
     int64_t last_write_us;
     uint32_t nsegs; /* placement scratch: segments it owns or is being given */
+    uint64_t sig;   /* what placement and assignment read of it, at the last check */
     /* delta heartbeats (coord_asg.h): the figures it reported, summed up */
     hmap mirror;         /* coord_mirror_ent by segment_id */
     uint64_t mirror_inc; /* the incarnation whose report the mirror holds */
@@ -123,9 +127,7 @@ typedef struct coord_item {
     coord_seg *segs[ESC_SEGMENTS_PER_ITEM_MAX]; /* borrowed, by seg_no */
     bool write_busy;                            /* a catalog write (collapse, admin) is in flight */
     int plan_busy;                              /* transfer INSERTs in flight */
-    bool pass_now;                              /* run a policy pass at the next tick */
-    bool policy_dirty; /* what the policy reads changed: a pass at the next rebalance */
-    bool route_dirty;  /* its route may have changed: check it at the next route tick */
+    bool marked[COORD_WORK_KINDS];              /* on the work lists (coord_dirty.h) */
     bool sold_out;
     uint64_t route_version;
     uint64_t route_hash;
@@ -170,6 +172,7 @@ typedef struct coord_cat {
     size_t nxfers, xfers_cap;
     uint64_t incarnation; /* random per coordinator process (heartbeat replies) */
     uint64_t asg_seq;     /* version of the published assignments */
+    coord_dirty work[COORD_WORK_KINDS]; /* the items marked for each kind of work */
 } coord_cat;
 
 /* Returns 0 or ESC_ENOMEM. */
@@ -182,13 +185,30 @@ void coord_cat_watch(coord_cat *c, coord_cat_watch_cb cb, void *arg);
  * tail, sold out, paused...): the watcher hears COORD_CAT_CHANGED. */
 void coord_cat_changed(coord_cat *c, coord_item *it);
 
-/* Marks it for a policy pass and a route check at the next timer of each
- * (policy_dirty, route_dirty): the daemon's timers look at marked items and
- * at a slice of the rest, so a change is seen at once when it is marked and
- * within one sweep when it is not. coord_cat_changed marks policy_dirty. */
-void coord_cat_touch(coord_item *it);
-/* coord_cat_touch for every item with a segment n owns. */
-void coord_cat_touch_node(const coord_cat *c, const coord_node *n);
+/* Marks it for every kind of work (placement, assignment, route check,
+ * policy pass at the next rebalance): something about it or its segments
+ * changed. The daemon's timers look at marked items and at a slice of the
+ * rest, so a change is seen at once when it is marked and within one sweep
+ * when it is not. coord_cat_changed marks it too. */
+void coord_cat_touch(coord_cat *c, coord_item *it);
+/* coord_cat_touch for every item with a segment n owns (O(segments): for
+ * a node's change, rare). */
+void coord_cat_touch_node(coord_cat *c, const coord_node *n);
+/* Touches the segments of every node whose state placement or assignment
+ * read (alive, seen, stopping, drained, incarnations, a write of its
+ * incarnation in flight, known to the database) changed since the last
+ * call; returns how many nodes changed. O(nodes) when none did. */
+size_t coord_cat_check_nodes(coord_cat *c);
+
+/* The work lists (coord_dirty.h). */
+void coord_cat_mark(coord_cat *c, coord_item *it, coord_work w);
+void coord_cat_unmark(coord_item *it, coord_work w);
+bool coord_cat_marked(const coord_item *it, coord_work w);
+/* The items marked for w, each once, unmarked; valid until the next take
+ * of w. */
+coord_item **coord_cat_take(coord_cat *c, coord_work w, size_t *n);
+/* Marks the next k items of the catalog for w, in round robin. */
+void coord_cat_sweep(coord_cat *c, coord_work w, size_t k);
 
 /* How many of n items a timer of period_ms looks at per run, in round robin,
  * so that every one is seen at least once every sweep_ms (all of them when

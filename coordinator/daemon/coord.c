@@ -61,12 +61,12 @@ static void handle_heartbeat(coord *c, const nnx_hdr *hdr, const wire_request *q
         coord_seg *s = coord_cat_seg(&c->cat, hb->dry[i]);
         if (s != NULL && s->owner == n) {
             s->dry = true;
-            s->item->pass_now = true;
+            coord_cat_mark(&c->cat, s->item, COORD_WORK_PASS);
         }
     }
     for (size_t i = 0; i < hb->ndry; i++) {
         coord_seg *s = coord_cat_seg(&c->cat, hb->dry[i]);
-        if (s != NULL && s->item->pass_now) {
+        if (s != NULL && coord_cat_marked(s->item, COORD_WORK_PASS)) {
             coord_pass_run(c, s->item); /* a dry segment: a pass at once */
         }
     }
@@ -191,6 +191,9 @@ static void on_tick(uv_timer_t *t)
      * heartbeats that waited before any lease is judged */
     read_requests(c, COORD_TICK_RECV_MAX);
     coord_place_tick(c);
+    /* the changed items' assignment, and a slice of the rest (the sweep) */
+    coord_cat_sweep(&c->cat, COORD_WORK_ASSIGN,
+                    coord_cat_sweep_slice(c->cat.nitems, tick_ms(c), COORD_SWEEP_MS));
     coord_asg_publish(&c->cat);
     coord_xfer_tick(c);
     coord_pass_tick(c);

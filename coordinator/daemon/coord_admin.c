@@ -236,7 +236,7 @@ static void on_restocked(coord *c, PGresult *res, const pgx_err *err, void *arg)
         it->tail_segment = 0;
         apply_states(it, it->segments_wanted);
     }
-    it->pass_now = true;
+    coord_cat_mark(&c->cat, it, COORD_WORK_PASS);
     coord_cat_changed(&c->cat, it);
     answer(c, j->r, 0, "restocked %s/%s by %" PRId64 ": total=%" PRId64 " unallocated=%" PRId64,
            it->tenant_id, it->item_id, j->qty, it->total, it->unallocated);
@@ -300,7 +300,7 @@ static void on_reduced(coord *c, PGresult *res, const pgx_err *err, void *arg)
         it->total = pg_result_i64_or(res, 0, 1, 0);
         it->unallocated = pg_result_i64_or(res, 0, 2, 0);
         it->reduce_pending = pg_result_i64_or(res, 0, 3, 0);
-        it->pass_now = true;
+        coord_cat_mark(&c->cat, it, COORD_WORK_PASS);
         answer(c, j->r, 0,
                "reduced %s/%s by %" PRId64 ": total=%" PRId64
                " still to reclaim from segments=%" PRId64,
@@ -394,7 +394,7 @@ static void on_split(coord *c, PGresult *res, const pgx_err *err, void *arg)
     it->segments_wanted = j->nsegs;
     it->tail_segment = 0;
     apply_states(it, j->nsegs);
-    it->pass_now = true;
+    coord_cat_mark(&c->cat, it, COORD_WORK_PASS);
     coord_cat_changed(&c->cat, it);
     answer(c, j->r, 0, "split %s/%s into %u active segments (%d new)", it->tenant_id, it->item_id,
            j->nsegs, PQntuples(res) - 1);

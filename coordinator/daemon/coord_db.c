@@ -367,7 +367,7 @@ static void merge_items(coord *c, PGresult *res, const pgx_err *err, void *arg)
             was.reduce_pending != it->reduce_pending || was.state != it->state ||
             was.segments_wanted != it->segments_wanted || was.tail_segment != it->tail_segment ||
             was.global != it->global || was.global_total != it->global_total) {
-            coord_cat_touch(it);
+            coord_cat_touch(&c->cat, it);
         }
     }
 }
@@ -419,7 +419,7 @@ static void merge_one_seg(coord *c, PGresult *res, int i)
     }
     int64_t av = i64(res, i, 6), held = i64(res, i, 7), sold = i64(res, i, 8);
     if (av != s->db_available || held != s->db_held || sold != s->db_sold) {
-        s->item->policy_dirty = true;
+        coord_cat_mark(&c->cat, s->item, COORD_WORK_POLICY);
     }
     s->db_available = av;
     s->db_held = held;
@@ -432,7 +432,7 @@ static void merge_one_seg(coord *c, PGresult *res, int i)
     uint64_t epoch = (uint64_t)i64(res, i, 5);
     int state = seg_state(PQgetvalue(res, i, 9));
     if (owner != s->owner || epoch != s->epoch || state != s->state) {
-        coord_cat_touch(s->item);
+        coord_cat_touch(&c->cat, s->item);
     }
     if (owner != s->owner || epoch != s->epoch) {
         s->revoked = owner != NULL && !owner->alive;

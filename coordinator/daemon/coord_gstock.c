@@ -125,7 +125,7 @@ static void take_figures(coord *c, coord_item *it, const PGresult *res)
     it->total = pg_result_i64_or(res, 0, F_TOTAL, it->total);
     it->unallocated = pg_result_i64_or(res, 0, F_UNALLOC, it->unallocated);
     it->reduce_pending = pg_result_i64_or(res, 0, F_RED, it->reduce_pending);
-    it->pass_now = true;
+    coord_cat_mark(&c->cat, it, COORD_WORK_PASS);
     coord_cat_changed(&c->cat, it);
 }
 
@@ -480,7 +480,7 @@ bool coord_gstock_plan(coord *c, coord_gstock *gs, coord_item *it, int64_t now)
     memset(g->reduce_ask, 0, sizeof g->reduce_ask);
     if (it->reduce_pending > 0) {
         plan_sources(c, gs, it, now);
-        it->pass_now = true;
+        coord_cat_mark(&c->cat, it, COORD_WORK_PASS);
         return true; /* a region that reduces sends nothing away */
     }
     for (size_t i = 0; gs->sums_loaded && i < gs->peers->n; i++) {
@@ -491,7 +491,7 @@ bool coord_gstock_plan(coord *c, coord_gstock *gs, coord_item *it, int64_t now)
             g->intent_left = want;
             g->intent_sent = 0;
             g->intent_why = "reduce";
-            it->pass_now = true;
+            coord_cat_mark(&c->cat, it, COORD_WORK_PASS);
             ESC_LOG(ESC_LOG_DEBUG, "COORD-GLOBAL", "item=%s/%s %s asks %" PRId64 " for its reduce",
                     it->tenant_id, it->item_id, coord_peers_name(gs->peers, (int)i), want);
             return true;

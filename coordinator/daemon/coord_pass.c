@@ -202,7 +202,7 @@ static int collapse_outcome(coord *c, collapse_job *j, PGresult *res, const pgx_
         snprintf(msg, cap, "collapsed %s/%s into segment %" PRIu64, it->tenant_id, it->item_id,
                  j->tail);
         coord_cat_changed(&c->cat, it);
-        it->pass_now = true;
+        coord_cat_mark(&c->cat, it, COORD_WORK_PASS);
         coord_metrics_collapse(c);
         return 0;
     }
@@ -255,11 +255,11 @@ static bool push_collapse(coord *c, coord_item *it, uint64_t tail, coord_pass_cb
 static int pass(coord *c, coord_item *it, bool force_collapse, coord_pass_cb cb, void *arg)
 {
     if (it->write_busy || it->plan_busy > 0 || c->db.need_reconcile || !c->loaded) {
-        it->pass_now = true;
+        coord_cat_mark(&c->cat, it, COORD_WORK_PASS);
         return -1;
     }
-    it->pass_now = false;
-    it->policy_dirty = false;
+    coord_cat_unmark(it, COORD_WORK_PASS);
+    coord_cat_unmark(it, COORD_WORK_POLICY);
     coord_metrics_policy_pass(c);
     static coord_pseg segs[ESC_SEGMENTS_PER_ITEM_MAX];
     static coord_plan plan;
@@ -296,10 +296,10 @@ int coord_pass_run(coord *c, coord_item *it)
 
 void coord_pass_tick(coord *c)
 {
-    for (size_t i = 0; i < c->cat.nitems; i++) {
-        if (c->cat.items[i]->pass_now) {
-            coord_pass_run(c, c->cat.items[i]);
-        }
+    size_t n = 0;
+    coord_item **v = coord_cat_take(&c->cat, COORD_WORK_PASS, &n);
+    for (size_t i = 0; i < n; i++) {
+        coord_pass_run(c, v[i]);
     }
 }
 
@@ -312,17 +312,21 @@ int coord_pass_collapse(coord *c, coord_item *it, coord_pass_cb cb, void *arg)
     return rc < 0 ? ESC_EBUSY : ESC_ECONFLICT;
 }
 
+/* How long one sweep over n items takes. */
+static uint32_t sweep_ms(size_t n)
+{
+    uint64_t ms = (uint64_t)n * 1000u / COORD_PASS_SWEEP_PER_S;
+    return ms > COORD_PASS_SWEEP_MS ? (uint32_t)(ms < UINT32_MAX ? ms : UINT32_MAX)
+                                    : COORD_PASS_SWEEP_MS;
+}
+
 void coord_pass_rebalance(coord *c)
 {
     size_t n = c->cat.nitems;
-    size_t k = coord_cat_sweep_slice(n, c->cfg.rebalance_ms, COORD_PASS_SWEEP_MS);
-    for (size_t j = 0; j < k; j++) {
-        c->cat.items[(c->pass_cursor + j) % n]->policy_dirty = true;
-    }
-    c->pass_cursor = n > 0 ? (c->pass_cursor + k) % n : 0;
+    coord_cat_sweep(&c->cat, COORD_WORK_POLICY,
+                    coord_cat_sweep_slice(n, c->cfg.rebalance_ms, sweep_ms(n)));
+    coord_item **v = coord_cat_take(&c->cat, COORD_WORK_POLICY, &n);
     for (size_t i = 0; i < n; i++) {
-        if (c->cat.items[i]->policy_dirty) {
-            coord_pass_run(c, c->cat.items[i]);
-        }
+        coord_pass_run(c, v[i]);
     }
 }

@@ -23,7 +23,7 @@ typedef void (*coord_pass_cb)(coord *c, int status, const char *msg, void *arg);
 /* Runs a pass for the item now. Returns the transfers planned, or -1 when
  * the item is busy (a write in flight) and the pass was postponed. */
 int coord_pass_run(coord *c, coord_item *it);
-/* Every coordinator tick: the passes that were asked for (it->pass_now). */
+/* Every coordinator tick: the passes that were asked for (COORD_WORK_PASS). */
 void coord_pass_tick(coord *c);
 
 /* WIRE_ADMIN_COLLAPSE: a pass that collapses whatever is left. Returns 0 when
@@ -34,10 +34,13 @@ void coord_pass_tick(coord *c);
 int coord_pass_collapse(coord *c, coord_item *it, coord_pass_cb cb, void *arg);
 
 /* The rebalance timer: a pass for every item whose demand or stock changed
- * (policy_dirty) and for the next slice of the rest, so that every item
- * gets one at least every COORD_PASS_SWEEP_MS (demand decays with time
- * alone). An idle catalog costs one slice per run, not every item. */
+ * (COORD_WORK_POLICY) and for the next slice of the rest, so that every
+ * item gets one at least every COORD_PASS_SWEEP_MS (demand decays with time
+ * alone), or, in a catalog of more than COORD_PASS_SWEEP_PER_S * 5 items,
+ * every nitems / COORD_PASS_SWEEP_PER_S seconds. An idle catalog costs one
+ * slice per run, not every item. */
 #define COORD_PASS_SWEEP_MS 5000
+#define COORD_PASS_SWEEP_PER_S 2000
 void coord_pass_rebalance(coord *c);
 
 #endif

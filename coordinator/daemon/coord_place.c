@@ -81,7 +81,7 @@ static void on_node_written(coord *c, PGresult *res, const pgx_err *err, void *a
                 s->pending = false;
                 s->revoked = false;
                 s->reported = false;
-                coord_cat_touch(s->item);
+                coord_cat_touch(&c->cat, s->item);
             }
         }
     } else if (err->conn_lost && err->code != ESC_ECLOSED) {
@@ -93,7 +93,7 @@ static void on_node_written(coord *c, PGresult *res, const pgx_err *err, void *a
             /* not raised: its epoch was not the one believed; raise it again */
             w->segs[i]->pending = false;
             w->segs[i]->revoked = true;
-            coord_cat_touch(w->segs[i]->item);
+            coord_cat_touch(&c->cat, w->segs[i]->item);
             stale = err->code == 0;
         }
     }
@@ -168,7 +168,7 @@ void coord_place_node_write(coord *c, coord_node *n, bool force)
 
 /* ---- heartbeats ------------------------------------------------------------- */
 
-static void take_stats(coord_node *n, coord_seg *s, const wire_seg_stats *st, int64_t now)
+static void take_stats(coord *c, coord_node *n, coord_seg *s, const wire_seg_stats *st, int64_t now)
 {
     bool same = s->reported && s->rep_epoch == st->epoch;
     if (same && now > s->last_rep_us) {
@@ -179,7 +179,8 @@ static void take_stats(coord_node *n, coord_seg *s, const wire_seg_stats *st, in
     (void)n;
     if (!same || s->available != st->available || s->held != st->held || s->sold != st->sold ||
         s->reserved != st->reserved || s->empties != st->empties) {
-        s->item->policy_dirty = true; /* its stock or demand moved: a pass at the next rebalance */
+        /* its stock or demand moved: a pass at the next rebalance */
+        coord_cat_mark(&c->cat, s->item, COORD_WORK_POLICY);
     }
     s->reported = true;
     s->rep_epoch = st->epoch;
@@ -201,7 +202,7 @@ static bool take_one(coord *c, coord_node *n, const wire_seg_stats *st, int64_t 
 {
     coord_seg *s = coord_cat_seg(&c->cat, st->segment_id);
     if (s != NULL && s->owner == n && s->epoch == st->epoch && coord_cat_seg_served(s)) {
-        take_stats(n, s, st, now);
+        take_stats(c, n, s, st, now);
     }
     return s == NULL || s->owner != n || s->epoch != st->epoch || !s->pending;
 }
@@ -302,7 +303,7 @@ static void expire_leases(coord *c, int64_t now)
             coord_seg *s = c->cat.segs[j];
             if (s->owner == n) {
                 s->revoked = true;
-                coord_cat_touch(s->item);
+                coord_cat_touch(&c->cat, s->item);
                 lost++;
             }
         }
@@ -352,7 +353,7 @@ static void on_granted(coord *c, PGresult *res, const pgx_err *err, void *arg)
             s->revoked = false;
             s->reported = false;
             s->dry = false;
-            coord_cat_touch(s->item);
+            coord_cat_touch(&c->cat, s->item);
             c->n_grants++;
             coord_metrics_grant(c);
             ESC_LOG(ESC_LOG_INFO, "COORD-GRANT",
@@ -366,7 +367,7 @@ static void on_granted(coord *c, PGresult *res, const pgx_err *err, void *arg)
     for (size_t i = 0; i < g->n; i++) {
         if (g->segs[i]->pending) {
             g->segs[i]->pending = false;
-            coord_cat_touch(g->segs[i]->item);
+            coord_cat_touch(&c->cat, g->segs[i]->item);
             stale = err->code == 0; /* its epoch moved: read it again */
         }
     }
@@ -441,16 +442,11 @@ static void balance(coord *c, grant *g, pg_array *ids, pg_array *nodes, pg_array
     }
 }
 
-void coord_place_tick(coord *c)
+/* Counts every node's segments (those it owns and keeps, or is being
+ * given): O(segments), so only when something is to be placed or the loads
+ * are due for a check. */
+static void count_loads(coord *c)
 {
-    int64_t now = esc_mono_us();
-    expire_leases(c, now);
-    for (size_t i = 0; i < c->cat.nnodes; i++) {
-        coord_place_node_write(c, c->cat.nodes[i], false);
-    }
-    if (c->db.need_reconcile || c->grant_busy) {
-        return;
-    }
     for (size_t i = 0; i < c->cat.nnodes; i++) {
         c->cat.nodes[i]->nsegs = 0;
     }
@@ -460,24 +456,91 @@ void coord_place_tick(coord *c)
             s->owner->nsegs++;
         }
     }
+}
+
+static bool wants_owner(const coord_seg *s)
+{
+    return !s->pending && s->state != WIRE_SEG_RETIRED && needs_move(s);
+}
+
+static bool item_wants_owner(const coord_item *it)
+{
+    for (size_t j = 0; j < it->nsegs; j++) {
+        if (wants_owner(it->segs[j])) {
+            return true;
+        }
+    }
+    return false;
+}
+
+/* The marked items (and the sweep's slice) whose segments want an owner,
+ * into the grant; the items left over (the grant is full, no node takes
+ * them, their owner's incarnation is being written) stay marked. */
+static void place_marked(coord *c, grant *g, pg_array *ids, pg_array *nodes, pg_array *eps)
+{
+    size_t n = 0;
+    coord_item **v = coord_cat_take(&c->cat, COORD_WORK_PLACE, &n);
+    size_t k = 0;
+    for (size_t i = 0; i < n; i++) {
+        if (item_wants_owner(v[i])) {
+            v[k++] = v[i];
+        }
+    }
+    if (k == 0) {
+        return;
+    }
+    count_loads(c);
+    for (size_t i = 0; i < k; i++) {
+        coord_item *it = v[i];
+        bool left = false;
+        for (size_t j = 0; j < it->nsegs; j++) {
+            coord_seg *s = it->segs[j];
+            if (!wants_owner(s)) {
+                continue;
+            }
+            coord_node *to = NULL;
+            if (g->n < COORD_GRANT_MAX && (s->owner == NULL || !s->owner->inc_pending)) {
+                to = least_loaded(c, NULL);
+            }
+            if (to != NULL) {
+                add_move(g, ids, nodes, eps, s, to);
+            } else {
+                left = true;
+            }
+        }
+        if (left) {
+            coord_cat_mark(&c->cat, it, COORD_WORK_PLACE); /* again at the next tick */
+        }
+    }
+}
+
+void coord_place_tick(coord *c)
+{
+    int64_t now = esc_mono_us();
+    expire_leases(c, now);
+    for (size_t i = 0; i < c->cat.nnodes; i++) {
+        coord_place_node_write(c, c->cat.nodes[i], false);
+    }
+    if (coord_cat_check_nodes(&c->cat) > 0) {
+        c->place_balance_us = 0; /* a node changed: its load too */
+    }
+    uint32_t tick = c->cfg.heartbeat_ms / 2 > 10 ? c->cfg.heartbeat_ms / 2 : 10; /* coord.c */
+    coord_cat_sweep(&c->cat, COORD_WORK_PLACE,
+                    coord_cat_sweep_slice(c->cat.nitems, tick, COORD_SWEEP_MS));
+    if (c->db.need_reconcile || c->grant_busy) {
+        return; /* the marked items wait */
+    }
     grant *g = esc_xcalloc(1, sizeof *g);
     pg_array ids, nodes, eps;
     pg_array_init(&ids);
     pg_array_init(&nodes);
     pg_array_init(&eps);
-    for (size_t i = 0; i < c->cat.nsegs && g->n < COORD_GRANT_MAX; i++) {
-        coord_seg *s = c->cat.segs[i];
-        if (s->pending || s->state == WIRE_SEG_RETIRED || !needs_move(s) ||
-            (s->owner != NULL && s->owner->inc_pending)) {
-            continue;
-        }
-        coord_node *to = least_loaded(c, NULL);
-        if (to != NULL) {
-            add_move(g, &ids, &nodes, &eps, s, to);
-        }
-    }
-    if (g->n == 0) {
+    place_marked(c, g, &ids, &nodes, &eps);
+    if (g->n == 0 && now - c->place_balance_us >= (int64_t)COORD_BALANCE_CHECK_MS * 1000) {
+        count_loads(c);
         balance(c, g, &ids, &nodes, &eps);
+        /* while it moves segments it looks again at every tick */
+        c->place_balance_us = g->n > 0 ? 0 : now;
     }
     if (g->n > 0) {
         const char *v[3] = {pg_array_text(&ids), pg_array_text(&nodes), pg_array_text(&eps)};
@@ -490,6 +553,7 @@ void coord_place_tick(coord *c)
         } else {
             for (size_t i = 0; i < g->n; i++) {
                 g->segs[i]->pending = false;
+                coord_cat_mark(&c->cat, g->segs[i]->item, COORD_WORK_PLACE);
             }
         }
     }

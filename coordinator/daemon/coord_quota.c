@@ -102,7 +102,7 @@ static int applied(coord *c, apply_job *j, const char *outcome)
             it->total += j->qty - red;
             it->unallocated += j->qty - red;
             it->reduce_pending -= red;
-            it->pass_now = true;
+            coord_cat_mark(&c->cat, it, COORD_WORK_PASS);
             int peer = coord_peers_find(j->q->peers, j->from);
             if (peer >= 0) {
                 coord_gitem_of(it)->applied_from[peer] += j->qty; /* reduce asks' running total */
@@ -280,7 +280,7 @@ void coord_quota_move(coord *c, coord_quota *q, const nnx_hdr *hdr, const wire_r
     g->intent_until_us = esc_mono_us() + (int64_t)COORD_QUOTA_INTENT_MS * 1000;
     g->intent_req = a;
     g->answer_at_us = esc_mono_us() + (int64_t)COORD_QUOTA_ANSWER_MS * 1000;
-    it->pass_now = true; /* reclaim from the segments at once */
+    coord_cat_mark(&c->cat, it, COORD_WORK_PASS); /* reclaim from the segments at once */
 }
 
 void coord_quota_close(coord *c, coord_quota *q)

@@ -205,7 +205,7 @@ static void plan_item(coord *c, coord_item *it, int64_t now)
         g->intent_peer = peer;
         g->intent_left = qty;
         g->intent_sent = 0;
-        it->pass_now = true;
+        coord_cat_mark(&c->cat, it, COORD_WORK_PASS);
         ESC_LOG(ESC_LOG_DEBUG, "COORD-QUOTA-PLAN", "item=%s/%s send %" PRId64 " to %s",
                 it->tenant_id, it->item_id, qty, coord_peers_name(&r->peers, peer));
     }

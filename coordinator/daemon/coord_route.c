@@ -148,14 +148,12 @@ void coord_route_tick(coord *c)
     if (!c->loaded) {
         return;
     }
-    size_t n = c->cat.nitems;
-    for (size_t i = 0; i < n; i++) {
-        coord_item *it = c->cat.items[i];
-        if (it->route_dirty) {
-            it->route_dirty = false;
-            changed(c, it);
-        }
+    size_t nmarked = 0;
+    coord_item **v = coord_cat_take(&c->cat, COORD_WORK_ROUTE, &nmarked);
+    for (size_t i = 0; i < nmarked; i++) {
+        changed(c, v[i]);
     }
+    size_t n = c->cat.nitems;
     size_t k = coord_cat_sweep_slice(n, ROUTE_TICK_MS, sweep_ms(n));
     for (size_t j = 0; j < k; j++) {
         coord_item *it = c->cat.items[(c->route.cursor + j) % n];

@@ -10,7 +10,7 @@
  * predecessor's. The routing watches the catalog (coord_cat_watch): a new
  * item gets a version; a change reported with coord_cat_changed is published
  * at once if the route's content differs. Every ROUTE_TICK_MS (the route
- * timer) the items marked route_dirty (coord_cat_touch) are checked and a
+ * timer) the items marked COORD_WORK_ROUTE (coord_cat_touch) are checked and a
  * changed route published, and a slice of the rest is checked and published
  * even when unchanged, so that every route is published at least once every
  * second, or with a large catalog once every nitems / ROUTE_REPUBLISH_PER_S

@@ -99,8 +99,18 @@ typedef struct coord_admin {
 #define COORD_LISTEN_MAX 4
 /* Ownership moves made only to even out the nodes' loads, per tick. */
 #define COORD_BALANCE_MOVES_MAX 4
-/* Segments one ownership write changes. */
-#define COORD_GRANT_MAX 1024
+/* The tick's safety sweep: every item's placement and published
+ * assignment are looked at at least this often even when no change marked
+ * them (coord_dirty.h); the marked ones at the next tick. */
+#define COORD_SWEEP_MS 10000
+/* The nodes' loads are compared (O(segments)) this often while nothing
+ * changes, at once when a node changed, and at every tick while segments
+ * move to even them out. */
+#define COORD_BALANCE_CHECK_MS 10000
+/* Segments one ownership write changes (a large catalog is placed in few
+ * writes: each one moves the catalog's change counter, and every move
+ * costs a read of the whole catalog). */
+#define COORD_GRANT_MAX 8192
 
 typedef struct coord_config {
     const char *dsn;                      /* borrowed */
@@ -146,7 +156,7 @@ struct coord {
     bool stopping;
     bool loaded;        /* the first catalog read completed: READY */
     bool grant_busy;    /* an ownership write is in flight (coord_place.c) */
-    size_t pass_cursor; /* the rebalance's round robin over the items (coord_pass.c) */
+    int64_t place_balance_us; /* monotonic: the loads' last check (coord_place.c); 0 = due */
     int64_t started_us;
     /* monotonic: the tick's last run; a late one is a stall of the loop (coord_lease.h) */
     int64_t last_tick_us;

@@ -6,15 +6,17 @@
 # SECONDS, as a share of one core (utime + stime from /proc), and the bytes
 # per second on the coordinator's request port (heartbeats and their
 # replies, both ways: the TCP counters `ss -ti` shows). Before measuring it
-# waits (up to 120 s) until the nodes have loaded every segment (their
-# SEG-LOADED lines) and says how many they loaded. Prints figures, asserts
+# waits (up to ESC_IDLE_LOAD_WAIT_S, 120 s) until the nodes have loaded
+# every segment (their SEG-LOADED lines) and says how many they loaded. Prints figures, asserts
 # nothing. The machine's load average is printed with them: on a
 # shared machine the figures are noisy.
 #
 #   tests/tools/coord_idle_cpu.sh [ITEMS (3000)] [SECONDS (20)] [NODES (2)]
 #
 # Environment: ESC_BIN (default build/bin of the source tree): use a build
-# without sanitizers for figures (e.g. cmake -B build-rel; ESC_BIN=build-rel/bin).
+# without sanitizers for figures (e.g. cmake -B build-rel; ESC_BIN=build-rel/bin);
+# ESC_IDLE_LOAD_WAIT_S (120): how long to wait for the nodes' loads (a
+# catalog of 100,000 items takes longer on a loaded machine).
 set -euo pipefail
 
 ITEMS=${1:-3000}
@@ -44,7 +46,7 @@ esc_wait_for 600 placed || esc_fail "the segments were not placed within 600 s"
 echo "placed $((ITEMS * 4)) segments in $((SECONDS - t0)) s"
 loaded() { cat "$DIR"/cluster/n*.log | grep -c SEG-LOADED || true; }
 all_loaded() { (($(loaded) >= ITEMS * 4)); }
-esc_wait_for 120 all_loaded || true
+esc_wait_for "${ESC_IDLE_LOAD_WAIT_S:-120}" all_loaded || true
 echo "nodes loaded $(loaded) of $((ITEMS * 4)) segments after $((SECONDS - t0)) s"
 sleep 5 # the placement's own writes settle
 

@@ -8,6 +8,7 @@
  */
 #include <setjmp.h>
 #include <stdarg.h>
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 #include <string.h>
@@ -80,6 +81,35 @@ static void test_sweep_slice(void **state)
     assert_int_equal(coord_cat_sweep_slice(10, 6000, 5000), 10);
 }
 
+static bool policy(const coord_item *it)
+{
+    return coord_cat_marked(it, COORD_WORK_POLICY);
+}
+
+/* Marked for everything a touch marks. */
+static bool touched(const coord_item *it)
+{
+    return policy(it) && coord_cat_marked(it, COORD_WORK_ROUTE) &&
+           coord_cat_marked(it, COORD_WORK_PLACE) && coord_cat_marked(it, COORD_WORK_ASSIGN);
+}
+
+static bool any(const coord_item *it)
+{
+    for (int w = 0; w < COORD_WORK_KINDS; w++) {
+        if (coord_cat_marked(it, (coord_work)w)) {
+            return true;
+        }
+    }
+    return false;
+}
+
+static void clear(coord_item *it)
+{
+    for (int w = 0; w < COORD_WORK_KINDS; w++) {
+        coord_cat_unmark(it, (coord_work)w);
+    }
+}
+
 static void test_changes_mark_items(void **state)
 {
     (void)state;
@@ -89,34 +119,36 @@ static void test_changes_mark_items(void **state)
     coord_item *b = coord_cat_add_item(&cat, "t", "b");
     assert_non_null(a);
     assert_non_null(b);
-    assert_true(a->policy_dirty && a->route_dirty); /* new: looked at once */
-    a->policy_dirty = a->route_dirty = b->policy_dirty = b->route_dirty = false;
+    assert_true(touched(a)); /* new: looked at once */
+    clear(a);
+    clear(b);
 
     coord_seg *s = coord_cat_add_seg(&cat, a, 11, 0);
     assert_non_null(s);
-    assert_true(a->policy_dirty && a->route_dirty);
-    assert_false(b->policy_dirty || b->route_dirty);
-    a->policy_dirty = a->route_dirty = false;
+    assert_true(touched(a));
+    assert_false(any(b));
+    clear(a);
 
-    coord_cat_changed(&cat, b);
-    assert_true(b->policy_dirty);
-    b->policy_dirty = false;
+    coord_cat_changed(&cat, b); /* and the watcher checks its route at once */
+    assert_true(policy(b) && coord_cat_marked(b, COORD_WORK_PLACE) &&
+                coord_cat_marked(b, COORD_WORK_ASSIGN));
+    clear(b);
 
     coord_node *n = coord_cat_add_node(&cat, "n1");
     assert_non_null(n);
     s->owner = n;
     coord_cat_touch_node(&cat, n);
-    assert_true(a->policy_dirty && a->route_dirty);
-    assert_false(b->policy_dirty || b->route_dirty); /* no segment on n */
-    a->policy_dirty = a->route_dirty = false;
+    assert_true(touched(a));
+    assert_false(any(b)); /* no segment on n */
+    clear(a);
 
     coord_xfer *x = coord_cat_add_xfer(&cat, a, 5, 11, 0, 3, COORD_XF_PLANNED);
     assert_non_null(x);
-    assert_true(a->policy_dirty);
-    a->policy_dirty = false;
+    assert_true(policy(a));
+    clear(a);
     coord_cat_drop_xfer(&cat, x);
-    assert_true(a->policy_dirty);
-    assert_false(b->policy_dirty);
+    assert_true(policy(a));
+    assert_false(any(b));
     coord_cat_fini(&cat);
 }
 

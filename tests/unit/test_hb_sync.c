@@ -222,6 +222,17 @@ static size_t round_trip(rig *r)
     return r->rep.nsegs;
 }
 
+/* Publishes as if every change here were marked (test_coord_dirty checks
+ * the marking): every item touched, the nodes checked. */
+static void publish_all(rig *r)
+{
+    for (size_t i = 0; i < r->cat.nitems; i++) {
+        coord_cat_touch(&r->cat, r->cat.items[i]);
+    }
+    (void)coord_cat_check_nodes(&r->cat);
+    coord_asg_publish(&r->cat);
+}
+
 static void assert_in_step(rig *r)
 {
     uint32_t count;
@@ -246,7 +257,7 @@ static void test_full_then_deltas(void **state)
     (void)state;
     rig *r = calloc(1, sizeof *r);
     rig_init(r);
-    coord_asg_publish(&r->cat);
+    publish_all(r);
     assert_int_equal(r->a->asg_count, NSEGS / 4 * 3);
     /* no version: the full assignment, in parts */
     int parts = 0;
@@ -262,25 +273,25 @@ static void test_full_then_deltas(void **state)
     r->cat.segs[0]->epoch = 2;    /* new epoch */
     r->cat.segs[1]->owner = r->b; /* moved away */
     r->cat.segs[3]->owner = r->a; /* moved here */
-    coord_asg_publish(&r->cat);
+    publish_all(r);
     assert_int_equal(round_trip(r), 3);
     assert_in_step(r);
     /* revoked: out of the assignment; paused item: the flag */
     r->cat.segs[4]->revoked = true;
     r->cat.segs[8]->item->state = COORD_ITEM_PAUSED;
-    coord_asg_publish(&r->cat);
+    publish_all(r);
     assert_int_equal(round_trip(r), 1 + 3);
     assert_in_step(r);
     assert_true(hb_assign_find(&r->have, r->cat.segs[8]->segment_id)->paused);
     /* the node's incarnation not committed: nothing assigned */
     r->a->incarnation = 6;
-    coord_asg_publish(&r->cat);
+    publish_all(r);
     while (round_trip(r) > 0 && r->rep.assign_more) {
     }
     assert_in_step(r);
     assert_int_equal(r->have.n, 0);
     r->a->incarnation = 5;
-    coord_asg_publish(&r->cat);
+    publish_all(r);
     do {
         round_trip(r);
     } while (r->rep.assign_more);
@@ -294,7 +305,7 @@ static void test_unusable_version_gets_full(void **state)
     (void)state;
     rig *r = calloc(1, sizeof *r);
     rig_init(r);
-    coord_asg_publish(&r->cat);
+    publish_all(r);
     do {
         round_trip(r);
     } while (r->version == 0 || r->rep.assign_more);
@@ -305,7 +316,7 @@ static void test_unusable_version_gets_full(void **state)
     assert_int_equal(r->rep.assign_cursor, 0);
     /* a change between two parts of a full assignment arrives as a delta */
     r->cat.segs[2000]->owner = r->b;
-    coord_asg_publish(&r->cat);
+    publish_all(r);
     do {
         round_trip(r);
     } while (r->full_version != 0 || r->rep.assign_more);
