@@ -143,7 +143,6 @@ void coord_asg_publish(coord_cat *c)
     }
 }
 
-
 /* Drops the log entries up to version v (the node has them). */
 static void compact(coord_node *n, uint64_t v)
 {
