@@ -115,9 +115,9 @@ static uint64_t node_sig(const coord_node *n)
     uint64_t flags = (uint64_t)n->alive | (uint64_t)n->seen << 1 | (uint64_t)n->stopping << 2 |
                      (uint64_t)n->drained << 3 | (uint64_t)n->inc_pending << 4 |
                      (uint64_t)(n->db_state >= 0) << 5 | (uint64_t)1 << 6;
-    uint64_t h = flags * 0x9E3779B97F4A7C15ull;
-    h ^= n->incarnation + 0x632BE59BD9B4E019ull + (h << 6) + (h >> 2);
-    h ^= n->db_incarnation + 0x8CB92BA72F3D8DD7ull + (h << 6) + (h >> 2);
+    uint64_t h = hmap_hash_u64(flags);
+    h = hmap_hash_u64(h ^ n->incarnation);
+    h = hmap_hash_u64(h ^ n->db_incarnation);
     return h != 0 ? h : 1;
 }
 

@@ -59,10 +59,12 @@ static bool buyer_allowed(node *n, const wire_request *q)
     return false;
 }
 
-/* The adaptive share's settings from the node's (0: the default). */
+/* The adaptive share's settings from the node's (0: the node's default,
+ * fixed places, as node_settings_init sets). */
 static void share_config(const node_config *cfg, seg_share_config *share)
 {
     seg_share_defaults(share);
+    share->slots_min = share->slots_max;
     if (cfg->fair_slots_max > 0) {
         share->slots_min = cfg->fair_slots_min;
         share->slots_max = cfg->fair_slots_max;
