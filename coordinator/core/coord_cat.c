@@ -71,6 +71,11 @@ static bool *flag_of(struct coord_item *it, int kind)
 void coord_cat_mark(coord_cat *c, coord_item *it, coord_work w)
 {
     coord_dirty_mark(&c->work[w], &it->marked[w], it);
+    if (w == COORD_WORK_POLICY) {
+        /* what the policy reads (figures, transfers, segments) is what the
+         * conservation check adds up */
+        coord_dirty_mark(&c->work[COORD_WORK_MONITOR], &it->marked[COORD_WORK_MONITOR], it);
+    }
 }
 
 void coord_cat_unmark(coord_item *it, coord_work w)

@@ -134,6 +134,10 @@ typedef struct coord_item {
     bool write_busy;                            /* a catalog write (collapse, admin) is in flight */
     int plan_busy;                              /* transfer INSERTs in flight */
     bool marked[COORD_WORK_KINDS];              /* on the work lists (coord_dirty.h) */
+    /* the invariant monitor's last check of it (coord_mon.h) */
+    bool mon_bad;         /* its conservation was violated */
+    bool mon_listed;      /* on the monitor's list of violating items */
+    uint32_t mon_segs_bad; /* its segments disagreeing with their holds */
     bool sold_out;
     uint64_t route_version;
     uint64_t route_hash;
@@ -209,7 +213,8 @@ void coord_cat_set_owner(coord_seg *s, coord_node *n);
  * call; returns how many nodes changed. O(nodes) when none did. */
 size_t coord_cat_check_nodes(coord_cat *c);
 
-/* The work lists (coord_dirty.h). */
+/* The work lists (coord_dirty.h). A mark for COORD_WORK_POLICY marks
+ * COORD_WORK_MONITOR too. */
 void coord_cat_mark(coord_cat *c, coord_item *it, coord_work w);
 void coord_cat_unmark(coord_item *it, coord_work w);
 bool coord_cat_marked(const coord_item *it, coord_work w);
