@@ -152,7 +152,7 @@ static void register_metrics(coord_mon *m, metrics_registry *reg, bool labels)
                                       "Items the conservation checks looked at: the changed ones, "
                                       "the violating ones and a round-robin slice of the rest.",
                                       NULL, NULL, 0);
-    m->f_sweeps = metrics_family_add(reg, METRICS_COUNTER, "escrow_conservation_sweeps_total",
+    m->f_sweeps = metrics_family_add(reg, METRICS_COUNTER_SET, "escrow_conservation_sweeps_total",
                                      "Rounds of the conservation checks' round robin over every "
                                      "item of the catalog.",
                                      NULL, NULL, 0);
