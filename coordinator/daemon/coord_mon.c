@@ -28,9 +28,11 @@
 /* One statement, one snapshot, over the items named by $1 (tenants) and $2
  * (item ids) alone: the `conservation` and `segment_holds_agree_recent`
  * views' arithmetic (common/schema/current/), restricted to those items so
- * that PostgreSQL reads their rows by index instead of every item's. The
- * recent holds are read as the view reads them (the open days), for the
- * checked segments only. Columns: kind, tenant, item, segment, a, b, c, d,
+ * that PostgreSQL reads their rows by index instead of every item's (an
+ * item's sums in a LATERAL subquery: a join to an aggregate of g was planned
+ * as a nested loop that re-aggregated g per item). The recent holds are
+ * read as the view reads them (the open days), for the checked segments
+ * only. Columns: kind, tenant, item, segment, a, b, c, d,
  * n, now (unix s):
  *   item:    total, accounted, held, sold (a violating item)
  *   segment: held, holds' live qty, sold, holds' qty sold (a violating segment)
@@ -52,9 +54,9 @@ static const char sql_check[] =
         "+ COALESCE(f.in_flight, 0) + i.unallocated AS accounted, "
         "COALESCE(s.held, 0) AS held, COALESCE(s.sold, 0) AS sold "
         "FROM k JOIN items i ON i.tenant_id = k.tenant_id AND i.item_id = k.item_id "
-        "LEFT JOIN (SELECT tenant_id, item_id, sum(available) AS available, sum(held) AS held, "
-        "sum(sold) AS sold FROM g GROUP BY tenant_id, item_id) s "
-        "ON s.tenant_id = i.tenant_id AND s.item_id = i.item_id "
+        "CROSS JOIN LATERAL (SELECT sum(x.available) AS available, sum(x.held) AS held, "
+        "sum(x.sold) AS sold FROM segments x "
+        "WHERE x.tenant_id = i.tenant_id AND x.item_id = i.item_id) s "
         "LEFT JOIN f ON f.tenant_id = i.tenant_id AND f.item_id = i.item_id), "
         "a AS (SELECT g.*, COALESCE(h.live, 0) AS holds_live, "
         "COALESCE(h.sold, 0) + COALESCE(cl.sold, 0) + COALESCE(r.sold, 0) AS holds_sold "
@@ -387,8 +389,9 @@ static void pick(coord_mon *m)
     for (size_t i = 0; i < m->nbad; i++) {
         coord_cat_mark(&c->cat, m->bad[i], COORD_WORK_MONITOR);
     }
-    coord_cat_sweep(&c->cat, COORD_WORK_MONITOR,
-                    coord_cat_sweep_slice(c->cat.nitems, c->cfg.check_ms, c->cfg.check_sweep_ms));
+    size_t k = coord_cat_sweep_slice(c->cat.nitems, c->cfg.check_ms, c->cfg.check_sweep_ms);
+    size_t floor = c->cat.nitems < COORD_MON_SLICE_MIN ? c->cat.nitems : COORD_MON_SLICE_MIN;
+    coord_cat_sweep(&c->cat, COORD_WORK_MONITOR, k > floor ? k : floor);
     size_t n = 0;
     coord_item **v = coord_cat_take(&c->cat, COORD_WORK_MONITOR, &n);
     m->nchecked = 0;

@@ -15,8 +15,9 @@
  *     finds they hold again;
  *   - a round-robin slice of the rest, so that every item the coordinator
  *     holds is checked at least once every --check-sweep-ms (default
- *     60000; at most one check period more): a violation nobody marked
- *     (a row changed by hand) is found within that bound;
+ *     300000; at most one check period more): a violation nobody marked
+ *     (a row changed by hand) is found within that bound; the slice is at
+ *     least COORD_MON_SLICE_MIN items (a small catalog goes round sooner);
  * at most COORD_MON_BATCH_MAX items per check (the rest stay marked for
  * the next). Idle, a check costs PostgreSQL the slice, not the catalog.
  * For those items:
@@ -78,11 +79,14 @@ typedef struct coord_mon coord_mon;
 /* Default and bounds of --check-sweep-ms: every item is checked at least
  * this often (at most --check-ms more); at or below --check-ms every check
  * looks at every item. */
-#define COORD_MON_SWEEP_MS_DEFAULT 60000
+#define COORD_MON_SWEEP_MS_DEFAULT 300000
 #define COORD_MON_SWEEP_MS_MIN 50
 #define COORD_MON_SWEEP_MS_MAX 86400000
-/* Items one check looks at, at most. */
-#define COORD_MON_BATCH_MAX 25000
+/* Items of the round robin per check, at least (a few ms of PostgreSQL). */
+#define COORD_MON_SLICE_MIN 256
+/* Items one check looks at, at most (the first check after a start spreads
+ * the whole catalog over several). */
+#define COORD_MON_BATCH_MAX 10000
 /* Violating items exported per check (escrow_conservation_divergence_units). */
 #define COORD_MON_ITEMS_MAX 256
 /* WARN lines per check, and violations written to monitor.detail. */
