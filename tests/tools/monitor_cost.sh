@@ -4,7 +4,7 @@
 # PostgreSQL on a large idle catalog. A benchmark, not a test: it prints
 # figures and asserts nothing.
 #
-#   ESC_BIN=build/bin tests/tools/monitor_cost.sh [ITEMS (100000)] [CHECK_MS (5000)] [SWEEP_MS (60000)]
+#   ESC_BIN=build/bin tests/tools/monitor_cost.sh [ITEMS (100000)] [CHECK_MS (5000)] [SWEEP_MS (300000)]
 #
 # A private PostgreSQL (tests/support/pg.sh), the schema (escrowctl migrate),
 # ITEMS items of 4 segments each created in one SQL statement, then the
@@ -21,7 +21,7 @@
 set -euo pipefail
 ITEMS=${1:-100000}
 CHECK_MS=${2:-5000}
-SWEEP_MS=${3:-60000}
+SWEEP_MS=${3:-300000}
 SRC=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
 export ESC_BIN=${ESC_BIN:-$SRC/build/bin}
 # shellcheck source=tests/support/lib.sh
