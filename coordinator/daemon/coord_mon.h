@@ -20,6 +20,9 @@
  *     least COORD_MON_SLICE_MIN items (a small catalog goes round sooner);
  * at most COORD_MON_BATCH_MAX items per check (the rest stay marked for
  * the next). Idle, a check costs PostgreSQL the slice, not the catalog.
+ * The items are those of the coordinator's catalog: an item it has not
+ * read yet is checked once it has (a new item is marked); escrowctl check
+ * reads every row.
  * For those items:
  *   - items: the `conservation` view (segments' available + held + sold,
  *     units of 'sent' transfers in flight, unallocated = total; held + sold
