@@ -390,8 +390,8 @@ static void pick(coord_mon *m)
         coord_cat_mark(&c->cat, m->bad[i], COORD_WORK_MONITOR);
     }
     size_t k = coord_cat_sweep_slice(c->cat.nitems, c->cfg.check_ms, c->cfg.check_sweep_ms);
-    size_t floor = c->cat.nitems < COORD_MON_SLICE_MIN ? c->cat.nitems : COORD_MON_SLICE_MIN;
-    coord_cat_sweep(&c->cat, COORD_WORK_MONITOR, k > floor ? k : floor);
+    size_t least = c->cat.nitems < COORD_MON_SLICE_MIN ? c->cat.nitems : COORD_MON_SLICE_MIN;
+    coord_cat_sweep(&c->cat, COORD_WORK_MONITOR, k > least ? k : least);
     size_t n = 0;
     coord_item **v = coord_cat_take(&c->cat, COORD_WORK_MONITOR, &n);
     m->nchecked = 0;
