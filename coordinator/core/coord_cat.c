@@ -37,6 +37,7 @@ void coord_cat_fini(coord_cat *c)
     }
     for (size_t i = 0; i < c->nnodes; i++) {
         coord_asg_node_fini(c->nodes[i]);
+        free(c->nodes[i]->owned);
         free(c->nodes[i]);
     }
     for (size_t i = 0; i < c->nxfers; i++) {
@@ -70,6 +71,11 @@ static bool *flag_of(struct coord_item *it, int kind)
 void coord_cat_mark(coord_cat *c, coord_item *it, coord_work w)
 {
     coord_dirty_mark(&c->work[w], &it->marked[w], it);
+    if (w == COORD_WORK_POLICY) {
+        /* what the policy reads (figures, transfers, segments) is what the
+         * conservation check adds up */
+        coord_dirty_mark(&c->work[COORD_WORK_MONITOR], &it->marked[COORD_WORK_MONITOR], it);
+    }
 }
 
 void coord_cat_unmark(coord_item *it, coord_work w)
@@ -103,10 +109,31 @@ void coord_cat_touch(coord_cat *c, coord_item *it)
 
 void coord_cat_touch_node(coord_cat *c, const coord_node *n)
 {
-    for (size_t i = 0; i < c->nsegs; i++) {
-        if (c->segs[i]->owner == n) {
-            coord_cat_touch(c, c->segs[i]->item);
+    for (size_t i = 0; i < n->nowned; i++) {
+        coord_cat_touch(c, n->owned[i]->item);
+    }
+}
+
+void coord_cat_set_owner(coord_seg *s, coord_node *n)
+{
+    coord_node *o = s->owner;
+    if (o == n) {
+        return;
+    }
+    if (o != NULL) {
+        ESC_ASSERT(s->owned_idx < o->nowned && o->owned[s->owned_idx] == s);
+        coord_seg *last = o->owned[--o->nowned];
+        o->owned[s->owned_idx] = last;
+        last->owned_idx = s->owned_idx;
+    }
+    s->owner = n;
+    if (n != NULL) {
+        if (n->nowned == n->owned_cap) {
+            n->owned_cap = n->owned_cap ? n->owned_cap * 2 : 64;
+            n->owned = esc_xrealloc(n->owned, n->owned_cap * sizeof *n->owned);
         }
+        s->owned_idx = n->nowned;
+        n->owned[n->nowned++] = s;
     }
 }
 

@@ -70,6 +70,10 @@ typedef struct coord_node {
     int64_t last_hb_wall_ms;
     int64_t last_write_us;
     uint32_t nsegs; /* placement scratch: segments it owns or is being given */
+    /* the segments whose committed owner it is (coord_cat_set_owner keeps
+     * it; borrowed, in no order) */
+    struct coord_seg **owned;
+    size_t nowned, owned_cap;
     uint64_t sig;   /* what placement and assignment read of it, at the last check */
     /* delta heartbeats (coord_asg.h): the figures it reported, summed up */
     hmap mirror;         /* coord_mirror_ent by segment_id */
@@ -93,7 +97,9 @@ typedef struct coord_seg {
     uint64_t segment_id;
     struct coord_item *item; /* borrowed */
     int32_t seg_no;
-    coord_node *owner;                      /* committed owner (borrowed); NULL = none */
+    coord_node *owner;                      /* committed owner (borrowed); NULL = none:
+                                             * set with coord_cat_set_owner */
+    size_t owned_idx;                       /* in owner->owned */
     uint64_t epoch;                         /* committed */
     int state;                              /* WIRE_SEG_* */
     bool pending;                           /* an ownership write is in flight */
@@ -128,6 +134,10 @@ typedef struct coord_item {
     bool write_busy;                            /* a catalog write (collapse, admin) is in flight */
     int plan_busy;                              /* transfer INSERTs in flight */
     bool marked[COORD_WORK_KINDS];              /* on the work lists (coord_dirty.h) */
+    /* the invariant monitor's last check of it (coord_mon.h) */
+    bool mon_bad;         /* its conservation was violated */
+    bool mon_listed;      /* on the monitor's list of violating items */
+    uint32_t mon_segs_bad; /* its segments disagreeing with their holds */
     bool sold_out;
     uint64_t route_version;
     uint64_t route_hash;
@@ -191,16 +201,20 @@ void coord_cat_changed(coord_cat *c, coord_item *it);
  * rest, so a change is seen at once when it is marked and within one sweep
  * when it is not. coord_cat_changed marks it too. */
 void coord_cat_touch(coord_cat *c, coord_item *it);
-/* coord_cat_touch for every item with a segment n owns (O(segments): for
- * a node's change, rare). */
+/* coord_cat_touch for every item with a segment n owns (O(n's segments),
+ * from its index: n->owned). */
 void coord_cat_touch_node(coord_cat *c, const coord_node *n);
+/* Makes n (NULL = none) s's committed owner and keeps both nodes' indexes
+ * (n->owned) in step: the one way to change seg->owner. O(1). */
+void coord_cat_set_owner(coord_seg *s, coord_node *n);
 /* Touches the segments of every node whose state placement or assignment
  * read (alive, seen, stopping, drained, incarnations, a write of its
  * incarnation in flight, known to the database) changed since the last
  * call; returns how many nodes changed. O(nodes) when none did. */
 size_t coord_cat_check_nodes(coord_cat *c);
 
-/* The work lists (coord_dirty.h). */
+/* The work lists (coord_dirty.h). A mark for COORD_WORK_POLICY marks
+ * COORD_WORK_MONITOR too. */
 void coord_cat_mark(coord_cat *c, coord_item *it, coord_work w);
 void coord_cat_unmark(coord_item *it, coord_work w);
 bool coord_cat_marked(const coord_item *it, coord_work w);

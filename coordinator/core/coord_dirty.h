@@ -26,6 +26,8 @@ typedef enum coord_work {
     COORD_WORK_ASSIGN,    /* its segments' published assignment (coord_asg.h) */
     COORD_WORK_ROUTE,     /* its route may differ (coord_route.c) */
     COORD_WORK_POLICY,    /* what the policy reads changed: a pass at the next rebalance */
+    COORD_WORK_MONITOR,   /* its books may have moved: the invariant monitor checks it
+                           * (coord_mon.h); marked with every POLICY mark */
     COORD_WORK_PASS,      /* a pass at the next tick */
     COORD_WORK_KINDS
 } coord_work;

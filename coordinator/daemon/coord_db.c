@@ -436,7 +436,7 @@ static void merge_one_seg(coord *c, PGresult *res, int i)
     }
     if (owner != s->owner || epoch != s->epoch) {
         s->revoked = owner != NULL && !owner->alive;
-        s->owner = owner;
+        coord_cat_set_owner(s, owner);
         s->epoch = epoch;
     }
     s->state = state;

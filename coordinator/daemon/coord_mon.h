@@ -4,7 +4,26 @@
  *
  * Every --check-ms the coordinator runs the conservation check on a libpq
  * connection of its own (so a slow check never holds up placement's
- * statement queue, coord_db.c), asynchronously on the loop:
+ * statement queue, coord_db.c), asynchronously on the loop, over some of
+ * the catalog's items:
+ *   - the items whose books may have moved since the last check: marked on
+ *     the catalog's COORD_WORK_MONITOR list (coord_dirty.h) with every
+ *     COORD_WORK_POLICY mark (a node reported other figures for one of its
+ *     segments, the catalog read other counters, a transfer opened or
+ *     closed, a segment or its owner changed: coord_cat_touch);
+ *   - the items its last checks found violating, every time, until a check
+ *     finds they hold again;
+ *   - a round-robin slice of the rest, so that every item the coordinator
+ *     holds is checked at least once every --check-sweep-ms (default
+ *     300000; at most one check period more): a violation nobody marked
+ *     (a row changed by hand) is found within that bound; the slice is at
+ *     least COORD_MON_SLICE_MIN items (a small catalog goes round sooner);
+ * at most COORD_MON_BATCH_MAX items per check (the rest stay marked for
+ * the next). Idle, a check costs PostgreSQL the slice, not the catalog.
+ * The items are those of the coordinator's catalog: an item it has not
+ * read yet is checked once it has (a new item is marked); escrowctl check
+ * reads every row.
+ * For those items:
  *   - items: the `conservation` view (segments' available + held + sold,
  *     units of 'sent' transfers in flight, unallocated = total; held + sold
  *     <= total) and a negative unallocated;
@@ -12,7 +31,15 @@
  *     holds behind them; the days that can no longer change are read from
  *     their per-segment sums, holds_closed) and negative counters.
  * Both in ONE statement, hence one snapshot: a batch or transfer that
- * commits between two parts cannot produce a false alarm.
+ * commits between two parts cannot produce a false alarm. The statement
+ * adds up the views' terms for the checked items only (the views aggregate
+ * every row); escrowctl check still reads the views whole.
+ *
+ * What is reported is the state of every item as of its last check:
+ * violations = the items (and segments) whose last check failed, which the
+ * monitor checks again every time. items and segments (monitor table,
+ * escrowctl status) are the catalog's count(*), taken once per round of
+ * the sweep and whenever the coordinator's catalog grew or shrank.
  *
  * The result is
  *   - exported (when --metrics is on): escrow_conservation_ok (1/0),
@@ -52,7 +79,18 @@ typedef struct coord_mon coord_mon;
 #define COORD_MON_CHECK_MS_DEFAULT 5000
 #define COORD_MON_CHECK_MS_MIN 50
 #define COORD_MON_CHECK_MS_MAX 3600000
-/* Violating items (and segments) read per check; the counts stay exact. */
+/* Default and bounds of --check-sweep-ms: every item is checked at least
+ * this often (at most --check-ms more); at or below --check-ms every check
+ * looks at every item. */
+#define COORD_MON_SWEEP_MS_DEFAULT 300000
+#define COORD_MON_SWEEP_MS_MIN 50
+#define COORD_MON_SWEEP_MS_MAX 86400000
+/* Items of the round robin per check, at least (a few ms of PostgreSQL). */
+#define COORD_MON_SLICE_MIN 256
+/* Items one check looks at, at most (the first check after a start spreads
+ * the whole catalog over several). */
+#define COORD_MON_BATCH_MAX 10000
+/* Violating items exported per check (escrow_conservation_divergence_units). */
 #define COORD_MON_ITEMS_MAX 256
 /* WARN lines per check, and violations written to monitor.detail. */
 #define COORD_MON_LOG_MAX 10

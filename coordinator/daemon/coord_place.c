@@ -298,14 +298,11 @@ static void expire_leases(coord *c, int64_t now)
         }
         n->alive = false;
         coord_metrics_lease_expired(c);
-        size_t lost = 0;
-        for (size_t j = 0; j < c->cat.nsegs; j++) {
-            coord_seg *s = c->cat.segs[j];
-            if (s->owner == n) {
-                s->revoked = true;
-                coord_cat_touch(&c->cat, s->item);
-                lost++;
-            }
+        size_t lost = n->nowned;
+        for (size_t j = 0; j < n->nowned; j++) {
+            coord_seg *s = n->owned[j];
+            s->revoked = true;
+            coord_cat_touch(&c->cat, s->item);
         }
         ESC_LOG(ESC_LOG_WARN, "COORD-NODE-DEAD",
                 "node=%s missed its lease (%u ms); %zu segments revoked", n->node_id,
@@ -347,7 +344,7 @@ static void on_granted(coord *c, PGresult *res, const pgx_err *err, void *arg)
             if (s == NULL || n == NULL) {
                 continue;
             }
-            s->owner = n;
+            coord_cat_set_owner(s, n);
             s->epoch = (uint64_t)pg_result_i64_or(res, i, 2, 0);
             s->pending = false;
             s->revoked = false;
@@ -427,9 +424,9 @@ static void balance(coord *c, grant *g, pg_array *ids, pg_array *nodes, pg_array
             return;
         }
         coord_seg *pick = NULL;
-        for (size_t i = 0; i < c->cat.nsegs && pick == NULL; i++) {
-            coord_seg *s = c->cat.segs[i];
-            if (s->owner == hi && !s->pending && s->xfer_id == 0 && coord_cat_seg_served(s)) {
+        for (size_t i = 0; i < hi->nowned && pick == NULL; i++) {
+            coord_seg *s = hi->owned[i];
+            if (!s->pending && s->xfer_id == 0 && coord_cat_seg_served(s)) {
                 pick = s;
             }
         }

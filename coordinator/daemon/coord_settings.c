@@ -32,6 +32,7 @@ static const struct option opts[] = {{"dsn", required_argument, NULL, 'd'},
                                      {"log-format", required_argument, NULL, 'f'},
                                      {"metrics", required_argument, NULL, 'm'},
                                      {"check-ms", required_argument, NULL, 'K'},
+                                     {"check-sweep-ms", required_argument, NULL, 'S'},
                                      {"retention-s", required_argument, NULL, 'T'},
                                      {"config", required_argument, NULL, 'F'},
                                      {"region", required_argument, NULL, 'r'},
@@ -58,7 +59,7 @@ static const char usage_text[] =
     "                          [--catalog-poll-ms 1000] [--log-level error|warn|info|debug]\n"
     "                          [--log-format text|json] [--metrics [HOST:]PORT]\n"
     "                          [--metrics-labels on|off] [--check-ms 5000]\n"
-    "                          [--retention-s 3600]\n"
+    "                          [--check-sweep-ms 300000] [--retention-s 3600]\n"
     "                          [--auth on|off] [--cluster-key FILE] [--auth-window-ms MS]\n"
     "                          [--leader-lease-ms 5000] [--conn-per-peer N]\n"
     "                          [--conn-idle-s S]\n"
@@ -110,7 +111,13 @@ static const char usage_text[] =
     "  --check-ms         run the conservation check (invariant monitor) this often\n"
     "                     (50..3600000, default 5000); the result is exported as\n"
     "                     escrow_conservation_* metrics, logged (COORD-INVARIANT) and\n"
-    "                     written for escrowctl status\n"
+    "                     written for escrowctl status. A check looks at the items\n"
+    "                     whose figures changed since the last one, the violating\n"
+    "                     ones and a round-robin slice of the rest\n"
+    "  --check-sweep-ms   every item is checked at least this often by that round\n"
+    "                     robin, changed or not (50..86400000, default 300000; at\n"
+    "                     least 256 items a check; at or below --check-ms every\n"
+    "                     check looks at every item)\n"
     "  --retention-s      run retention this often, in seconds (0..604800, 0 = never,\n"
     "                     default 3600): make the day partitions of holds and outbox\n"
     "                     ahead and drop the old ones (escrowctl retention run does\n"
@@ -163,6 +170,7 @@ void coord_settings_init(coord_settings *s)
     c->low_water_pct = 25;
     c->catalog_poll_ms = 1000;
     c->check_ms = COORD_MON_CHECK_MS_DEFAULT;
+    c->check_sweep_ms = COORD_MON_SWEEP_MS_DEFAULT;
     c->retention_s = COORD_RET_S_DEFAULT;
     c->conn_per_peer = CONN_GUARD_PER_PEER_DEFAULT;
     c->conn_idle_s = 0; /* a routes subscriber never sends a byte */
@@ -207,6 +215,9 @@ static int set_number(coord_settings *s, int opt, const char *v, char *why, size
         return set_range(v, 0, 1000000, &c->conn_per_peer, why, why_len);
     case 'i':
         return set_range(v, 0, 86400, &c->conn_idle_s, why, why_len);
+    case 'S':
+        return set_range(v, COORD_MON_SWEEP_MS_MIN, COORD_MON_SWEEP_MS_MAX, &c->check_sweep_ms,
+                         why, why_len);
     default: /* 'K' */
         return set_range(v, COORD_MON_CHECK_MS_MIN, COORD_MON_CHECK_MS_MAX, &c->check_ms, why,
                          why_len);
@@ -272,6 +283,7 @@ static int set_opt(void *arg, int opt, const char *v, char *why, size_t why_len)
     case 'W':
     case 'P':
     case 'K':
+    case 'S':
     case 'T':
     case 'c':
     case 'i':
@@ -449,6 +461,7 @@ static int diff_restart(const coord_config *x, const coord_config *y)
                 {"low_water_pct", x->low_water_pct, y->low_water_pct},
                 {"catalog_poll_ms", x->catalog_poll_ms, y->catalog_poll_ms},
                 {"check_ms", x->check_ms, y->check_ms},
+                {"check_sweep_ms", x->check_sweep_ms, y->check_sweep_ms},
                 {"retention_s", x->retention_s, y->retention_s}};
     int n = 0;
     for (size_t i = 0; i < sizeof nums / sizeof nums[0]; i++) {

@@ -127,6 +127,7 @@ typedef struct coord_config {
     const char *metrics;             /* borrowed: --metrics address; NULL = off (coord_metrics.h) */
     bool metrics_labels;             /* --metrics-labels on: series may name tenants and items */
     uint32_t check_ms;               /* invariant monitor period (coord_mon.h) */
+    uint32_t check_sweep_ms;         /* every item checked at least this often */
     uint32_t retention_s;            /* retention run period, 0 = off (coord_ret.h) */
     const struct region_cfg *region; /* borrowed: --config; NULL = no regions (coord_region.h) */
     /* --auth on: every request needs a valid signature (coord_auth.h),

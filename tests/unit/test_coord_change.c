@@ -136,7 +136,7 @@ static void test_changes_mark_items(void **state)
 
     coord_node *n = coord_cat_add_node(&cat, "n1");
     assert_non_null(n);
-    s->owner = n;
+    coord_cat_set_owner(s, n);
     coord_cat_touch_node(&cat, n);
     assert_true(touched(a));
     assert_false(any(b)); /* no segment on n */

@@ -55,7 +55,7 @@ static void setup(fixture *f)
         f->it[i] = coord_cat_add_item(&f->cat, "t", name);
         for (int j = 0; j < 2; j++) {
             coord_seg *s = coord_cat_add_seg(&f->cat, f->it[i], id++, j);
-            s->owner = f->n1;
+            coord_cat_set_owner(s, f->n1);
             s->epoch = 1;
             s->state = WIRE_SEG_ACTIVE;
         }
@@ -163,7 +163,7 @@ static void test_marked_change_published_at_once(void **state)
     fixture f;
     setup(&f);
     coord_seg *s = f.it[17]->segs[1];
-    s->owner = f.n2; /* an ownership write committed */
+    coord_cat_set_owner(s, f.n2); /* an ownership write committed */
     s->epoch = 2;
     coord_cat_touch(&f.cat, s->item);
     assert_int_equal(publish(&f), 1);

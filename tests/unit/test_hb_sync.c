@@ -173,7 +173,7 @@ static void rig_init(rig *r)
         coord_item *it = coord_cat_add_item(&r->cat, "t", id);
         for (int k = 0; k < 4; k++) {
             coord_seg *s = coord_cat_add_seg(&r->cat, it, (uint64_t)(i * 4 + k + 1), k);
-            s->owner = k == 3 ? r->b : r->a; /* a: 3 of 4 */
+            coord_cat_set_owner(s, k == 3 ? r->b : r->a); /* a: 3 of 4 */
             s->epoch = 1;
         }
     }
@@ -271,8 +271,8 @@ static void test_full_then_deltas(void **state)
     assert_int_equal(round_trip(r), 0);
     /* three changes: exactly three entries */
     r->cat.segs[0]->epoch = 2;    /* new epoch */
-    r->cat.segs[1]->owner = r->b; /* moved away */
-    r->cat.segs[3]->owner = r->a; /* moved here */
+    coord_cat_set_owner(r->cat.segs[1], r->b); /* moved away */
+    coord_cat_set_owner(r->cat.segs[3], r->a); /* moved here */
     publish_all(r);
     assert_int_equal(round_trip(r), 3);
     assert_in_step(r);
@@ -315,7 +315,7 @@ static void test_unusable_version_gets_full(void **state)
     assert_false(r->rep.assign_delta);
     assert_int_equal(r->rep.assign_cursor, 0);
     /* a change between two parts of a full assignment arrives as a delta */
-    r->cat.segs[2000]->owner = r->b;
+    coord_cat_set_owner(r->cat.segs[2000], r->b);
     publish_all(r);
     do {
         round_trip(r);
