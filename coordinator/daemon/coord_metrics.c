@@ -113,8 +113,8 @@ static void register_misc(coord_metrics *m)
                          "Full segment reports asked of nodes (their summary differed).", NULL));
     static const char *const read[] = {"read", NULL};
     m->polls = fam(m, METRICS_COUNTER, "escrow_coord_catalog_polls_total",
-                   "Catalog polls, by whether the whole catalog was read (full) or the change "
-                   "counter said nothing changed (skipped).",
+                   "Catalog reads, by kind: the whole catalog (full), the rows changed since "
+                   "the last read (changes), or none changed (skipped).",
                    read);
     m->passes = metrics_get0(fam(m, METRICS_COUNTER, "escrow_coord_policy_passes_total",
                                  "Policy passes run (one item each).", NULL));
@@ -206,10 +206,10 @@ void coord_metrics_route_published(coord *c)
     }
 }
 
-void coord_metrics_catalog_poll(coord *c, bool full)
+void coord_metrics_catalog_poll(coord *c, const char *read)
 {
     if (c->metrics != NULL) {
-        metrics_inc(metrics_get1(c->metrics->polls, full ? "full" : "skipped"));
+        metrics_inc(metrics_get1(c->metrics->polls, read));
     }
 }
 
