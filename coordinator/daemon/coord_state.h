@@ -108,8 +108,7 @@ typedef struct coord_admin {
  * move to even them out. */
 #define COORD_BALANCE_CHECK_MS 10000
 /* Segments one ownership write changes (a large catalog is placed in few
- * writes: each one moves the catalog's change counter, and every move
- * costs a read of the whole catalog). */
+ * writes; after each one the coordinator reads the rows it changed). */
 #define COORD_GRANT_MAX 8192
 
 typedef struct coord_config {
