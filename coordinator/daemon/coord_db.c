@@ -361,6 +361,17 @@ static void keep_row(reload_run *run, const PGresult *r, int row, int col)
     coord_change_keep(&run->ch, x);
 }
 
+/* A row whose item is not in memory: its item was committed after the items
+ * were read, and the next read brings both; unless the catalog is full
+ * (merge_items ignores the items beyond COORD_ITEMS_MAX), when it would
+ * never be applied and keeping it would hold the mark back for good. */
+static void keep_item_row(coord *c, reload_run *run, const PGresult *r, int row, int col)
+{
+    if (c->cat.nitems < COORD_ITEMS_MAX) {
+        keep_row(run, r, row, col);
+    }
+}
+
 static int item_state(const char *s)
 {
     return strcmp(s, "active") == 0   ? COORD_ITEM_ACTIVE
@@ -474,7 +485,7 @@ static void merge_one_seg(coord *c, PGresult *res, int i, reload_run *run)
     if (s == NULL) {
         coord_item *it = coord_cat_item(&c->cat, PQgetvalue(res, i, 1), PQgetvalue(res, i, 2));
         if (it == NULL) {
-            keep_row(run, res, i, 10); /* its item is read by a later read */
+            keep_item_row(c, run, res, i, 10);
             return;
         }
         if ((s = coord_cat_add_seg(&c->cat, it, id, pg_result_i32_or(res, i, 3, 0))) == NULL) {
@@ -528,7 +539,7 @@ static void merge_one_xfer(coord *c, PGresult *res, int i, reload_run *run)
     if (x == NULL) {
         coord_item *it = coord_cat_item(&c->cat, PQgetvalue(res, i, 1), PQgetvalue(res, i, 2));
         if (it == NULL) {
-            keep_row(run, res, i, 7);
+            keep_item_row(c, run, res, i, 7);
             return;
         }
         x = coord_cat_add_xfer(&c->cat, it, id, (uint64_t)i64(res, i, 3), (uint64_t)i64(res, i, 4),
