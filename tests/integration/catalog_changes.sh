@@ -6,7 +6,8 @@
 #   - a catalog row's cat_xid (migration 0018) is the id of the transaction
 #     that last changed a column the coordinator keeps: a node's counter
 #     update (available, held, sold, hold_seq, last_batch) and a node's
-#     last_seen_at leave it alone;
+#     last_seen_at leave it alone (nor do they move catalog_change_seq,
+#     kept for the previous release's coordinator);
 #   - a quiet catalog of 300 items is not read again (polls "skipped"), and
 #     policy passes run for a round robin of items, not for every item every
 #     --rebalance-ms;
@@ -34,12 +35,17 @@ itest_q "INSERT INTO items (tenant_id, item_id, total, unallocated, segments_wan
 itest_eq "$(itest_q "SELECT count(*) FROM items WHERE cat_xid > '$x0'")" 300 "items marked by their insert"
 itest_eq "$(itest_q "SELECT count(*) FROM segments WHERE cat_xid > '$x0'")" 1200 "segments marked by their insert"
 x1=$(itest_q "SELECT max(cat_xid::text::bigint) FROM segments")
+# catalog_change_seq: the previous release's coordinator reads it (kept for it)
+seq_now() { itest_q "SELECT CASE WHEN is_called THEN last_value ELSE 0 END FROM catalog_change_seq"; }
+q1=$(seq_now)
 itest_q "UPDATE segments SET available = available - 1, held = held + 1, hold_seq = hold_seq + 1,
   last_batch = 7 WHERE item_id = 'sku-1';" >/dev/null
 itest_eq "$(itest_q "SELECT count(*) FROM segments WHERE cat_xid > '$x1'")" 0 "segments after a counter update"
+itest_eq "$(seq_now)" "$q1" "catalog_change_seq after a counter update"
 itest_q "UPDATE segments SET state = 'draining' WHERE item_id = 'sku-2' AND seg_no = 3;
   UPDATE segments SET state = 'active' WHERE item_id = 'sku-2' AND seg_no = 3;" >/dev/null
 itest_eq "$(itest_q "SELECT count(*) FROM segments WHERE cat_xid > '$x1'")" 1 "segments after a state change"
+(($(seq_now) > q1)) || esc_fail "catalog_changes: a segment's state change left catalog_change_seq at $q1"
 itest_q "INSERT INTO nodes (node_id, endpoint) VALUES ('nx', 'tcp://127.0.0.1:1');" >/dev/null
 n1=$(itest_q "SELECT cat_xid FROM nodes WHERE node_id = 'nx'")
 ((n1 > x1)) || esc_fail "catalog_changes: a new node has cat_xid $n1, not above $x1"

@@ -3,7 +3,9 @@
 -- transfers, global_items, nodes) to the writing transaction's id when a
 -- column the coordinator keeps in memory changes; the coordinator reads the
 -- rows with cat_xid >= the xmin of its previous read's snapshot
--- (coord_db.c, coord_change.h).
+-- (coord_db.c, coord_change.h). escrow_catalog_mark_counted, for the
+-- segments, also moves catalog_change_seq for the previous release's
+-- coordinator (escrow_catalog_changed.sql).
 --
 -- As of migration 0018_catalog_xid.
 --
@@ -29,6 +31,17 @@ CREATE OR REPLACE TRIGGER items_catalog_remark BEFORE UPDATE ON items
           (NEW.tenant_id, NEW.item_id, NEW.total, NEW.unallocated, NEW.reduce_pending, NEW.state,
            NEW.segments_wanted, NEW.tail_segment))
     EXECUTE FUNCTION escrow_catalog_mark();
+-- For the previous release's coordinator (see above): a segment's change
+-- also moves catalog_change_seq. Goes with the sequence.
+CREATE OR REPLACE FUNCTION escrow_catalog_mark_counted() RETURNS trigger
+LANGUAGE plpgsql AS $$
+BEGIN
+    NEW.cat_xid := pg_current_xact_id();
+    PERFORM nextval('catalog_change_seq');
+    RETURN NEW;
+END;
+$$;
+
 CREATE OR REPLACE TRIGGER segments_catalog_mark BEFORE INSERT ON segments
     FOR EACH ROW EXECUTE FUNCTION escrow_catalog_mark();
 CREATE OR REPLACE TRIGGER segments_catalog_remark BEFORE UPDATE ON segments
@@ -36,7 +49,7 @@ CREATE OR REPLACE TRIGGER segments_catalog_remark BEFORE UPDATE ON segments
     WHEN ((OLD.tenant_id, OLD.item_id, OLD.seg_no, OLD.node_id, OLD.epoch, OLD.state, OLD.region)
           IS DISTINCT FROM
           (NEW.tenant_id, NEW.item_id, NEW.seg_no, NEW.node_id, NEW.epoch, NEW.state, NEW.region))
-    EXECUTE FUNCTION escrow_catalog_mark();
+    EXECUTE FUNCTION escrow_catalog_mark_counted();
 CREATE OR REPLACE TRIGGER transfers_catalog_mark BEFORE INSERT ON transfers
     FOR EACH ROW EXECUTE FUNCTION escrow_catalog_mark();
 CREATE OR REPLACE TRIGGER transfers_catalog_remark BEFORE UPDATE ON transfers

@@ -40,28 +40,18 @@
 -- retired, transfers closed, segments retired), so no tombstones: a
 -- deleted row is dropped from memory by the periodic full read only.
 --
--- catalog_change_seq, its statement triggers and their functions go: they
--- cost every batch a trigger and a transition table for a number nobody
--- reads any more.
+-- catalog_change_seq stays for one release: the previous release's
+-- coordinator reads it (docs/upgrading.md: a migration never breaks the
+-- release before it). Its statement triggers stay too, but for the one a
+-- node's batch paid for: segments_catalog_update, a statement trigger with
+-- a transition table on every batch, goes, and the row trigger that sets a
+-- segment's cat_xid (which a node's batch does not fire) takes a number
+-- from the sequence instead. So the previous coordinator still learns
+-- every change of a segment's owner, epoch or state, but no longer re-reads
+-- the catalog for a node's counters (which it takes from the heartbeats).
+-- The next migration drops the sequence, its triggers and functions.
 
-DROP TRIGGER items_catalog_insert ON items;
-DROP TRIGGER items_catalog_update ON items;
-DROP TRIGGER items_catalog_delete ON items;
-DROP TRIGGER segments_catalog_insert ON segments;
 DROP TRIGGER segments_catalog_update ON segments;
-DROP TRIGGER segments_catalog_delete ON segments;
-DROP TRIGGER transfers_catalog_insert ON transfers;
-DROP TRIGGER transfers_catalog_update ON transfers;
-DROP TRIGGER transfers_catalog_delete ON transfers;
-DROP TRIGGER global_items_catalog_insert ON global_items;
-DROP TRIGGER global_items_catalog_update ON global_items;
-DROP TRIGGER global_items_catalog_delete ON global_items;
-DROP TRIGGER nodes_catalog_insert ON nodes;
-DROP TRIGGER nodes_catalog_delete ON nodes;
-DROP TRIGGER nodes_catalog_update ON nodes;
-DROP FUNCTION escrow_catalog_changed();
-DROP FUNCTION escrow_catalog_node_changed();
-DROP SEQUENCE catalog_change_seq;
 
 -- Rows that exist now get 0: older than any read's xmin, and the
 -- coordinator's first read after a start is a full one.
@@ -95,6 +85,17 @@ CREATE TRIGGER items_catalog_remark BEFORE UPDATE ON items
           (NEW.tenant_id, NEW.item_id, NEW.total, NEW.unallocated, NEW.reduce_pending, NEW.state,
            NEW.segments_wanted, NEW.tail_segment))
     EXECUTE FUNCTION escrow_catalog_mark();
+-- For the previous release's coordinator (see above): a segment's change
+-- also moves catalog_change_seq. Goes with the sequence.
+CREATE FUNCTION escrow_catalog_mark_counted() RETURNS trigger
+LANGUAGE plpgsql AS $$
+BEGIN
+    NEW.cat_xid := pg_current_xact_id();
+    PERFORM nextval('catalog_change_seq');
+    RETURN NEW;
+END;
+$$;
+
 CREATE TRIGGER segments_catalog_mark BEFORE INSERT ON segments
     FOR EACH ROW EXECUTE FUNCTION escrow_catalog_mark();
 CREATE TRIGGER segments_catalog_remark BEFORE UPDATE ON segments
@@ -102,7 +103,7 @@ CREATE TRIGGER segments_catalog_remark BEFORE UPDATE ON segments
     WHEN ((OLD.tenant_id, OLD.item_id, OLD.seg_no, OLD.node_id, OLD.epoch, OLD.state, OLD.region)
           IS DISTINCT FROM
           (NEW.tenant_id, NEW.item_id, NEW.seg_no, NEW.node_id, NEW.epoch, NEW.state, NEW.region))
-    EXECUTE FUNCTION escrow_catalog_mark();
+    EXECUTE FUNCTION escrow_catalog_mark_counted();
 CREATE TRIGGER transfers_catalog_mark BEFORE INSERT ON transfers
     FOR EACH ROW EXECUTE FUNCTION escrow_catalog_mark();
 CREATE TRIGGER transfers_catalog_remark BEFORE UPDATE ON transfers
