@@ -20,7 +20,7 @@
  *
  * The first read after a start is a full one (from 0), and a full read
  * runs again when the last one is full_us old: the safety net for a row
- * changed with the triggers off, or deleted by hand.
+ * changed with the triggers off, or a transfer deleted by hand.
  */
 #ifndef ESC_COORD_CHANGE_H
 #define ESC_COORD_CHANGE_H

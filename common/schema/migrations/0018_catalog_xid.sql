@@ -37,8 +37,10 @@
 -- committed after it is still read the next time (coord_change.h).
 --
 -- No rows of these tables are deleted by the service (items and nodes are
--- retired, transfers closed, segments retired), so no tombstones: a
--- deleted row is dropped from memory by the periodic full read only.
+-- retired, transfers closed, segments retired), so no tombstones. A row
+-- deleted by hand is not seen by a read of changes; the periodic full read
+-- drops an open transfer that is gone (as before, no read drops an item,
+-- segment or node from memory).
 --
 -- catalog_change_seq stays for one release: the previous release's
 -- coordinator reads it (docs/upgrading.md: a migration never breaks the
