@@ -500,8 +500,15 @@ static void merge_one_seg(coord *c, PGresult *res, int i, reload_run *run)
     s->db_held = held;
     s->db_sold = sold;
     if (s->pending || s->item->write_busy) {
-        keep_row(run, res, i, 10);
-        return; /* a write in flight will set owner, epoch or state */
+        /* a write in flight will set owner, epoch or state. An ownership
+         * write (s->pending) that commits moves the row's cat_xid, so the
+         * next read fetches it; one that changed no row reads the whole
+         * catalog (coord_place.c). Keeping the row for those would hold the
+         * mark back for as long as placement runs. */
+        if (!s->pending) {
+            keep_row(run, res, i, 10);
+        }
+        return;
     }
     const char *node_id = PQgetvalue(res, i, 4);
     coord_node *owner = node_id[0] ? coord_cat_node(&c->cat, node_id) : NULL;

@@ -372,7 +372,7 @@ static void on_granted(coord *c, PGresult *res, const pgx_err *err, void *arg)
         }
     }
     if (stale) {
-        coord_db_refresh(c); /* the rows it changed, not the whole catalog */
+        coord_db_reload(c); /* memory believed another epoch: read it all */
     }
     free(g);
 }
