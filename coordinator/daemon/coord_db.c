@@ -372,6 +372,11 @@ static void keep_item_row(coord *c, reload_run *run, const PGresult *r, int row,
     }
 }
 
+static void count_rows(coord *c, const reload_run *run, const PGresult *res)
+{
+    coord_metrics_catalog_rows(c, run->ch.full ? "full" : "changes", (uint64_t)PQntuples(res));
+}
+
 static int item_state(const char *s)
 {
     return strcmp(s, "active") == 0   ? COORD_ITEM_ACTIVE
@@ -413,6 +418,7 @@ static void merge_items(coord *c, PGresult *res, const pgx_err *err, void *arg)
         run->failed = true;
         return;
     }
+    count_rows(c, run, res);
     for (int i = 0; i < PQntuples(res); i++) {
         const char *tenant = PQgetvalue(res, i, 0), *item = PQgetvalue(res, i, 1);
         coord_item *it = coord_cat_item(&c->cat, tenant, item);
@@ -450,6 +456,7 @@ static void merge_nodes(coord *c, PGresult *res, const pgx_err *err, void *arg)
         run->failed = true;
         return;
     }
+    count_rows(c, run, res);
     int64_t now = esc_mono_us();
     for (int i = 0; i < PQntuples(res); i++) {
         coord_node *n = coord_cat_node(&c->cat, PQgetvalue(res, i, 0));
@@ -532,6 +539,7 @@ static void merge_segments(coord *c, PGresult *res, const pgx_err *err, void *ar
         run->failed = true;
         return;
     }
+    count_rows(c, run, res);
     for (int i = 0; i < PQntuples(res); i++) {
         merge_one_seg(c, res, i, run);
     }
@@ -667,6 +675,9 @@ static void merge_transfers(coord *c, PGresult *res, const pgx_err *err, void *a
 {
     reload_run *run = arg;
     bool ok = err->code == 0 && !run->failed;
+    if (err->code == 0) {
+        count_rows(c, run, res);
+    }
     if (ok && run->xfer_changes == c->db.xfer_changes) {
         if (run->ch.full) {
             adopt_transfers(c, res, run);

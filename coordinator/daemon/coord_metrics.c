@@ -26,7 +26,7 @@ struct coord_metrics {
     metrics_series *xf_planned_now, *xf_sent_now;
     metrics_family *xf_planned, *xf_completed, *admin;
     metrics_series *routes, *collapses, *heartbeats, *resyncs, *hb_in, *hb_out, *passes;
-    metrics_family *polls;
+    metrics_family *polls, *cat_rows;
     metrics_family *db_up, *db_down, *db_re;
     bool db_seen_up[2]; /* coord, monitor */
     int64_t last_sample_us;
@@ -116,6 +116,10 @@ static void register_misc(coord_metrics *m)
                    "Catalog reads, by kind: the whole catalog (full), the rows changed since "
                    "the last read (changes), or none changed (skipped).",
                    read);
+    m->cat_rows = fam(m, METRICS_COUNTER, "escrow_coord_catalog_rows_total",
+                      "Catalog rows read (items, nodes, segments, transfers), by kind of read: "
+                      "the whole catalog (full) or the rows changed since the last read (changes).",
+                      read);
     m->passes = metrics_get0(fam(m, METRICS_COUNTER, "escrow_coord_policy_passes_total",
                                  "Policy passes run (one item each).", NULL));
     m->admin = fam(m, METRICS_COUNTER, "escrow_coord_admin_requests_total",
@@ -210,6 +214,13 @@ void coord_metrics_catalog_poll(coord *c, const char *read)
 {
     if (c->metrics != NULL) {
         metrics_inc(metrics_get1(c->metrics->polls, read));
+    }
+}
+
+void coord_metrics_catalog_rows(coord *c, const char *read, uint64_t n)
+{
+    if (c->metrics != NULL) {
+        metrics_add(metrics_get1(c->metrics->cat_rows, read), n);
     }
 }
 

@@ -61,6 +61,8 @@ void coord_metrics_route_published(coord *c);
 /* A catalog read: "full", "changes" (the rows changed since the last
  * read) or "skipped" (none changed). */
 void coord_metrics_catalog_poll(coord *c, const char *read);
+/* Rows a catalog read of that kind ("full" or "changes") returned. */
+void coord_metrics_catalog_rows(coord *c, const char *read, uint64_t n);
 /* A policy pass ran for one item. */
 void coord_metrics_policy_pass(coord *c);
 void coord_metrics_collapse(coord *c);
