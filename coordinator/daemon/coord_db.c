@@ -2,6 +2,10 @@
 /*
  * coord_db.c - see coord_db.h.
  *
+ * A read is full (every row) or from the mark (the rows whose cat_xid is at
+ * or above the previous read's snapshot xmin, coord_change.h); either
+ * applies rows the same way, so a row read twice changes nothing.
+ *
  * The catalog read never overwrites what a write in flight is about to
  * change (a segment with an ownership write pending, a transfer being
  * committed), and its transfer part is dropped when a heartbeat changed a
@@ -286,18 +290,47 @@ void coord_db_close(coord *c)
 
 #define TAG "/* escrow:coord-catalog */ "
 
-static const char sql_items[] =
-    TAG "SELECT tenant_id, item_id, total, unallocated, reduce_pending, state, segments_wanted, "
-        "COALESCE(tail_segment, 0), (SELECT g.global_total FROM global_items g "
-        "WHERE g.tenant_id = items.tenant_id AND g.item_id = items.item_id) FROM items";
-static const char sql_nodes[] = TAG "SELECT node_id, endpoint, incarnation, state FROM nodes";
+/* The first statement of every read: its snapshot's xmin (coord_change.h);
+ * the statements after it take later snapshots, whose missing transactions
+ * all have ids >= this one. */
+static const char sql_xmin[] = TAG "SELECT pg_snapshot_xmin(pg_current_snapshot())::text";
+/* The poll's first statement: the xmin, and whether any row changed since
+ * the mark ($1). */
+static const char sql_probe[] =
+    TAG "SELECT pg_snapshot_xmin(pg_current_snapshot())::text, "
+        "EXISTS (SELECT 1 FROM items WHERE cat_xid >= $1::xid8) "
+        "OR EXISTS (SELECT 1 FROM segments WHERE cat_xid >= $1::xid8) "
+        "OR EXISTS (SELECT 1 FROM transfers WHERE cat_xid >= $1::xid8) "
+        "OR EXISTS (SELECT 1 FROM global_items WHERE cat_xid >= $1::xid8) "
+        "OR EXISTS (SELECT 1 FROM nodes WHERE cat_xid >= $1::xid8)";
+
+#define ITEM_COLS                                                                                  \
+    "i.tenant_id, i.item_id, i.total, i.unallocated, i.reduce_pending, i.state, "                 \
+    "i.segments_wanted, COALESCE(i.tail_segment, 0), g.global_total, "                            \
+    "GREATEST(i.cat_xid, g.cat_xid)::text"
+static const char sql_items_full[] =
+    TAG "SELECT " ITEM_COLS " FROM items i LEFT JOIN global_items g USING (tenant_id, item_id)";
+/* An item whose global_items row changed is read too (global_total). */
+static const char sql_items_since[] =
+    TAG "SELECT " ITEM_COLS " FROM items i LEFT JOIN global_items g USING (tenant_id, item_id) "
+        "WHERE i.cat_xid >= $1::xid8 UNION SELECT " ITEM_COLS
+        " FROM global_items g JOIN items i USING (tenant_id, item_id) WHERE g.cat_xid >= $1::xid8";
+static const char sql_nodes[] =
+    TAG "SELECT node_id, endpoint, incarnation, state, cat_xid::text FROM nodes "
+        "WHERE cat_xid >= $1::xid8";
 static const char sql_segments[] =
     TAG "SELECT segment_id, tenant_id, item_id, seg_no, COALESCE(node_id, ''), epoch, "
-        "available, held, sold, state FROM segments WHERE state <> 'retired' AND region = 'local' "
-        "ORDER BY segment_id";
-static const char sql_transfers[] =
-    TAG "SELECT transfer_id, tenant_id, item_id, COALESCE(from_segment, 0), "
-        "COALESCE(to_segment, 0), qty, state FROM transfers WHERE state IN ('planned', 'sent') "
+        "available, held, sold, state, cat_xid::text FROM segments WHERE cat_xid >= $1::xid8 "
+        "AND state <> 'retired' AND region = 'local' ORDER BY segment_id";
+#define XFER_COLS                                                                                  \
+    "transfer_id, tenant_id, item_id, COALESCE(from_segment, 0), COALESCE(to_segment, 0), qty, "   \
+    "state, cat_xid::text"
+static const char sql_transfers_full[] =
+    TAG "SELECT " XFER_COLS " FROM transfers WHERE state IN ('planned', 'sent') "
+        "AND from_region = 'local' AND to_region = 'local' ORDER BY transfer_id";
+/* Closed ones too: memory drops them. */
+static const char sql_transfers_since[] =
+    TAG "SELECT " XFER_COLS " FROM transfers WHERE cat_xid >= $1::xid8 "
         "AND from_region = 'local' AND to_region = 'local' ORDER BY transfer_id";
 
 typedef struct reload_run {
@@ -305,6 +338,8 @@ typedef struct reload_run {
     uint32_t gen;
     uint64_t unknown_count; /* c->db.unknown_count when the read was queued */
     bool failed;
+    coord_change_run ch; /* its mark's bookkeeping (coord_change.h) */
+    char since[24];      /* ch.since as text: the reads' $1 */
 } reload_run;
 
 static uint32_t g_reload_gen;
@@ -313,6 +348,33 @@ static uint32_t g_reload_gen;
 static int64_t i64(const PGresult *r, int row, int col)
 {
     return pg_result_i64_or(r, row, col, 0);
+}
+
+/* A row not applied: the next read fetches it again. */
+static void keep_row(reload_run *run, const PGresult *r, int row, int col)
+{
+    uint64_t x = 0;
+    if (coord_change_parse_xid(PQgetvalue(r, row, col), &x) != 0) {
+        run->ch.incomplete = true;
+        return;
+    }
+    coord_change_keep(&run->ch, x);
+}
+
+/* A row whose item is not in memory: its item was committed after the items
+ * were read, and the next read brings both; unless the catalog is full
+ * (merge_items ignores the items beyond COORD_ITEMS_MAX), when it would
+ * never be applied and keeping it would hold the mark back for good. */
+static void keep_item_row(coord *c, reload_run *run, const PGresult *r, int row, int col)
+{
+    if (c->cat.nitems < COORD_ITEMS_MAX) {
+        keep_row(run, r, row, col);
+    }
+}
+
+static void count_rows(coord *c, const reload_run *run, const PGresult *res)
+{
+    coord_metrics_catalog_rows(c, run->ch.full ? "full" : "changes", (uint64_t)PQntuples(res));
 }
 
 static int item_state(const char *s)
@@ -336,6 +398,19 @@ static int node_state(const char *s)
                                         : COORD_NODE_DOWN;
 }
 
+static void on_xmin(coord *c, PGresult *res, const pgx_err *err, void *arg)
+{
+    (void)c;
+    reload_run *run = arg;
+    uint64_t x = 0;
+    if (err->code != 0 || PQntuples(res) != 1 ||
+        coord_change_parse_xid(PQgetvalue(res, 0, 0), &x) != 0) {
+        run->failed = true;
+        return;
+    }
+    coord_change_xmin(&run->ch, x);
+}
+
 static void merge_items(coord *c, PGresult *res, const pgx_err *err, void *arg)
 {
     reload_run *run = arg;
@@ -343,6 +418,7 @@ static void merge_items(coord *c, PGresult *res, const pgx_err *err, void *arg)
         run->failed = true;
         return;
     }
+    count_rows(c, run, res);
     for (int i = 0; i < PQntuples(res); i++) {
         const char *tenant = PQgetvalue(res, i, 0), *item = PQgetvalue(res, i, 1);
         coord_item *it = coord_cat_item(&c->cat, tenant, item);
@@ -352,6 +428,7 @@ static void merge_items(coord *c, PGresult *res, const pgx_err *err, void *arg)
             return;
         }
         if (it->write_busy) {
+            keep_row(run, res, i, 9);
             continue; /* the write in flight carries the newer values */
         }
         coord_item was = *it;
@@ -379,6 +456,7 @@ static void merge_nodes(coord *c, PGresult *res, const pgx_err *err, void *arg)
         run->failed = true;
         return;
     }
+    count_rows(c, run, res);
     int64_t now = esc_mono_us();
     for (int i = 0; i < PQntuples(res); i++) {
         coord_node *n = coord_cat_node(&c->cat, PQgetvalue(res, i, 0));
@@ -396,6 +474,7 @@ static void merge_nodes(coord *c, PGresult *res, const pgx_err *err, void *arg)
             snprintf(n->endpoint, sizeof n->endpoint, "%s", PQgetvalue(res, i, 1));
         }
         if (n->write_busy) {
+            keep_row(run, res, i, 4);
             continue;
         }
         n->db_state = st;
@@ -406,14 +485,17 @@ static void merge_nodes(coord *c, PGresult *res, const pgx_err *err, void *arg)
     }
 }
 
-static void merge_one_seg(coord *c, PGresult *res, int i)
+static void merge_one_seg(coord *c, PGresult *res, int i, reload_run *run)
 {
     uint64_t id = (uint64_t)i64(res, i, 0);
     coord_seg *s = coord_cat_seg(&c->cat, id);
     if (s == NULL) {
         coord_item *it = coord_cat_item(&c->cat, PQgetvalue(res, i, 1), PQgetvalue(res, i, 2));
-        if (it == NULL ||
-            (s = coord_cat_add_seg(&c->cat, it, id, pg_result_i32_or(res, i, 3, 0))) == NULL) {
+        if (it == NULL) {
+            keep_item_row(c, run, res, i, 10);
+            return;
+        }
+        if ((s = coord_cat_add_seg(&c->cat, it, id, pg_result_i32_or(res, i, 3, 0))) == NULL) {
             return;
         }
     }
@@ -425,7 +507,15 @@ static void merge_one_seg(coord *c, PGresult *res, int i)
     s->db_held = held;
     s->db_sold = sold;
     if (s->pending || s->item->write_busy) {
-        return; /* a write in flight will set owner, epoch or state */
+        /* a write in flight will set owner, epoch or state. An ownership
+         * write (s->pending) that commits moves the row's cat_xid, so the
+         * next read fetches it; one that changed no row reads the whole
+         * catalog (coord_place.c). Keeping the row for those would hold the
+         * mark back for as long as placement runs. */
+        if (!s->pending) {
+            keep_row(run, res, i, 10);
+        }
+        return;
     }
     const char *node_id = PQgetvalue(res, i, 4);
     coord_node *owner = node_id[0] ? coord_cat_node(&c->cat, node_id) : NULL;
@@ -449,12 +539,14 @@ static void merge_segments(coord *c, PGresult *res, const pgx_err *err, void *ar
         run->failed = true;
         return;
     }
+    count_rows(c, run, res);
     for (int i = 0; i < PQntuples(res); i++) {
-        merge_one_seg(c, res, i);
+        merge_one_seg(c, res, i, run);
     }
 }
 
-static void merge_one_xfer(coord *c, PGresult *res, int i, uint32_t gen)
+/* An open transfer's row (planned or sent) into memory. */
+static void merge_one_xfer(coord *c, PGresult *res, int i, reload_run *run)
 {
     uint64_t id = (uint64_t)i64(res, i, 0);
     int state = strcmp(PQgetvalue(res, i, 6), "sent") == 0 ? COORD_XF_SENT : COORD_XF_PLANNED;
@@ -462,6 +554,7 @@ static void merge_one_xfer(coord *c, PGresult *res, int i, uint32_t gen)
     if (x == NULL) {
         coord_item *it = coord_cat_item(&c->cat, PQgetvalue(res, i, 1), PQgetvalue(res, i, 2));
         if (it == NULL) {
+            keep_item_row(c, run, res, i, 7);
             return;
         }
         x = coord_cat_add_xfer(&c->cat, it, id, (uint64_t)i64(res, i, 3), (uint64_t)i64(res, i, 4),
@@ -469,14 +562,15 @@ static void merge_one_xfer(coord *c, PGresult *res, int i, uint32_t gen)
         if (x == NULL) {
             return;
         }
-        x->gen = gen;
+        x->gen = run->gen;
         if (state == COORD_XF_SENT) {
             coord_failpoint_xfer_sent(x);
         }
         return;
     }
-    x->gen = gen;
+    x->gen = run->gen;
     if (x->busy) {
+        keep_row(run, res, i, 7);
         return;
     }
     bool became_sent = x->state == COORD_XF_PLANNED && state == COORD_XF_SENT;
@@ -489,14 +583,14 @@ static void merge_one_xfer(coord *c, PGresult *res, int i, uint32_t gen)
 
 /* Memory follows the transfers just read: open in memory but closed in the
  * database is dropped; every segment's open transfer is set from them. */
-static void adopt_transfers(coord *c, PGresult *res, uint32_t gen)
+static void adopt_transfers(coord *c, PGresult *res, reload_run *run)
 {
     for (int i = 0; i < PQntuples(res); i++) {
-        merge_one_xfer(c, res, i, gen);
+        merge_one_xfer(c, res, i, run);
     }
     for (size_t i = 0; i < c->cat.nxfers;) {
         coord_xfer *x = c->cat.xfers[i];
-        if (x->gen != gen && !x->busy) {
+        if (x->gen != run->gen && !x->busy) {
             coord_cat_drop_xfer(&c->cat, x);
             continue;
         }
@@ -520,18 +614,60 @@ static void adopt_transfers(coord *c, PGresult *res, uint32_t gen)
     }
 }
 
-/* The read is over: its bookkeeping, the owner's callback, then the read
- * that was asked for meanwhile. */
-static void reload_finished(coord *c, bool ok)
+/* The transfers changed since the mark: open ones are merged (and set on
+ * their segments), closed ones dropped from memory. */
+static void apply_transfer_changes(coord *c, PGresult *res, reload_run *run)
+{
+    for (int i = 0; i < PQntuples(res); i++) {
+        const char *st = PQgetvalue(res, i, 6);
+        if (strcmp(st, "planned") == 0 || strcmp(st, "sent") == 0) {
+            merge_one_xfer(c, res, i, run);
+            coord_xfer *x = coord_cat_xfer(&c->cat, (uint64_t)i64(res, i, 0));
+            coord_seg *f = x && x->from ? coord_cat_seg(&c->cat, x->from) : NULL;
+            coord_seg *t = x && x->to ? coord_cat_seg(&c->cat, x->to) : NULL;
+            if (f != NULL) {
+                f->xfer_id = x->transfer_id;
+            }
+            if (t != NULL) {
+                t->xfer_id = x->transfer_id;
+            }
+            continue;
+        }
+        coord_xfer *x = coord_cat_xfer(&c->cat, (uint64_t)i64(res, i, 0));
+        if (x == NULL) {
+            continue;
+        }
+        if (x->busy) {
+            keep_row(run, res, i, 7);
+            continue;
+        }
+        coord_cat_drop_xfer(&c->cat, x); /* clears its segments' xfer_id */
+    }
+}
+
+static void start_read(coord *c, bool full);
+
+/* The read is over: its mark, its bookkeeping, the owner's callback, then
+ * the read that was asked for meanwhile. */
+static void reload_finished(coord *c, reload_run *run, bool ok)
 {
     coord_db *db = &c->db;
+    bool full = run->ch.full;
+    coord_change_finish(&db->change, &run->ch, ok);
+    free(run);
     db->reload_running = false;
-    db->reads_done++;
-    db->last_read_ok = ok;
+    if (full) {
+        db->reads_done++;
+        db->last_read_ok = ok;
+    }
     db->reload_cb(c, ok);
     if (db->reload_again) {
         db->reload_again = false;
-        coord_db_reload(c);
+        db->refresh_again = false;
+        start_read(c, true);
+    } else if (db->refresh_again) {
+        db->refresh_again = false;
+        start_read(c, false);
     }
 }
 
@@ -539,79 +675,140 @@ static void merge_transfers(coord *c, PGresult *res, const pgx_err *err, void *a
 {
     reload_run *run = arg;
     bool ok = err->code == 0 && !run->failed;
-    if (ok && run->xfer_changes == c->db.xfer_changes) {
-        adopt_transfers(c, res, run->gen);
-    } else if (ok) {
-        c->db.reload_again = true; /* a heartbeat moved a transfer meanwhile: read again */
+    if (err->code == 0) {
+        count_rows(c, run, res);
     }
-    if (ok && run->unknown_count == c->db.unknown_count) {
+    if (ok && run->xfer_changes == c->db.xfer_changes) {
+        if (run->ch.full) {
+            adopt_transfers(c, res, run);
+        } else {
+            apply_transfer_changes(c, res, run);
+        }
+    } else if (ok) {
+        /* a heartbeat moved a transfer meanwhile: read again, from here */
+        run->ch.incomplete = true;
+        if (run->ch.full) {
+            c->db.reload_again = true;
+        } else {
+            c->db.refresh_again = true;
+        }
+    }
+    if (ok && run->ch.full && run->unknown_count == c->db.unknown_count) {
         c->db.need_reconcile = false; /* read after every write of unknown outcome */
     }
-    free(run);
-    reload_finished(c, ok);
+    reload_finished(c, run, ok);
 }
 
-void coord_db_reload(coord *c)
+/* Queues the four reads after the statement that read the xmin. */
+static void push_reads(coord *c, reload_run *run)
+{
+    const char *since[1] = {run->since};
+    bool full = run->ch.full;
+    (void)coord_db_push(c, full ? sql_items_full : sql_items_since, full ? 0 : 1, since,
+                        merge_items, run);
+    (void)coord_db_push(c, sql_nodes, 1, since, merge_nodes, run);
+    (void)coord_db_push(c, sql_segments, 1, since, merge_segments, run);
+    (void)coord_db_push(c, full ? sql_transfers_full : sql_transfers_since, full ? 0 : 1, since,
+                        merge_transfers, run);
+}
+
+/* The poll's probe answered: nothing changed since the mark (the mark
+ * moves to the probe's xmin), or read what changed. */
+static void on_probe(coord *c, PGresult *res, const pgx_err *err, void *arg)
+{
+    reload_run *run = arg;
+    uint64_t x = 0;
+    if (err->code != 0 || PQntuples(res) != 1 ||
+        coord_change_parse_xid(PQgetvalue(res, 0, 0), &x) != 0) {
+        c->db.reload_again = true; /* cannot tell: read everything */
+        reload_finished(c, run, false);
+        return;
+    }
+    coord_change_xmin(&run->ch, x);
+    bool changed = strcmp(PQgetvalue(res, 0, 1), "t") == 0;
+    coord_metrics_catalog_poll(c, changed ? "changes" : "skipped");
+    if (!changed) {
+        reload_finished(c, run, true);
+        return;
+    }
+    run->xfer_changes = c->db.xfer_changes;
+    run->unknown_count = c->db.unknown_count;
+    if (c->db.njobs + 4 > COORD_JOBS_MAX || c->stopping) {
+        c->db.refresh_again = !c->stopping;
+        reload_finished(c, run, false);
+        return;
+    }
+    push_reads(c, run);
+}
+
+static void start_read(coord *c, bool full)
 {
     coord_db *db = &c->db;
     if (c->stopping) {
         return;
     }
     if (db->reload_running) {
-        db->reload_again = true;
+        if (full) {
+            db->reload_again = true;
+        } else {
+            db->refresh_again = true;
+        }
         return;
     }
     reload_run *run = esc_xcalloc(1, sizeof *run);
+    coord_change_begin(&db->change, &run->ch, full);
+    full = run->ch.full;
+    snprintf(run->since, sizeof run->since, "%" PRIu64, run->ch.since);
     run->xfer_changes = db->xfer_changes;
     run->unknown_count = db->unknown_count;
     run->gen = ++g_reload_gen;
-    if (db->njobs + 4 > COORD_JOBS_MAX) {
+    if (db->njobs + 5 > COORD_JOBS_MAX) {
         free(run);
-        db->reload_again = true;
+        if (full) {
+            db->reload_again = true;
+        } else {
+            db->refresh_again = true;
+        }
         return;
     }
     db->reload_running = true;
-    db->reads_started++;
-    db->last_full_us = esc_mono_us();
-    (void)coord_db_push(c, sql_items, 0, NULL, merge_items, run);
-    (void)coord_db_push(c, sql_nodes, 0, NULL, merge_nodes, run);
-    (void)coord_db_push(c, sql_segments, 0, NULL, merge_segments, run);
-    (void)coord_db_push(c, sql_transfers, 0, NULL, merge_transfers, run);
+    if (full) {
+        db->reads_started++;
+        db->last_full_us = esc_mono_us();
+        coord_metrics_catalog_poll(c, "full");
+        (void)coord_db_push(c, sql_xmin, 0, NULL, on_xmin, run);
+        push_reads(c, run);
+        return;
+    }
+    const char *since[1] = {run->since};
+    (void)coord_db_push(c, sql_probe, 1, since, on_probe, run);
+}
+
+void coord_db_reload(coord *c)
+{
+    start_read(c, true);
+}
+
+void coord_db_refresh(coord *c)
+{
+    start_read(c, false);
 }
 
 /* ---- the poll ---------------------------------------------------------------- */
 
-static const char sql_changes[] =
-    TAG "SELECT CASE WHEN is_called THEN last_value ELSE 0 END FROM catalog_change_seq";
-
-static void on_changes(coord *c, PGresult *res, const pgx_err *err, void *arg)
+void coord_db_poll(coord *c)
 {
-    (void)arg;
     coord_db *db = &c->db;
-    db->probe_running = false;
-    if (err->code != 0 || PQntuples(res) != 1) {
-        coord_db_reload(c); /* cannot tell: read everything */
+    if (c->stopping || db->reload_running) {
         return;
     }
-    uint64_t v = (uint64_t)pg_result_i64_or(res, 0, 0, 0);
     int64_t full_us = (int64_t)COORD_DB_FULL_READ_MS * 1000;
     if ((int64_t)c->cfg.catalog_poll_ms * 1000 > full_us) {
         full_us = (int64_t)c->cfg.catalog_poll_ms * 1000;
     }
-    bool full = coord_change_observe(&db->change, v, esc_mono_us() - db->last_full_us, full_us);
-    coord_metrics_catalog_poll(c, full);
-    if (full) {
-        coord_db_reload(c);
-    }
-}
-
-void coord_db_poll(coord *c)
-{
-    coord_db *db = &c->db;
-    if (c->stopping || db->probe_running || db->reload_running) {
-        return;
-    }
-    if (coord_db_push(c, sql_changes, 0, NULL, on_changes, NULL) == 0) {
-        db->probe_running = true;
-    }
+    /* a failed full read, or a write of unknown outcome, is read in full at
+     * the next poll */
+    bool full = !db->last_read_ok || db->need_reconcile ||
+                coord_change_full_due(&db->change, esc_mono_us() - db->last_full_us, full_us);
+    start_read(c, full);
 }

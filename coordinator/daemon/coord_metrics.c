@@ -26,7 +26,7 @@ struct coord_metrics {
     metrics_series *xf_planned_now, *xf_sent_now;
     metrics_family *xf_planned, *xf_completed, *admin;
     metrics_series *routes, *collapses, *heartbeats, *resyncs, *hb_in, *hb_out, *passes;
-    metrics_family *polls;
+    metrics_family *polls, *cat_rows;
     metrics_family *db_up, *db_down, *db_re;
     bool db_seen_up[2]; /* coord, monitor */
     int64_t last_sample_us;
@@ -113,9 +113,13 @@ static void register_misc(coord_metrics *m)
                          "Full segment reports asked of nodes (their summary differed).", NULL));
     static const char *const read[] = {"read", NULL};
     m->polls = fam(m, METRICS_COUNTER, "escrow_coord_catalog_polls_total",
-                   "Catalog polls, by whether the whole catalog was read (full) or the change "
-                   "counter said nothing changed (skipped).",
+                   "Catalog reads, by kind: the whole catalog (full), the rows changed since "
+                   "the last read (changes), or none changed (skipped).",
                    read);
+    m->cat_rows = fam(m, METRICS_COUNTER, "escrow_coord_catalog_rows_total",
+                      "Catalog rows read (items, nodes, segments, transfers), by kind of read: "
+                      "the whole catalog (full) or the rows changed since the last read (changes).",
+                      read);
     m->passes = metrics_get0(fam(m, METRICS_COUNTER, "escrow_coord_policy_passes_total",
                                  "Policy passes run (one item each).", NULL));
     m->admin = fam(m, METRICS_COUNTER, "escrow_coord_admin_requests_total",
@@ -206,10 +210,17 @@ void coord_metrics_route_published(coord *c)
     }
 }
 
-void coord_metrics_catalog_poll(coord *c, bool full)
+void coord_metrics_catalog_poll(coord *c, const char *read)
 {
     if (c->metrics != NULL) {
-        metrics_inc(metrics_get1(c->metrics->polls, full ? "full" : "skipped"));
+        metrics_inc(metrics_get1(c->metrics->polls, read));
+    }
+}
+
+void coord_metrics_catalog_rows(coord *c, const char *read, uint64_t n)
+{
+    if (c->metrics != NULL) {
+        metrics_add(metrics_get1(c->metrics->cat_rows, read), n);
     }
 }
 

@@ -58,8 +58,11 @@ void coord_metrics_xfer_planned(coord *c, const char *reason);
 /* reason NULL = unknown. */
 void coord_metrics_xfer_completed(coord *c, const char *reason, const char *outcome);
 void coord_metrics_route_published(coord *c);
-/* A catalog poll read the whole catalog (full) or skipped it. */
-void coord_metrics_catalog_poll(coord *c, bool full);
+/* A catalog read: "full", "changes" (the rows changed since the last
+ * read) or "skipped" (none changed). */
+void coord_metrics_catalog_poll(coord *c, const char *read);
+/* Rows a catalog read of that kind ("full" or "changes") returned. */
+void coord_metrics_catalog_rows(coord *c, const char *read, uint64_t n);
 /* A policy pass ran for one item. */
 void coord_metrics_policy_pass(coord *c);
 void coord_metrics_collapse(coord *c);

@@ -369,7 +369,7 @@ static void on_granted(coord *c, PGresult *res, const pgx_err *err, void *arg)
         }
     }
     if (stale) {
-        coord_db_reload(c);
+        coord_db_reload(c); /* memory believed another epoch: read it all */
     }
     free(g);
 }

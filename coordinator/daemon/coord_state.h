@@ -46,17 +46,17 @@ typedef struct coord_db {
     void (*refused_cb)(coord *c); /* the schema is not one to run on */
     bool reload_running;          /* a catalog read is queued or running */
     bool reload_again;            /* another one was asked for meanwhile */
-    bool last_read_ok;            /* the last catalog read succeeded */
+    bool last_read_ok;            /* the last full catalog read succeeded */
     bool need_reconcile;          /* a write's outcome is unknown: re-read before trusting memory */
-    uint64_t reads_started;       /* catalog reads queued, ever */
-    uint64_t reads_done;          /* catalog reads finished, ever */
+    uint64_t reads_started;       /* full catalog reads queued, ever */
+    uint64_t reads_done;          /* full catalog reads finished, ever */
     uint64_t xfer_changes;        /* bumped on every transfer change a heartbeat made */
     uint64_t unknown_count;       /* writes whose outcome is unknown, ever */
     bool schema_ok;               /* this connection found a schema the coordinator runs on */
     bool schema_noted;            /* a schema one version ahead was logged */
-    bool probe_running;           /* the change counter's query is queued or running */
-    coord_change change;          /* the catalog's change counter, as polled */
-    int64_t last_full_us;         /* monotonic: when the last catalog read was queued */
+    bool refresh_again;           /* a read from the mark was asked for meanwhile */
+    coord_change change;          /* the mark of the reads (coord_change.h) */
+    int64_t last_full_us;         /* monotonic: when the last full catalog read was queued */
 } coord_db;
 
 /* Bytes of a coordinator's name in the leader lease (host name and first
@@ -108,8 +108,7 @@ typedef struct coord_admin {
  * move to even them out. */
 #define COORD_BALANCE_CHECK_MS 10000
 /* Segments one ownership write changes (a large catalog is placed in few
- * writes: each one moves the catalog's change counter, and every move
- * costs a read of the whole catalog). */
+ * writes; after each one the coordinator reads the rows it changed). */
 #define COORD_GRANT_MAX 8192
 
 typedef struct coord_config {

@@ -27,7 +27,11 @@
 #               TENANT ITEM`, the median of 5 each, a process start included
 #   sale        the baseline's flash sale on one more item (created before
 #               the catalog) while the N others sit idle: holds/s and its
-#               ratio to the baseline
+#               ratio to the baseline; the coordinator's CPU during it
+#               (sale_coord_cpu_pct) and the rows of items and segments all
+#               sessions read from 11 s before it to 11 s after it
+#               (sale_catalog_rows: the coordinator's catalog reads, the
+#               nodes' batches and the invariant monitor's checks)
 # and one RESULT line per size. Knobs: ESC_CB_SIZES ("1000 10000 100000"),
 # ESC_CB_SALE_UNITS (20000), ESC_CB_CONCURRENCY (64), ESC_CB_IDLE_S (20),
 # ESC_CB_SETTLE_S (5), ESC_CB_PLACE_S (how long placement may take before
@@ -77,6 +81,13 @@ pg_ticks() {
 pg_cpu() {
     awk -v s="$3" -v hz="$hz" 'NR == FNR { a[$1] = $2; next } { d += $2 - ($1 in a ? a[$1] : 0) }
         END { printf "%.1f", 100 * d / hz / s }' "$1" "$2"
+}
+
+# Rows of items and segments read so far by every session (PostgreSQL's
+# table counters: sequential and index fetches).
+catalog_rows() {
+    esc_psql "SELECT COALESCE(sum(seq_tup_read + COALESCE(idx_tup_fetch, 0)), 0)
+        FROM pg_stat_user_tables WHERE relname IN ('items', 'segments')"
 }
 
 median() {
@@ -177,14 +188,24 @@ for n in $sizes; do
     fi
     status_page=$(time_ms esc_ctl status)
     status_item=$(time_ms esc_ctl status cat sku-0000001)
+    sleep 11 # PostgreSQL's backends flush their table counters within 10 s of idling
+    r0=$(catalog_rows)
+    c0=$(ticks "$pid")
+    s0=$(now_ms)
     rate=$(sale "$n")
+    sale_coord=$(awk -v d=$(($(ticks "$pid") - c0)) -v hz="$hz" -v ms=$(($(now_ms) - s0)) \
+        'BEGIN { printf "%.1f", (ms > 0 ? 100 * d / hz / (ms / 1000) : 0) }')
+    sleep 11
+    sale_rows=$(($(catalog_rows) - r0))
     ratio=$(awk -v a="$rate" -v b="$base" 'BEGIN { printf "%.2f", (b > 0 ? a / b : 0) }')
     [[ -n $placed ]] || placed=$(awk -v p=$((t2 - t1)) 'BEGIN { printf "%.1f", p / 1000 }')
     awk -v i=$((t1 - t0)) -v p="$placed" -v n="$n" -v c="$coord_cpu" -v g="$pgc" -v nc="$nodes_cpu" \
         -v r="$route" -v sp="$status_page" -v si="$status_item" -v h="$rate" -v q="$ratio" \
+        -v sc="$sale_coord" -v sr="$sale_rows" \
         -v l="$(cut -d' ' -f1-3 /proc/loadavg)" 'BEGIN {
         printf "RESULT items=%d import_s=%.1f placed_s=%s coord_cpu_pct=%s pg_cpu_pct=%s " \
                "nodes_cpu_pct=%s route_ms=%s status_ms=%s status_item_ms=%s sale_holds_per_s=%s " \
-               "sale_ratio=%s load=\"%s\"\n", n, i / 1000, p, c, g, nc, r, sp, si, h, q, l }'
+               "sale_ratio=%s sale_coord_cpu_pct=%s sale_catalog_rows=%s load=\"%s\"\n", \
+               n, i / 1000, p, c, g, nc, r, sp, si, h, q, sc, sr, l }'
     cluster_down "$n"
 done

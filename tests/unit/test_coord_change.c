@@ -1,8 +1,9 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /*
  * test_coord_change.c - work that grows with change: when the coordinator
- * reads its catalog again (coord_change.c: the first poll, a counter that
- * moved, one poll after it stopped, the safety net; never otherwise), how
+ * reads its catalog again (coord_change.c: a full read first, then the rows
+ * changed since the previous read's snapshot xmin, rows not applied again,
+ * the safety net), how
  * many items a timer looks at per run (coord_cat_sweep_slice), and which
  * items a change marks (coord_cat_touch, coord_cat_changed, transfers).
  */
@@ -26,46 +27,107 @@ static void test_first_poll_reads(void **state)
     (void)state;
     coord_change ch;
     memset(&ch, 0, sizeof ch);
-    assert_true(coord_change_observe(&ch, 0, 0, FULL)); /* nothing known yet */
+    assert_true(coord_change_full_due(&ch, 0, FULL)); /* nothing known yet */
+    coord_change_run r;
+    coord_change_begin(&ch, &r, false); /* asked from a mark: still full */
+    assert_true(r.full);
+    assert_int_equal(r.since, 0);
+    coord_change_xmin(&r, 500);
+    coord_change_finish(&ch, &r, true);
+    assert_true(ch.known);
+    assert_int_equal(ch.mark, 500);
+    assert_false(coord_change_full_due(&ch, 0, FULL));
 }
 
-static void test_quiet_catalog_is_not_read(void **state)
+/* The mark is the snapshot's xmin, not the highest id read: a transaction
+ * that took id 480 before a read whose snapshot has xmin 480 (it was still
+ * running) and committed after it is fetched by the next read. */
+static void test_mark_is_snapshot_xmin(void **state)
 {
     (void)state;
-    coord_change ch;
-    memset(&ch, 0, sizeof ch);
-    assert_true(coord_change_observe(&ch, 7, 0, FULL));
-    assert_true(coord_change_observe(&ch, 7, 1 * S, FULL)); /* one more: a late commit */
-    for (int i = 2; i < 29; i++) {
-        assert_false(coord_change_observe(&ch, 7, i * S, FULL));
-    }
-    assert_int_equal(ch.reads, 2);
-    assert_int_equal(ch.skips, 27);
+    coord_change ch = {.known = true, .mark = 400};
+    coord_change_run r;
+    coord_change_begin(&ch, &r, false);
+    assert_false(r.full);
+    assert_int_equal(r.since, 400);
+    coord_change_xmin(&r, 480); /* 480 was running; rows of 490 were read */
+    coord_change_finish(&ch, &r, true);
+    assert_int_equal(ch.mark, 480); /* 480 <= cat_xid: fetched next time */
+    coord_change_begin(&ch, &r, false);
+    assert_int_equal(r.since, 480);
 }
 
-static void test_moved_counter_reads_twice(void **state)
+static void test_failed_read_keeps_mark(void **state)
 {
     (void)state;
-    coord_change ch;
-    memset(&ch, 0, sizeof ch);
-    (void)coord_change_observe(&ch, 7, 0, FULL);
-    (void)coord_change_observe(&ch, 7, 0, FULL);
-    assert_false(coord_change_observe(&ch, 7, 0, FULL));
-    assert_true(coord_change_observe(&ch, 9, 0, FULL));  /* moved */
-    assert_true(coord_change_observe(&ch, 9, 0, FULL));  /* after it stopped */
-    assert_false(coord_change_observe(&ch, 9, 0, FULL)); /* quiet */
-    assert_true(coord_change_observe(&ch, 3, 0, FULL));  /* any difference, even lower */
+    coord_change ch = {.known = true, .mark = 400};
+    coord_change_run r;
+    coord_change_begin(&ch, &r, false);
+    coord_change_xmin(&r, 900);
+    coord_change_finish(&ch, &r, false);
+    assert_int_equal(ch.mark, 400);
+    coord_change_begin(&ch, &r, false); /* no xmin read: nothing moves either */
+    coord_change_finish(&ch, &r, true);
+    assert_int_equal(ch.mark, 400);
+    coord_change fresh;
+    memset(&fresh, 0, sizeof fresh);
+    coord_change_begin(&fresh, &r, true);
+    coord_change_xmin(&r, 900);
+    coord_change_finish(&fresh, &r, false); /* a failed full read: still unknown */
+    assert_false(fresh.known);
+    assert_true(coord_change_full_due(&fresh, 0, FULL));
+}
+
+/* A row not applied (a write in flight on it) is fetched again. */
+static void test_rows_not_applied_are_kept(void **state)
+{
+    (void)state;
+    coord_change ch = {.known = true, .mark = 400};
+    coord_change_run r;
+    coord_change_begin(&ch, &r, false);
+    coord_change_xmin(&r, 900);
+    coord_change_keep(&r, 700);
+    coord_change_keep(&r, 450);
+    coord_change_keep(&r, 800);
+    coord_change_finish(&ch, &r, true);
+    assert_int_equal(ch.mark, 450);
+    coord_change_begin(&ch, &r, false);
+    coord_change_xmin(&r, 900);
+    coord_change_keep(&r, 950); /* above the xmin: the xmin is lower */
+    coord_change_finish(&ch, &r, true);
+    assert_int_equal(ch.mark, 900);
+    coord_change_begin(&ch, &r, false);
+    coord_change_xmin(&r, 1200);
+    r.incomplete = true; /* a part dropped: from where it began */
+    coord_change_finish(&ch, &r, true);
+    assert_int_equal(ch.mark, 900);
 }
 
 static void test_safety_net(void **state)
 {
     (void)state;
-    coord_change ch;
-    memset(&ch, 0, sizeof ch);
-    (void)coord_change_observe(&ch, 1, 0, FULL);
-    (void)coord_change_observe(&ch, 1, 0, FULL);
-    assert_false(coord_change_observe(&ch, 1, FULL - 1, FULL));
-    assert_true(coord_change_observe(&ch, 1, FULL, FULL));
+    coord_change ch = {.known = true, .mark = 1};
+    assert_false(coord_change_full_due(&ch, FULL - 1, FULL));
+    assert_true(coord_change_full_due(&ch, FULL, FULL));
+    coord_change_run r;
+    coord_change_begin(&ch, &r, true);
+    assert_true(r.full);
+    assert_int_equal(r.since, 0);
+}
+
+static void test_parse_xid(void **state)
+{
+    (void)state;
+    uint64_t v = 0;
+    assert_int_equal(coord_change_parse_xid("0", &v), 0);
+    assert_int_equal(v, 0);
+    assert_int_equal(coord_change_parse_xid("18446744073709551615", &v), 0);
+    assert_true(v == UINT64_MAX);
+    assert_int_equal(coord_change_parse_xid("18446744073709551616", &v), -1);
+    assert_int_equal(coord_change_parse_xid("", &v), -1);
+    assert_int_equal(coord_change_parse_xid("-1", &v), -1);
+    assert_int_equal(coord_change_parse_xid("12x", &v), -1);
+    assert_int_equal(coord_change_parse_xid(NULL, &v), -1);
 }
 
 static void test_sweep_slice(void **state)
@@ -156,9 +218,11 @@ int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_first_poll_reads),
-        cmocka_unit_test(test_quiet_catalog_is_not_read),
-        cmocka_unit_test(test_moved_counter_reads_twice),
+        cmocka_unit_test(test_mark_is_snapshot_xmin),
+        cmocka_unit_test(test_failed_read_keeps_mark),
+        cmocka_unit_test(test_rows_not_applied_are_kept),
         cmocka_unit_test(test_safety_net),
+        cmocka_unit_test(test_parse_xid),
         cmocka_unit_test(test_sweep_slice),
         cmocka_unit_test(test_changes_mark_items),
     };

@@ -1,9 +1,12 @@
 -- SPDX-License-Identifier: Apache-2.0
 -- escrow_catalog_changed - takes a number from catalog_change_seq for every
 -- statement that writes the catalog the coordinator keeps in memory; the
--- coordinator re-reads the catalog when the number moved (coord_db.c).
+-- previous release's coordinator re-reads the catalog when the number moved.
+-- Kept for it only (this release reads cat_xid: escrow_catalog_mark.sql);
+-- an update of segments moves the number by its row trigger
+-- (escrow_catalog_mark_counted), not by a statement trigger.
 --
--- As of migration 0013_catalog_changes.
+-- As of migration 0018_catalog_xid.
 --
 -- Checked against the migrations by tests/integration/schema_current.sh: the
 -- migrations are the record (they never change once released); a new
@@ -43,9 +46,6 @@ CREATE OR REPLACE TRIGGER items_catalog_delete AFTER DELETE ON items
     REFERENCING OLD TABLE AS changed_rows
     FOR EACH STATEMENT EXECUTE FUNCTION escrow_catalog_changed();
 CREATE OR REPLACE TRIGGER segments_catalog_insert AFTER INSERT ON segments
-    REFERENCING NEW TABLE AS changed_rows
-    FOR EACH STATEMENT EXECUTE FUNCTION escrow_catalog_changed();
-CREATE OR REPLACE TRIGGER segments_catalog_update AFTER UPDATE ON segments
     REFERENCING NEW TABLE AS changed_rows
     FOR EACH STATEMENT EXECUTE FUNCTION escrow_catalog_changed();
 CREATE OR REPLACE TRIGGER segments_catalog_delete AFTER DELETE ON segments
