@@ -41,7 +41,9 @@
 /* Bounds of the coordinator's tables (each entry costs < 3 KiB for an item,
  * ~200 bytes for a segment, ~400 bytes for a node, ~80 for a transfer). */
 #define COORD_NODES_MAX 1024
-#define COORD_ITEMS_MAX 100000
+/* items in the coordinator's catalog: a catalog of 100,000 items plus
+ * room to grow (the item table grows as items come) */
+#define COORD_ITEMS_MAX (1 << 18)
 /* the whole catalog's segments: many nodes' worth (a node serves at most
  * ESC_NODE_SEGMENTS_MAX) */
 #define COORD_SEGS_MAX (1u << 20)
