@@ -149,6 +149,8 @@ itest_eq "$(itest_q "SELECT count(*) FROM escrow_partition_spans() s WHERE s.tbl
     "holds partitions ahead that are not Monday to Sunday"
 itest_eq "$(itest_q "SELECT count(*) FROM escrow_partition_spans() s WHERE s.tbl = 'outbox'
                      AND s.lo > escrow_today() + 8 AND s.hi - s.lo <> 1")" 0 "outbox partitions of more than a day"
+itest_eq "$(itest_q "SET datestyle = 'SQL, DMY'; SELECT count(*) FROM escrow_partition_spans() WHERE lo IS NULL")" 2 \
+    "partitions without days under another DateStyle (the two default partitions)"
 iso() { # DAYS_AGO -> YYYY-MM-DD
     itest_q "SELECT escrow_today() - $1"
 }

@@ -4,7 +4,8 @@
 -- its last); both NULL for a default partition. A holds partition spans
 -- retention_settings.holds_part_days days (or fewer: one made next to an
 -- older partition of another width is cut to fit); an outbox partition one
--- day.
+-- day. The bounds are read as PostgreSQL prints them, so under DateStyle
+-- ISO (set for the call).
 --
 -- As of migration 0019_holds_partition_width.
 --
@@ -12,7 +13,7 @@
 
 CREATE OR REPLACE FUNCTION escrow_partition_spans()
 RETURNS TABLE (tbl text, part text, lo date, hi date)
-LANGUAGE sql STABLE AS $$
+LANGUAGE sql STABLE SET datestyle TO 'ISO, YMD' AS $$
     SELECT pp.relname::text, c.relname::text, b.m[1]::date, b.m[2]::date
     FROM pg_inherits i
     JOIN pg_class c ON c.oid = i.inhrelid

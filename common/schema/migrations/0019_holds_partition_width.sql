@@ -53,7 +53,7 @@ CREATE INDEX holds_day_brin ON holds USING brin (created_day);
 -- (escrow_partition_spans, as in current/escrow_partition_spans.sql)
 CREATE OR REPLACE FUNCTION escrow_partition_spans()
 RETURNS TABLE (tbl text, part text, lo date, hi date)
-LANGUAGE sql STABLE AS $$
+LANGUAGE sql STABLE SET datestyle TO 'ISO, YMD' AS $$
     SELECT pp.relname::text, c.relname::text, b.m[1]::date, b.m[2]::date
     FROM pg_inherits i
     JOIN pg_class c ON c.oid = i.inhrelid
