@@ -17,7 +17,7 @@
 #define TAG "/* escrow:ctl-retention */ "
 
 static const char sql_settings[] =
-    TAG "SELECT window_days, feed_max_days, ahead_days FROM retention_settings";
+    TAG "SELECT window_days, feed_max_days, ahead_days, holds_part_days FROM retention_settings";
 static const char sql_plan[] =
     TAG "SELECT tbl, part, COALESCE(part_day::text, '-'), est_rows, bytes, "
         "pg_size_pretty(bytes), action, reason FROM escrow_retention_plan()";
@@ -111,6 +111,7 @@ static void print_all(FILE *out, const ctl_args *a, const PGresult *set, const P
         ctl_json_num(&j, "window_days", PQgetvalue(set, 0, 0));
         ctl_json_num(&j, "feed_max_days", PQgetvalue(set, 0, 1));
         ctl_json_num(&j, "ahead_days", PQgetvalue(set, 0, 2));
+        ctl_json_num(&j, "holds_part_days", PQgetvalue(set, 0, 3));
         if (dropped != NULL) {
             rows_json(&j, "dropped", dropped);
         }
@@ -121,8 +122,9 @@ static void print_all(FILE *out, const ctl_args *a, const PGresult *set, const P
     }
     fprintf(out,
             "idempotency window %s days, feed consumers held back at most %s days, "
-            "partitions made %s days ahead\n",
-            PQgetvalue(set, 0, 0), PQgetvalue(set, 0, 1), PQgetvalue(set, 0, 2));
+            "partitions made %s days ahead, holds partitions of %s days\n",
+            PQgetvalue(set, 0, 0), PQgetvalue(set, 0, 1), PQgetvalue(set, 0, 2),
+            PQgetvalue(set, 0, 3));
     if (dropped != NULL) {
         rows_human(out, dropped, "dropped now:");
     }
@@ -133,7 +135,7 @@ static void print_all(FILE *out, const ctl_args *a, const PGresult *set, const P
 int ctl_retention(PGconn *conn, const ctl_args *a, FILE *out, bool run)
 {
     PGresult *set = NULL, *dropped = NULL, *plan = NULL;
-    int rc = query_rows(conn, sql_settings, 3, &set);
+    int rc = query_rows(conn, sql_settings, 4, &set);
     if (rc == 0 && PQntuples(set) != 1) {
         fprintf(stderr, "escrowctl: retention_settings must hold one row\n");
         rc = ESC_EDB;

@@ -18,6 +18,13 @@ set -euo pipefail
 source "$(dirname "${BASH_SOURCE[0]}")/itest_lib.sh"
 
 itest_begin retention
+# The day checks below use partitions of one day (holds_part_days 1); the
+# partitions of several days (the default, 7) are checked further down.
+itest_q "UPDATE retention_settings SET holds_part_days = 1" >/dev/null
+itest_q "DO \$\$ DECLARE p record; BEGIN
+             FOR p IN SELECT part FROM escrow_partition_spans() WHERE tbl = 'holds' AND lo IS NOT NULL
+             LOOP EXECUTE format('DROP TABLE %I', p.part); END LOOP; END \$\$" >/dev/null
+itest_q "SELECT escrow_partitions_ensure(escrow_today(), escrow_today() + 7)" >/dev/null
 esc_ctl item create t1 ret --total 100 --segments 1 --node n1 >/dev/null
 PORT=$(itest_port)
 itest_node n1 "$PORT"
@@ -129,6 +136,64 @@ itest_q "EXPLAIN (ANALYZE, COSTS OFF, TIMING OFF, SUMMARY OFF) SELECT * FROM seg
 grep -q "holds_p$(day 3) .*(never executed)" "$ITEST_DIR/plan.txt" &&
     grep -q "holds_p$(day 0) .*(actual rows=[1-9]" "$ITEST_DIR/plan.txt" ||
     { cat "$ITEST_DIR/plan.txt"; esc_fail "retention: the monitor's view reads a closed day (or not today)"; }
+
+esc_step "holds partitions of several days (holds_part_days 7)"
+itest_q "UPDATE retention_settings SET holds_part_days = 7" >/dev/null
+itest_q "SELECT escrow_partitions_ensure(escrow_today() + 8, escrow_today() + 30)" >/dev/null
+itest_eq "$(itest_q "SELECT count(*) FROM generate_series(escrow_today() + 8, escrow_today() + 30, '1 day') d
+                     WHERE (SELECT count(*) FROM escrow_partition_spans() s
+                            WHERE s.tbl = 'holds' AND s.lo <= d AND d < s.hi) <> 1")" 0 \
+    "days ahead without exactly one holds partition"
+itest_eq "$(itest_q "SELECT count(*) FROM escrow_partition_spans() s WHERE s.tbl = 'holds'
+                     AND s.lo > escrow_today() + 8 AND (s.hi - s.lo <> 7 OR extract(isodow FROM s.lo) <> 1)")" 0 \
+    "holds partitions ahead that are not Monday to Sunday"
+itest_eq "$(itest_q "SELECT count(*) FROM escrow_partition_spans() s WHERE s.tbl = 'outbox'
+                     AND s.lo > escrow_today() + 8 AND s.hi - s.lo <> 1")" 0 "outbox partitions of more than a day"
+itest_eq "$(itest_q "SET datestyle = 'SQL, DMY'; SELECT count(*) FROM escrow_partition_spans() WHERE lo IS NULL")" 2 \
+    "partitions without days under another DateStyle (the two default partitions)"
+iso() { # DAYS_AGO -> YYYY-MM-DD
+    itest_q "SELECT escrow_today() - $1"
+}
+# days -9 to -4: its first days older than the window, its last inside it;
+# days -20 to -15: all older than the window
+itest_q "CREATE TABLE holds_p$(day 9) PARTITION OF holds FOR VALUES FROM ('$(iso 9)') TO ('$(iso 3)')" >/dev/null
+itest_q "CREATE TABLE holds_p$(day 20) PARTITION OF holds FOR VALUES FROM ('$(iso 20)') TO ('$(iso 14)')" >/dev/null
+for d in 20 18 9 5; do
+    itest_q "SELECT escrow_partitions_ensure(escrow_today() - $d, escrow_today() - $d)" >/dev/null
+done
+W_OLD=$(reserve k-w-old)
+W_IN=$(reserve k-w-in)
+W_GONE=$(reserve k-w-gone)
+for h in "$W_OLD" "$W_IN" "$W_GONE"; do
+    settle confirm "$h"
+done
+age 9 k-w-old
+age 5 k-w-in
+age 18 k-w-gone
+# the days are closed again from the oldest (rows were moved into closed days)
+itest_q "UPDATE holds_closed_mark SET through = NULL" >/dev/null
+itest_q "DELETE FROM holds_closed" >/dev/null
+esc_ctl retention show >"$ITEST_DIR/show2.txt" || esc_fail "retention: show (several days) failed"
+grep -q "holds_p$(day 9) .* keep .*inside the idempotency window (days $(iso 9) to $(iso 4))" \
+    "$ITEST_DIR/show2.txt" || { cat "$ITEST_DIR/show2.txt"; esc_fail "retention: a partition whose last day is inside the window must be kept"; }
+esc_ctl --json retention run >"$ITEST_DIR/run2.json" || esc_fail "retention: run (several days) failed"
+dropped=$(python3 -c 'import json,sys; print(" ".join(sorted(r["partition"] for r in json.load(sys.stdin)["dropped"] if r["table"] == "holds")))' <"$ITEST_DIR/run2.json")
+itest_eq "$dropped" "holds_p$(day 20)" "holds partitions dropped (several days)"
+itest_eq "$(itest_q "SELECT holds || '/' || sold FROM holds_retired")" "5/4" "holds_retired (and k-w-gone)"
+itest_eq "$(itest_q "SELECT count(*) FROM segment_holds_agree a JOIN segment_holds_agree_recent r USING (segment_id)
+                     WHERE NOT r.ok OR (a.holds_live, a.holds_sold) IS DISTINCT FROM (r.holds_live, r.holds_sold)")" \
+    0 "segments whose monitor view differs from their holds (several days)"
+esc_ctl check >"$ITEST_DIR/check.txt" || { cat "$ITEST_DIR/check.txt"; esc_fail "retention: escrowctl check (several days)"; }
+esc_node_stop "$ITEST_NODE_PID" || esc_fail "retention: the node did not stop cleanly"
+itest_node n1 "$PORT"
+out=$(itest_probe reserve --endpoint "$EP" --item ret --key k-w-in --buyer b-k-w-in --qty 2)
+itest_eq "$(itest_status "$out") $(itest_field hold "$out") $(itest_field state "$out")" "OK $W_IN converted" \
+    "a retry inside the window gets its first outcome (a partition of several days)"
+out=$(itest_probe reserve --endpoint "$EP" --item ret --key k-w-old --buyer b-k-w-old --qty 2)
+new=$(itest_field hold "$out")
+[[ $(itest_status "$out") == OK && $new != "$W_OLD" ]] ||
+    esc_fail "retention: a retry older than the window should be a new request, even in a kept partition: $out"
+itest_q "UPDATE retention_settings SET holds_part_days = 1" >/dev/null
 
 esc_step "the coordinator runs retention on its schedule (--retention-s 1)"
 # the last partitions ahead go; the coordinator's next run makes them again

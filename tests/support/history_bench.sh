@@ -19,9 +19,10 @@
 # monitor's cost is printed separately). escrow-bench talks to the node directly, every hold
 # durable before it is answered, ESC_HIST_INFLIGHT (512) in flight, random-
 # looking idempotency keys (--key-order hashed, as a shop's UUIDs: a new key
-# lands on a random page of each day's key indexes). The fill makes each day's
-# partition as a plain table (one INSERT ... SELECT generate_series, then its
-# indexes, VACUUM), ESC_HIST_JOBS days at a time, and attaches it; the
+# lands on a random page of each partition's key indexes). The fill makes each
+# partition that holds days of the window (holds_part_days days each) as a
+# plain table (INSERT ... SELECT generate_series, then its indexes, VACUUM),
+# ESC_HIST_JOBS at a time, and puts it in the partition's place; the
 # history's keys are md5 strings, spread over the same key space as the
 # measured ones.
 #
@@ -38,8 +39,9 @@
 # look-ups used, and EXPLAIN (ANALYZE, BUFFERS) of the key look-up.
 # Knobs: ESC_HIST_HOLDS (20000000) ESC_HIST_SECONDS (30) ESC_HIST_WARMUP_S
 # (15) ESC_HIST_INFLIGHT (512) ESC_HIST_JOBS (2) ESC_HIST_SHARED_BUFFERS
-# (25% of RAM) ESC_HIST_STATEMENTS (0) ESC_HIST_DIR (logs; default a fresh
-# /tmp/escrow-hist.XXXXXX, kept).
+# (25% of RAM) ESC_HIST_STATEMENTS (0) ESC_HIST_PART_DAYS (the schema's
+# holds_part_days, 7; 1 = a partition per day, as before schema 0019)
+# ESC_HIST_DIR (logs; default a fresh /tmp/escrow-hist.XXXXXX, kept).
 set -euo pipefail
 # shellcheck source=tests/support/lib.sh
 source "$(dirname "$0")/lib.sh"
@@ -85,6 +87,17 @@ for setting in fsync synchronous_commit; do
 done
 esc_ctl migrate >"$dir/migrate.log" 2>&1 || { cat "$dir/migrate.log"; esc_fail "migrate"; }
 esc_psql "INSERT INTO tenants (tenant_id) VALUES ('$tenant') ON CONFLICT DO NOTHING" >/dev/null
+if [[ -n ${ESC_HIST_PART_DAYS:-} ]]; then
+    # another width: the (empty) partitions made ahead are made again with it
+    "$ESC_PG_BINDIR/psql" "$ESCROW_DSN" -At -X -q -v ON_ERROR_STOP=1 -f - >/dev/null <<SQL
+UPDATE retention_settings SET holds_part_days = $ESC_HIST_PART_DAYS;
+DO \$\$ DECLARE p record; BEGIN
+    FOR p IN SELECT part FROM escrow_partition_spans() WHERE tbl = 'holds' AND lo IS NOT NULL LOOP
+        EXECUTE format('DROP TABLE %I', p.part);
+    END LOOP; END \$\$;
+SELECT escrow_partitions_ensure(escrow_today(), escrow_today() + 7);
+SQL
+fi
 for item in empty full; do
     esc_ctl item create "$tenant" "$item" --total 100000000 --segments 8 --node n1 \
         --hold-ttl-ms 600000 >/dev/null
@@ -195,53 +208,73 @@ esc_step "2. fill: $holds ended holds over the $window days of the window ($jobs
 t0=$SECONDS
 bytes0=$(holds_bytes)
 per_day=$((holds / window))
-# One day: a plain table shaped like holds, filled by one INSERT ... SELECT
-# generate_series without an index, then its indexes built in one pass each,
-# vacuumed (hint bits, visibility map: as a settled day is), and attached as
-# that day's partition (the CHECK spares ATTACH its scan). Days run $jobs at
-# a time; the attaches one after the other.
-fill_day() { # DAYS_AGO
-    local d=$1 p
-    p=holds_p$(esc_psql "SELECT to_char(escrow_today() - $d, 'YYYYMMDD')")
+# The partitions the window's past days belong to, as the schema lays them
+# out (retention_settings.holds_part_days days each; the current one also
+# holds today's rows, from the empty measurement).
+width=$(esc_psql "SELECT holds_part_days FROM retention_settings")
+esc_psql "SELECT escrow_partitions_ensure(escrow_today() - $window, escrow_today())" >/dev/null
+mapfile -t spans < <(esc_psql "
+    SELECT part || ' ' || (escrow_today() - GREATEST(lo, escrow_today() - $window)) || ' ' ||
+           (escrow_today() - LEAST(hi - 1, escrow_today() - 1)) || ' ' || lo || ' ' || hi
+    FROM escrow_partition_spans()
+    WHERE tbl = 'holds' AND hi > escrow_today() - $window AND lo < escrow_today() ORDER BY lo")
+echo "holds partitions of $width days: ${#spans[@]} hold the window's past days"
+# One partition: a plain table shaped like holds, filled by one INSERT ...
+# SELECT generate_series per day without an index (and the rows the
+# partition has already), then its indexes built in one pass each, vacuumed
+# (hint bits, visibility map: as a settled day is); then, one after the
+# other, it takes the partition's place (detach, drop, attach: the CHECK
+# spares ATTACH its scan). Partitions run $jobs at a time.
+fill_part() { # PARTITION OLDEST_DAYS_AGO NEWEST_DAYS_AGO LO HI
+    local p=$1 f=${1}_fill
     "$ESC_PG_BINDIR/psql" "$ESCROW_DSN" -At -X -q -v ON_ERROR_STOP=1 -f - >/dev/null <<SQL
 SET maintenance_work_mem = '512MB';
 BEGIN;
-CREATE TABLE $p (LIKE holds INCLUDING DEFAULTS INCLUDING CONSTRAINTS,
-    CONSTRAINT ${p}_day CHECK (created_day >= escrow_today() - $d AND created_day < escrow_today() - $d + 1));
-INSERT INTO $p (hold_id, tenant_id, item_id, segment_id, buyer_id, qty, qty_sold, state,
+CREATE TABLE $f (LIKE holds INCLUDING DEFAULTS INCLUDING CONSTRAINTS,
+    CONSTRAINT ${f}_span CHECK (created_day >= '$4' AND created_day < '$5'));
+INSERT INTO $f (hold_id, tenant_id, item_id, segment_id, buyer_id, qty, qty_sold, state,
     expires_at, extended, idempotency_key, request_hash, epoch, created_at, ended_at, created_day)
-SELECT ((8000000 - $d)::bigint << 40) + n, '$tenant', 'history', 8000000 - $d,
+SELECT ((8000000 - d)::bigint << 40) + n, '$tenant', 'history', 8000000 - d,
        'buyer-' || (n % 100000), 1, 1, 'converted', at + interval '10 min', false,
-       md5(n::text || '/' || $d), n, 1, at, at + interval '1 min', escrow_today() - $d
-FROM (SELECT n, (escrow_today() - $d)::timestamp AT TIME ZONE 'UTC'
-                + (n * 86400.0 / $per_day) * interval '1 second' AS at
-      FROM generate_series(1, $per_day) n) g;
+       md5(n::text || '/' || d), n, 1, at, at + interval '1 min', escrow_today() - d
+FROM (SELECT d, n, (escrow_today() - d)::timestamp AT TIME ZONE 'UTC'
+                   + (n * 86400.0 / $per_day) * interval '1 second' AS at
+      FROM generate_series($3, $2) d, generate_series(1, $per_day) n) g;
+INSERT INTO $f SELECT * FROM $p;
 COMMIT;
-ALTER TABLE $p ADD CONSTRAINT ${p}_pkey PRIMARY KEY (hold_id, created_day),
+ALTER TABLE $f ADD CONSTRAINT ${p}_pk PRIMARY KEY (hold_id, created_day),
     ADD CONSTRAINT ${p}_idempotency_key UNIQUE (tenant_id, idempotency_key, created_day);
-CREATE INDEX ${p}_idempotency_hash ON $p USING hash (idempotency_key);
-CREATE INDEX ${p}_live ON $p (segment_id) WHERE state = 'held';
-CREATE INDEX ${p}_ended ON $p (segment_id, ended_at) WHERE state <> 'held';
-VACUUM (ANALYZE) $p;
+CREATE INDEX ${p}_idempotency_hash ON $f USING hash (idempotency_key);
+CREATE INDEX ${p}_live ON $f (segment_id) WHERE state = 'held';
+CREATE INDEX ${p}_ended ON $f (segment_id, ended_at) WHERE state <> 'held';
+CREATE INDEX ${p}_day_brin ON $f USING brin (created_day);
+VACUUM (ANALYZE) $f;
 SQL
-    echo "  day -$d: $per_day holds ($((SECONDS - t0)) s)"
+    echo "  $p (days -$2 to -$3 of history): $((($2 - $3 + 1) * per_day)) holds ($((SECONDS - t0)) s)"
 }
-fills=() # the days being filled, oldest first (the node is a job too)
-for ((d = window; d >= 1; d--)); do
+fills=() # the partitions being filled, oldest first (the node is a job too)
+for span in "${spans[@]}"; do
     if ((${#fills[@]} >= jobs)); then
-        wait "${fills[0]}" || esc_fail "the fill of a day failed"
+        wait "${fills[0]}" || esc_fail "the fill of a partition failed"
         fills=("${fills[@]:1}")
     fi
-    fill_day "$d" &
+    # shellcheck disable=SC2086 # one span: five words
+    fill_part $span &
     fills+=($!)
 done
 for pid in "${fills[@]}"; do
-    wait "$pid" || esc_fail "the fill of a day failed"
+    wait "$pid" || esc_fail "the fill of a partition failed"
 done
-for ((d = window; d >= 1; d--)); do
-    esc_psql "DO \$\$ BEGIN EXECUTE format('ALTER TABLE holds ATTACH PARTITION %I FOR VALUES FROM (%L) TO (%L)',
-        'holds_p' || to_char(escrow_today() - $d, 'YYYYMMDD'), escrow_today() - $d, escrow_today() - $d + 1);
-        END \$\$" >/dev/null
+for span in "${spans[@]}"; do
+    read -r p _ _ lo hi <<<"$span"
+    "$ESC_PG_BINDIR/psql" "$ESCROW_DSN" -At -X -q -v ON_ERROR_STOP=1 -f - >/dev/null <<SQL
+BEGIN;
+ALTER TABLE holds DETACH PARTITION $p;
+DROP TABLE $p;
+ALTER TABLE ${p}_fill RENAME TO $p;
+ALTER TABLE holds ATTACH PARTITION $p FOR VALUES FROM ('$lo') TO ('$hi');
+COMMIT;
+SQL
 done
 # the days that ended an hour ago are closed, as a retention run would: the
 # coordinator's monitor then reads only today's holds (and yesterday's, from

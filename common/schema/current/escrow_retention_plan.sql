@@ -2,15 +2,17 @@
 -- escrow_retention_plan - every partition of holds and outbox, oldest
 -- first, with its rows (exact below 256 MB, else the planner's estimate),
 -- its size on disk, and what a retention run would do with it and why:
---   holds:  drop once its day is older than the idempotency window
+--   holds:  drop once its last day is older than the idempotency window
 --           (retention_settings.window_days before today) and no hold in
---           it is live;
+--           it is live (a partition of several days says which);
 --   outbox: drop once its day is older than the window and every event-feed
 --           consumer has read all of it, or anyway ('forced', naming the
 --           consumers that had not) once it is older than feed_max_days.
 -- Default partitions are never dropped. Reads only.
 --
--- As of migration 0012_retention.
+-- As of migration 0019_holds_partition_width (0012_retention; 0019 reads a
+-- partition's days from its bounds, escrow_partition_spans, and keeps it
+-- until its last day leaves the window).
 --
 -- Checked against the migrations by tests/integration/schema_current.sh.
 
@@ -27,12 +29,9 @@ DECLARE
 BEGIN
     SELECT * INTO STRICT v_set FROM retention_settings;
     FOR p IN
-        SELECT pp.relname::text AS parent, c.relname::text AS name, c.reltuples,
-               CASE WHEN c.relname ~ '_p[0-9]{8}$'
-                    THEN to_date(right(c.relname, 8), 'YYYYMMDD') END AS d
-        FROM pg_inherits i JOIN pg_class c ON c.oid = i.inhrelid
-        JOIN pg_class pp ON pp.oid = i.inhparent
-        WHERE pp.relname IN ('holds', 'outbox') AND pp.relnamespace = 'public'::regnamespace
+        SELECT sp.tbl AS parent, sp.part AS name, c.reltuples, sp.lo AS d, sp.hi - 1 AS last
+        FROM escrow_partition_spans() sp
+        JOIN pg_class c ON c.relname = sp.part AND c.relnamespace = 'public'::regnamespace
         ORDER BY 1, 4 NULLS LAST
     LOOP
         tbl := p.parent;
@@ -47,9 +46,9 @@ BEGIN
         action := 'keep';
         IF p.d IS NULL THEN
             reason := 'default partition: rows of a day without a partition';
-        ELSIF p.d >= v_today THEN
+        ELSIF p.last >= v_today THEN
             reason := 'today or ahead';
-        ELSIF p.d >= v_today - v_set.window_days THEN
+        ELSIF p.last >= v_today - v_set.window_days THEN
             reason := 'inside the idempotency window';
         ELSIF p.parent = 'holds' THEN
             EXECUTE format('SELECT count(*) FROM %I WHERE state = ''held''', p.name) INTO v_n;
@@ -70,12 +69,15 @@ BEGIN
             IF v_lag IS NULL THEN
                 action := 'drop';
                 reason := 'older than the window, read by every consumer';
-            ELSIF p.d < v_today - v_set.feed_max_days THEN
+            ELSIF p.last < v_today - v_set.feed_max_days THEN
                 action := 'drop';
                 reason := 'forced: older than feed_max_days, unread by ' || v_lag;
             ELSE
                 reason := 'unread by ' || v_lag;
             END IF;
+        END IF;
+        IF p.last > p.d THEN
+            reason := reason || ' (days ' || p.d || ' to ' || p.last || ')';
         END IF;
         RETURN NEXT;
     END LOOP;
