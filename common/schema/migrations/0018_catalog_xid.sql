@@ -51,7 +51,7 @@
 -- from the sequence instead. So the previous coordinator still learns
 -- every change of a segment's owner, epoch or state, but no longer re-reads
 -- the catalog for a node's counters (which it takes from the heartbeats).
--- The next migration drops the sequence, its triggers and functions.
+-- A later migration drops the sequence, its triggers and functions.
 
 DROP TRIGGER segments_catalog_update ON segments;
 
