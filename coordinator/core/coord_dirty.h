@@ -29,6 +29,8 @@ typedef enum coord_work {
     COORD_WORK_MONITOR,   /* its books may have moved: the invariant monitor checks it
                            * (coord_mon.h); marked with every POLICY mark */
     COORD_WORK_PASS,      /* a pass at the next tick */
+    COORD_WORK_COUNTS,    /* an owner reported other counters: the poll reads its segment
+                           * rows' counters (coord_counts.h) */
     COORD_WORK_KINDS
 } coord_work;
 

@@ -23,6 +23,7 @@
 #include "coord_admin.h"
 #include "coord_asg.h"
 #include "coord_auth.h"
+#include "coord_counts.h"
 #include "coord_db.h"
 #include "coord_lease.h"
 #include "coord_leader.h"
@@ -222,6 +223,7 @@ static void on_poll(uv_timer_t *t)
     coord *c = t->data;
     if (coord_leader_serving(c)) {
         coord_db_poll(c);
+        coord_counts_poll(c);
     }
 }
 

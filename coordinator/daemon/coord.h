@@ -27,6 +27,8 @@
  *   coord_place     nodes, leases, placement, epochs
  *   coord_route     routing tables: versions, publishing, route requests
  *   coord_db        the statement queue and the catalog read
+ *   coord_counts    the segment rows' counters, read for the items whose
+ *                   owners reported other ones
  *   coord_leader    the region's leader lease and its fence (coord_db asks
  *                   it before each statement, and tells it of a refused write)
  *   coord_reply     replies on the REP socket

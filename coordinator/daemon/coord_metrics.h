@@ -17,9 +17,10 @@
  *   epoch_changes_total             segments granted with a raised epoch
  *   segments{state}                 active / draining (gauge), and
  *   segments_unserved               segments without a live owner (gauge)
- *   view_gap_units                  |owners' reports - segment rows at the last catalog
- *                                   read| summed over segments (gauge: the gap between
- *                                   the routing view and the database view)
+ *   view_gap_units                  |owners' reports - segment rows as last read|
+ *                                   summed over segments (gauge: the gap between
+ *                                   the routing view and the database view; the
+ *                                   rows' counters are read by coord_counts.h)
  *   transfers_in_flight{state}      open transfers: planned / sent (gauge)
  *   transfers_planned_total{reason} rebalance, refill, collapse, forward, restock, ...
  *   transfers_completed_total{reason,outcome}   received / cancelled ("unknown" reason

@@ -182,6 +182,10 @@ static void take_stats(coord *c, coord_node *n, coord_seg *s, const wire_seg_sta
         /* its stock or demand moved: a pass at the next rebalance */
         coord_cat_mark(&c->cat, s->item, COORD_WORK_POLICY);
     }
+    if (!same || s->available != st->available || s->held != st->held || s->sold != st->sold) {
+        /* the row's counters the coordinator holds are now behind (coord_counts.h) */
+        coord_cat_mark(&c->cat, s->item, COORD_WORK_COUNTS);
+    }
     s->reported = true;
     s->rep_epoch = st->epoch;
     s->available = st->available;

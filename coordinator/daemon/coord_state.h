@@ -57,6 +57,7 @@ typedef struct coord_db {
     bool refresh_again;           /* a read from the mark was asked for meanwhile */
     coord_change change;          /* the mark of the reads (coord_change.h) */
     int64_t last_full_us;         /* monotonic: when the last full catalog read was queued */
+    bool counts_running;          /* a read of segment counters is queued (coord_counts.c) */
 } coord_db;
 
 /* Bytes of a coordinator's name in the leader lease (host name and first
