@@ -157,6 +157,9 @@ typedef struct node_hb {
     hb_sync sync;            /* what the coordinator acknowledged of our figures */
     uint64_t bytes_sent;     /* heartbeat bytes, for the figures */
     bool more;               /* the last heartbeat left changes for the next one */
+    /* the next reply applies the assignment even if it changes nothing: a
+     * drop was put off, or a load finished since (node_assign.c) */
+    bool apply_again;
     bool stop_sent, stop_done;
     uint64_t stop_corr;
 } node_hb;

@@ -63,9 +63,11 @@ static void drop_unassigned(node *n)
             continue;
         }
         if (a != NULL && a->epoch < s->epoch) {
+            n->hb.apply_again = true;
             continue; /* a view older than what we loaded: the next reply is newer */
         }
         if (node_commit_touches(n, s)) {
+            n->hb.apply_again = true;
             continue; /* settles first; the next reply drops it */
         }
         ESC_LOG(ESC_LOG_INFO, "SEG-DROP",
@@ -81,6 +83,7 @@ static void drop_unassigned(node *n)
 
 static void assignment_applied(node *n)
 {
+    n->hb.apply_again = false;
     drop_unassigned(n);
     node_load_assignment_changed(n);
 }
@@ -149,6 +152,9 @@ static void take_delta(node *n, const wire_hb_reply *r)
     if (!r->assign_more) {
         check_assignment(n, r);
     }
+    if (r->nsegs == 0 && r->nunassigned == 0 && !hb->apply_again && !n->load.wanted) {
+        return; /* nothing changed: walking every segment would find nothing to do */
+    }
     assignment_applied(n);
 }
 
@@ -201,7 +207,7 @@ static void fill_one(node *n, wire_heartbeat *m, size_t i, int64_t now, size_t *
     wire_seg_stats st;
     uint64_t h = 0;
     if (!s->fenced) {
-        node_reply_seg_stats(s, &st);
+        node_reply_seg_figures(s, &st); /* the names only when sent, below */
         h = hb_sync_stats_hash(&st);
         m->seg_count++;
         m->seg_digest += h;
@@ -211,6 +217,7 @@ static void fill_one(node *n, wire_heartbeat *m, size_t i, int64_t now, size_t *
     }
     int want = hb_sync_want(t, i, h, now);
     if (want == HB_SYNC_SEND) {
+        node_reply_seg_stats(s, &st);
         size_t cost = 64 + strlen(st.item_id) + strlen(st.tenant_id);
         if (m->nsegs == ESC_HB_SEGMENTS_MAX || *bytes + cost > ESC_HB_BYTES_BUDGET) {
             m->more = m->more || h != t->slots[i].acked; /* only recent: no divergence */

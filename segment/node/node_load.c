@@ -112,6 +112,7 @@ void node_load_assignment_changed(node *n)
 
 static void load_finish(node *n)
 {
+    n->hb.apply_again = true; /* the next reply sets what it loaded (node_assign.c) */
     n->load.busy = false;
     n->load.nrows = 0;
     n->query_busy = false;

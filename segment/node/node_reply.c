@@ -124,19 +124,24 @@ void node_reply_all(node *n, node_req *list, int status)
     }
 }
 
-void node_reply_seg_stats(const seg_segment *s, wire_seg_stats *w)
+void node_reply_seg_figures(const seg_segment *s, wire_seg_stats *w)
 {
-    memset(w, 0, sizeof *w);
     w->segment_id = s->segment_id;
-    snprintf(w->item_id, sizeof w->item_id, "%s", s->item->item_id);
     w->epoch = s->epoch;
     w->available = s->available;
     w->held = s->held + s->returning;
     w->sold = s->sold;
     w->state = s->fenced ? 3u : (uint32_t)s->state;
-    snprintf(w->tenant_id, sizeof w->tenant_id, "%s", s->item->tenant_id);
     w->reserved = s->reserved;
     w->empties = s->empties;
+}
+
+void node_reply_seg_stats(const seg_segment *s, wire_seg_stats *w)
+{
+    memset(w, 0, sizeof *w);
+    node_reply_seg_figures(s, w);
+    snprintf(w->item_id, sizeof w->item_id, "%s", s->item->item_id);
+    snprintf(w->tenant_id, sizeof w->tenant_id, "%s", s->item->tenant_id);
 }
 
 void node_reply_stats(node *n, const nnx_hdr *hdr, const wire_request *req)

@@ -36,6 +36,9 @@ void node_reply_all(node *n, node_req *list, int status);
 /* One segment as a stats reply and a heartbeat carry it (held includes
  * returning; a fenced segment's state is 3). */
 void node_reply_seg_stats(const seg_segment *s, wire_seg_stats *w);
+/* Only its figures (the numbers: what hb_sync_stats_hash reads), not the
+ * item's and tenant's names: a heartbeat's check of every segment. */
+void node_reply_seg_figures(const seg_segment *s, wire_seg_stats *w);
 /* Answers a stats request from memory: the tenant's segments served here. */
 void node_reply_stats(node *n, const nnx_hdr *hdr, const wire_request *req);
 
