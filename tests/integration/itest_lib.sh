@@ -138,6 +138,14 @@ itest_status() {
     echo "${1%% *}"
 }
 
+# itest_metric PORT NAME -> NAME's value on http://127.0.0.1:PORT/metrics
+# (0 while it is not exported yet)
+itest_metric() {
+    local v
+    v=$(curl -sfS --max-time 30 "http://127.0.0.1:$1/metrics" | awk -v m="$2" '$1 == m { print $2 }')
+    echo "${v:-0}"
+}
+
 itest_q() {
     esc_psql "$1"
 }

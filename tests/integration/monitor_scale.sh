@@ -42,11 +42,7 @@ esc_spawn "$ITEST_DIR/coordinator.log" "$ESC_BIN/escrow-coordinator" --dsn "$ESC
 CPID=$ESC_SPAWN_PID
 esc_wait_for 60 grep -q COORD-READY "$ITEST_DIR/coordinator.log" || esc_fail "monitor_scale: no COORD-READY"
 
-metric() { # NAME -> its value (0 when not yet exported)
-    local v
-    v=$(curl -sfS --max-time 30 "http://127.0.0.1:$MPORT/metrics" | awk -v m="$1" '$1 == m { print $2 }')
-    echo "${v:-0}"
-}
+metric() { itest_metric "$MPORT" "$1"; } # NAME -> its value (0 when not yet exported)
 metric_is() { [[ $(metric "$1") == "$2" ]]; }
 metric_at_least() { (($(metric "$1") >= $2)); }
 checks() { metric 'escrow_conservation_checks_total{result="ok"}'; }
