@@ -34,7 +34,14 @@ static const char sql_fence[] =
 static const char sql_epoch[] = TAG "SELECT coalesce(max(x), 0)::bigint / 4294967296 + 1 FROM ("
                                     "SELECT pg_current_xact_id()::text::numeric AS x UNION ALL "
                                     "SELECT txid::text::numeric FROM outbox UNION ALL "
-                                    "SELECT cursor_txid::text::numeric FROM feed_consumers) t";
+                                    "SELECT cursor_txid::text::numeric FROM feed_consumers UNION ALL "
+                                    /* the catalog's marks (migration 0018): below the new
+                                     * ids, or the coordinator reads those rows at every poll */
+                                    "SELECT cat_xid::text::numeric FROM items UNION ALL "
+                                    "SELECT cat_xid::text::numeric FROM segments UNION ALL "
+                                    "SELECT cat_xid::text::numeric FROM transfers UNION ALL "
+                                    "SELECT cat_xid::text::numeric FROM global_items UNION ALL "
+                                    "SELECT cat_xid::text::numeric FROM nodes) t";
 
 /* Locks the lease row; refuses while a coordinator holds the lease. */
 static int lease_free(PGconn *conn)

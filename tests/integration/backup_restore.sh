@@ -123,10 +123,22 @@ esc_ctl restore fence >"$D/fence.out" 2>&1 || {
     esc_fail "backup_restore: restore fence failed on the restored database"
 }
 cat "$D/fence.out"
+# A dump whose newest transaction changed the catalog, epochs of ids
+# after every event (xid-epoch counts in epochs of 2^32 ids): one segment's
+# cat_xid two epochs above every transaction id of the outbox.
+itest_q "UPDATE segments SET cat_xid = ((SELECT max(txid)::text::numeric FROM outbox) + 8589934592)::text::xid8
+         WHERE segment_id = (SELECT min(segment_id) FROM segments)" >/dev/null
 EPOCH=$(esc_ctl restore xid-epoch) || esc_fail "backup_restore: restore xid-epoch failed"
 EPOCH=${EPOCH%%$'\n'*}
 [[ $EPOCH =~ ^[0-9]+$ ]] || esc_fail "backup_restore: restore xid-epoch printed '$EPOCH'"
 esc_pg_xid_epoch "$EPOCH" || esc_fail "backup_restore: cannot set the transaction-id epoch"
+# No catalog row is ahead of the new cluster's ids: the coordinator's first
+# read of changes after its full one finds none of the dump's rows again.
+itest_eq "$(itest_q "SELECT (SELECT count(*) FROM items WHERE cat_xid >= pg_current_xact_id())
+                          + (SELECT count(*) FROM segments WHERE cat_xid >= pg_current_xact_id())
+                          + (SELECT count(*) FROM transfers WHERE cat_xid >= pg_current_xact_id())
+                          + (SELECT count(*) FROM nodes WHERE cat_xid >= pg_current_xact_id())")" 0 \
+    "catalog rows whose cat_xid is ahead of the restored cluster's transaction ids"
 esc_ctl migrate --status >"$D/status.out" || {
     cat "$D/status.out" >&2
     esc_fail "backup_restore: the restored schema is not current"
