@@ -42,6 +42,17 @@ echo "segment:owner:epoch $BEFORE"
 
 N1_LOG=$(ls "$ITEST_DIR"/node*-n1-*.log)
 N2_LOG=$(ls "$ITEST_DIR"/node*-n2-*.log)
+# loaded_by_owners: every segment loaded by its owner at its epoch. A route
+# names a new owner before it has loaded the segment (its first answers
+# would be NOT_OWNER): the probes start only after that.
+loaded_by_owners() {
+    local id node epoch
+    while IFS='|' read -r id node epoch; do
+        grep -q "SEG-LOADED seg=$id item=t1/cp epoch=$epoch " "$ITEST_DIR"/node*-"$node"-*.log || return 1
+    done < <(itest_q "SELECT segment_id || '|' || node_id || '|' || epoch FROM segments WHERE item_id = 'cp'")
+}
+esc_wait_for 60 loaded_by_owners ||
+    esc_fail "the segments were not loaded by their owners: $(owners)"
 # node_logs_since N1_LINES N2_LINES: what both nodes logged after those lines
 # (the setup's own handover, n1 dropping the half n2 took, is not counted)
 node_logs_since() {
