@@ -228,6 +228,14 @@ static void on_db_state(pgx_conn *pc, bool up, void *arg)
     }
 }
 
+/* A statement of the coordinator's connection with no answer after this long
+ * is given up like one whose connection was lost (pgx.h): the leader lease
+ * is renewed on this connection, so a primary that hangs without closing
+ * its connections (a stopped process, a frozen machine) must not keep the
+ * coordinator from serving for longer than this, nor the default 60 s. Its
+ * statements take milliseconds; a whole read of 400,000 segments ~0.15 s. */
+#define COORD_DB_QUERY_TIMEOUT_MS 10000
+
 int coord_db_open(coord *c, coord_db_reload_cb reload_cb, coord_db_refused_cb refused_cb)
 {
     coord_db *db = &c->db;
@@ -244,6 +252,7 @@ int coord_db_open(coord *c, coord_db_reload_cb reload_cb, coord_db_refused_cb re
         ESC_LOG(ESC_LOG_ERROR, "COORD-DB", "out of memory");
         abort();
     }
+    pgx_set_query_timeout(&db->conn, COORD_DB_QUERY_TIMEOUT_MS);
     return 0;
 }
 
