@@ -78,6 +78,17 @@ void coord_cat_mark(coord_cat *c, coord_item *it, coord_work w)
     }
 }
 
+void coord_cat_set_db_counts(coord_cat *c, coord_seg *s, int64_t available, int64_t held,
+                             int64_t sold)
+{
+    if (available != s->db_available || held != s->db_held || sold != s->db_sold) {
+        coord_cat_mark(c, s->item, COORD_WORK_POLICY);
+    }
+    s->db_available = available;
+    s->db_held = held;
+    s->db_sold = sold;
+}
+
 void coord_cat_unmark(coord_item *it, coord_work w)
 {
     it->marked[w] = false;

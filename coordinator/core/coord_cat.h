@@ -218,6 +218,10 @@ size_t coord_cat_check_nodes(coord_cat *c);
 /* The work lists (coord_dirty.h). A mark for COORD_WORK_POLICY marks
  * COORD_WORK_MONITOR too. */
 void coord_cat_mark(coord_cat *c, coord_item *it, coord_work w);
+/* The segment row's counters as the database has them (db_*): an item whose
+ * counters moved is marked for a policy pass. */
+void coord_cat_set_db_counts(coord_cat *c, coord_seg *s, int64_t available, int64_t held,
+                             int64_t sold);
 void coord_cat_unmark(coord_item *it, coord_work w);
 bool coord_cat_marked(const coord_item *it, coord_work w);
 /* The items marked for w, each once, unmarked; valid until the next take

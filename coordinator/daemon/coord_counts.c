@@ -34,12 +34,7 @@ static void on_counts(coord *c, PGresult *res, const pgx_err *err, void *arg)
         }
         int64_t av = pg_result_i64_or(res, i, 1, 0), held = pg_result_i64_or(res, i, 2, 0),
                 sold = pg_result_i64_or(res, i, 3, 0);
-        if (av != s->db_available || held != s->db_held || sold != s->db_sold) {
-            coord_cat_mark(&c->cat, s->item, COORD_WORK_POLICY);
-        }
-        s->db_available = av;
-        s->db_held = held;
-        s->db_sold = sold;
+        coord_cat_set_db_counts(&c->cat, s, av, held, sold);
         bool agrees = s->available == av && s->held == held && s->sold == sold;
         if (s->reported && s->rep_epoch == s->epoch && !agrees) {
             coord_cat_mark(&c->cat, s->item, COORD_WORK_COUNTS);

@@ -508,13 +508,7 @@ static void merge_one_seg(coord *c, PGresult *res, int i, reload_run *run)
             return;
         }
     }
-    int64_t av = i64(res, i, 6), held = i64(res, i, 7), sold = i64(res, i, 8);
-    if (av != s->db_available || held != s->db_held || sold != s->db_sold) {
-        coord_cat_mark(&c->cat, s->item, COORD_WORK_POLICY);
-    }
-    s->db_available = av;
-    s->db_held = held;
-    s->db_sold = sold;
+    coord_cat_set_db_counts(&c->cat, s, i64(res, i, 6), i64(res, i, 7), i64(res, i, 8));
     if (s->pending || s->item->write_busy) {
         /* a write in flight will set owner, epoch or state. An ownership
          * write (s->pending) that commits moves the row's cat_xid, so the
@@ -796,11 +790,6 @@ static void start_read(coord *c, bool full)
 void coord_db_reload(coord *c)
 {
     start_read(c, true);
-}
-
-void coord_db_refresh(coord *c)
-{
-    start_read(c, false);
 }
 
 /* ---- the poll ---------------------------------------------------------------- */

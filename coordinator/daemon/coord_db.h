@@ -15,7 +15,7 @@
  * when the last one is merged the reload callback given to coord_db_open
  * runs (the daemon logs READY after the first full read and decides the
  * admin requests that waited for one). A full read (coord_db_reload) reads
- * every row (open transfers only); a read from the mark (coord_db_refresh)
+ * every row (open transfers only); a read from the mark (coord_db_poll)
  * first asks whether any row's cat_xid is at or above the mark
  * (coord_change.h, migration 0018) and, if so, reads those rows only
  * (closed transfers too, which memory drops).
@@ -68,10 +68,6 @@ void coord_db_unknown(coord *c);
  * database in a row nobody changed since (a write that failed, an outcome
  * not known, a belief the database refused). */
 void coord_db_reload(coord *c);
-/* Queues a read of the rows changed since the last read (coord_change.h);
- * coalesced likewise. For when a write of the coordinator's own committed
- * and memory should learn what the database made of it. */
-void coord_db_refresh(coord *c);
 
 /* The catalog poll: a read from the mark (one small query when nothing
  * changed), or a full read when the last full one failed, a write's outcome
