@@ -483,7 +483,14 @@ static void merge_nodes(coord *c, PGresult *res, const pgx_err *err, void *arg)
             snprintf(n->endpoint, sizeof n->endpoint, "%s", PQgetvalue(res, i, 1));
         }
         if (n->write_busy) {
-            keep_row(run, res, i, 4);
+            /* the write in flight sets what memory keeps of the row (only
+             * this coordinator writes a known node's row): when it commits
+             * a change of endpoint, incarnation or state, the row's cat_xid
+             * moves and the next read fetches it; when it fails memory
+             * keeps what it had, which is the row. Keeping the row would
+             * hold the mark back while the writes queue behind others (a
+             * large placement): every read would fetch every row changed
+             * since the node registered, the whole catalog. */
             continue;
         }
         n->db_state = st;

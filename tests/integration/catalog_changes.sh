@@ -17,7 +17,9 @@
 #     committed after it (while a later transaction's rows were read) is
 #     still learned: the next read starts at the snapshot's xmin, not after
 #     the highest id it saw;
-#   - afterwards the mark moves on: quiet polls read no rows.
+#   - afterwards the mark moves on: quiet polls read no rows;
+#   - a node's row whose write by the coordinator is queued behind a read
+#     does not hold the mark back (the write sets what memory keeps).
 set -euo pipefail
 source "$(dirname "${BASH_SOURCE[0]}")/itest_lib.sh"
 
@@ -149,4 +151,60 @@ itest_eq "$(metric 'escrow_coord_catalog_polls_total{read="changes"}')" "$c4" "r
 echo "rows read by reads of changes in the whole run: $(rows); by full reads: $(metric 'escrow_coord_catalog_rows_total{read="full"}')"
 
 esc_node_stop "$CPID" || esc_fail "catalog_changes: the coordinator did not stop cleanly"
+
+esc_step "a node's row with the coordinator's write queued behind a read does not hold the mark"
+# The coordinator rewrites each node's row every second (node nx here:
+# last_seen_at, the same endpoint, incarnation and state). A read that finds
+# such a write queued must not keep the row for the next read: the write
+# sets what memory keeps. Kept, the mark stayed at the row's cat_xid, and
+# during a large placement (the writes always queued behind the grants)
+# every read fetched every row changed since the nodes registered. Here the
+# coordinator's database session is frozen (SIGSTOP) while a full read
+# (an admin reload) is queued, so the node write queues behind the read;
+# then the polls must find nothing changed.
+MPORT=$(itest_port)
+esc_spawn "$ITEST_DIR/coordinator2.log" "$ESC_BIN/escrow-coordinator" --dsn "$ESCROW_DSN" \
+    --listen "$CURL" --publish "tcp://127.0.0.1:$(itest_port)" --lease-ms 3000 \
+    --heartbeat-ms 100 --rebalance-ms 100 --catalog-poll-ms 4000 --metrics "127.0.0.1:$MPORT"
+CPID=$ESC_SPAWN_PID
+esc_wait_for 60 grep -q COORD-READY "$ITEST_DIR/coordinator2.log" || esc_fail "catalog_changes: no COORD-READY (2)"
+esc_wait_for 60 skipped_at_least 1 || esc_fail "catalog_changes: the second coordinator's polls are not skipped"
+coord_backend() {
+    # its sessions but the monitor's and the retention's
+    itest_q "SELECT pid FROM pg_stat_activity WHERE datname = current_database()
+      AND query LIKE '%escrow:coord-%' AND query NOT LIKE '%escrow:coord-monitor%'
+      AND query NOT LIKE '%escrow:coord-retention%' AND pid <> pg_backend_pid()"
+}
+one_backend() { [[ $(coord_backend) =~ ^[0-9]+$ ]]; }
+esc_wait_for 10 one_backend || esc_fail "catalog_changes: the coordinator's session is not one backend: \
+$(itest_q "SELECT pid, left(query, 60) FROM pg_stat_activity WHERE datname = current_database()")"
+bpid=$(coord_backend)
+polls() { echo $(($(skipped) + $(metric 'escrow_coord_catalog_polls_total{read="changes"}'))); }
+polls_past() { (($(polls) >= $1)); }
+# The node write goes every second: freeze between two of them (the last
+# one started 0.15-0.5 s ago, by its query_start), so that none is in
+# flight then and the next one queues behind the reload's read; and just
+# after a poll, so that no poll's read is queued before the reload's.
+write_age() {
+    itest_q "SELECT COALESCE((SELECT extract(epoch FROM clock_timestamp() - query_start)
+      FROM pg_stat_activity WHERE pid = $bpid AND query LIKE '%escrow:coord-node%'), -1)"
+}
+between_writes() { awk -v a="$(write_age)" 'BEGIN { exit !(a >= 0.15 && a <= 0.5) }'; }
+p0=$(polls)
+esc_wait_for 10 polls_past $((p0 + 1)) || esc_fail "catalog_changes: no poll"
+esc_wait_for 10 between_writes || esc_fail "catalog_changes: no node write every second"
+f0=$(metric 'escrow_coord_catalog_polls_total{read="full"}')
+c5=$(metric 'escrow_coord_catalog_polls_total{read="changes"}')
+r5=$(rows)
+kill -STOP "$bpid"
+"$COORD_PROBE" admin "$CURL" t1 reload >"$ITEST_DIR/reload.out" 2>&1 &
+RPID=$!
+sleep 2.5 # the node write (every second) queues behind the read
+kill -CONT "$bpid"
+wait "$RPID" || esc_fail "catalog_changes: the reload was not answered: $(cat "$ITEST_DIR/reload.out")"
+itest_eq "$(metric 'escrow_coord_catalog_polls_total{read="full"}')" $((f0 + 1)) "full reads: the reload's"
+p5=$(polls)
+esc_wait_for 20 polls_past $((p5 + 2)) || esc_fail "catalog_changes: the polls stopped"
+itest_eq "$(metric 'escrow_coord_catalog_polls_total{read="changes"}')" "$c5" "reads of changes from the frozen read on"
+itest_eq "$(rows)" "$r5" "rows read by reads of changes from the frozen read on"
 itest_pass
