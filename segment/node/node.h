@@ -130,6 +130,8 @@ typedef struct node_loading {
     size_t nrows;
     bool wanted; /* an assigned segment is not served yet */
     bool busy;   /* a load's queries are running on query_conn */
+    size_t from;  /* where the searches for wanted segments start (node_load.c) */
+    size_t asked; /* segments the load in progress asked for */
     pg_array ids, epochs;
 } node_loading;
 

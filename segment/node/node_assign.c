@@ -136,6 +136,18 @@ static void take_full_part(node *n, const wire_hb_reply *r)
     assignment_applied(n);
 }
 
+/* Whether a delta's assignments name a segment this node has: only those
+ * can be dropped or change state (drop_unassigned). */
+static bool names_served(node *n, const wire_hb_reply *r)
+{
+    for (size_t i = 0; i < r->nsegs; i++) {
+        if (seg_core_find_segment(&n->core, r->segs[i].segment_id) != NULL) {
+            return true;
+        }
+    }
+    return false;
+}
+
 /* The changes since the version this node has. */
 static void take_delta(node *n, const wire_hb_reply *r)
 {
@@ -154,6 +166,12 @@ static void take_delta(node *n, const wire_hb_reply *r)
     }
     if (r->nsegs == 0 && r->nunassigned == 0 && !hb->apply_again && !n->load.wanted) {
         return; /* nothing changed: walking every segment would find nothing to do */
+    }
+    if (!hb->apply_again && r->nunassigned == 0 && !names_served(n, r)) {
+        /* only segments new to this node (a placement): none to drop or
+         * update, so no walk of every segment; some to load */
+        node_load_assignment_changed(n);
+        return;
     }
     assignment_applied(n);
 }

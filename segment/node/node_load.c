@@ -97,11 +97,28 @@ bool node_load_wanted(node *n, const wire_assignment *a)
     return s == NULL || (s->fenced && s->epoch < a->epoch);
 }
 
+/* The searches for wanted segments go round the assignment from
+ * n->load.from, where the last one found the first: the assignment is
+ * sorted by segment id and a placement assigns ascending ids, so the
+ * segments already loaded lie behind it, and a search finds the next wanted
+ * one at once instead of walking every loaded one first (with 200,000
+ * segments, at every reply and every load). Any position is correct: the
+ * search goes all the way round. */
+static size_t search_start(const node *n)
+{
+    return n->load.from < n->hb.assign.n ? n->load.from : 0;
+}
+
 void node_load_assignment_changed(node *n)
 {
+    size_t cnt = n->hb.assign.n, start = search_start(n);
     n->load.wanted = false;
-    for (size_t i = 0; i < n->hb.assign.n && !n->load.wanted; i++) {
-        n->load.wanted = node_load_wanted(n, &n->hb.assign.v[i]);
+    for (size_t k = 0; k < cnt && !n->load.wanted; k++) {
+        size_t i = (start + k) % cnt;
+        if (node_load_wanted(n, &n->hb.assign.v[i])) {
+            n->load.wanted = true;
+            n->load.from = i;
+        }
     }
     if (n->load.wanted) {
         node_lookup_kick(n);
@@ -110,9 +127,15 @@ void node_load_assignment_changed(node *n)
 
 /* ---- managed mode: loading --------------------------------------------------- */
 
-static void load_finish(node *n)
+/* A load that failed, or added less than it read, has the next reply walk
+ * every segment again (node_assign.c): what it did not load is looked for
+ * there. One that added what it read needs no walk: each segment was added
+ * at its assignment (add_loaded). */
+static void load_finish(node *n, bool walk)
 {
-    n->hb.apply_again = true; /* the next reply sets what it loaded (node_assign.c) */
+    if (walk) {
+        n->hb.apply_again = true;
+    }
     n->load.busy = false;
     n->load.nrows = 0;
     n->query_busy = false;
@@ -176,19 +199,23 @@ static void log_loaded(node *n)
 }
 
 /* Should never happen: refuses to serve what does not add up. Drops every
- * segment seg_core_check names, one at a time (it names the first). */
-static void drop_inconsistent(node *n)
+ * segment seg_core_check names, one at a time (it names the first).
+ * Returns whether it found any. */
+static bool drop_inconsistent(node *n)
 {
     uint64_t bad = 0;
+    bool found = false;
     while (seg_core_check(&n->core, &bad) == ESC_EINTERNAL && bad != 0) {
+        found = true;
         ESC_LOG(ESC_LOG_ERROR, "SEG-LOAD", "loaded state inconsistent (seg=%" PRIu64 ")", bad);
         seg_segment *s = seg_core_find_segment(&n->core, bad);
         if (s == NULL || s->fenced || node_commit_touches(n, s)) {
-            return;
+            return found;
         }
         node_commit_drop_segment(n, s, ESC_ENOT_OWNER);
         bad = 0;
     }
+    return found;
 }
 
 static void on_load_holds(pgx_conn *c, PGresult *res, const pgx_err *err, void *arg)
@@ -197,18 +224,21 @@ static void on_load_holds(pgx_conn *c, PGresult *res, const pgx_err *err, void *
     node *n = arg;
     if (err->code != 0) {
         ESC_LOG(ESC_LOG_WARN, "SEG-LOAD", "holds: %s", err->message);
-        load_finish(n);
+        load_finish(n, true);
         return;
     }
-    if (add_loaded(n) > 0) {
+    size_t added = add_loaded(n);
+    bool walk = added < n->load.asked;
+    if (added > 0) {
         char why[256] = "";
         if (seg_store_add_holds(res, &n->core, true, why, sizeof why) != 0) {
             ESC_LOG(ESC_LOG_ERROR, "SEG-LOAD", "loaded state inconsistent (%s)", why);
+            walk = true;
         }
-        drop_inconsistent(n);
+        walk = drop_inconsistent(n) || walk;
         log_loaded(n);
     }
-    load_finish(n);
+    load_finish(n, walk);
 }
 
 /* One row of SEG_SQL_LOAD_SEGMENTS. */
@@ -236,7 +266,7 @@ static void on_load_segments(pgx_conn *c, PGresult *res, const pgx_err *err, voi
     node_loading *ld = &n->load;
     if (err->code != 0) {
         ESC_LOG(ESC_LOG_WARN, "SEG-LOAD", "segments: %s", err->message);
-        load_finish(n);
+        load_finish(n, true);
         return;
     }
     ld->nrows = 0;
@@ -247,12 +277,12 @@ static void on_load_segments(pgx_conn *c, PGresult *res, const pgx_err *err, voi
         pg_array_i64(&ld->ids, (int64_t)l->seg.segment_id);
     }
     if (ld->nrows == 0) {
-        load_finish(n); /* not ours at that epoch (any more): the next reply says more */
+        load_finish(n, true); /* not ours at that epoch (any more): the next reply says more */
         return;
     }
     const char *v[1] = {pg_array_text(&ld->ids)};
     if (pgx_query(c, NULL, SEG_SQL_LOAD_HOLDS, 1, v, on_load_holds, n) != 0) {
-        load_finish(n);
+        load_finish(n, true);
     }
 }
 
@@ -263,16 +293,18 @@ bool node_load_next(node *n)
         return false;
     }
     ld->wanted = false;
-    size_t k = 0;
+    size_t k = 0, cnt = n->hb.assign.n, start = search_start(n);
     pg_array_reset(&ld->ids);
     pg_array_reset(&ld->epochs);
-    for (size_t i = 0; i < n->hb.assign.n; i++) {
+    for (size_t j = 0; j < cnt; j++) {
+        size_t i = (start + j) % cnt;
         const wire_assignment *a = &n->hb.assign.v[i];
         if (!node_load_wanted(n, a)) {
             continue;
         }
         if (k == NODE_LOAD_BATCH) {
             ld->wanted = true; /* the rest in the next load */
+            ld->from = i;
             break;
         }
         pg_array_i64(&ld->ids, (int64_t)a->segment_id);
@@ -289,6 +321,7 @@ bool node_load_next(node *n)
         return false; /* the next reply asks again */
     }
     ld->busy = true;
+    ld->asked = k;
     n->query_busy = true;
     return true;
 }
