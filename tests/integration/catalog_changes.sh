@@ -176,8 +176,10 @@ coord_backend() {
       AND query NOT LIKE '%escrow:coord-retention%' AND pid <> pg_backend_pid()"
 }
 one_backend() { [[ $(coord_backend) =~ ^[0-9]+$ ]]; }
-esc_wait_for 10 one_backend || esc_fail "catalog_changes: the coordinator's session is not one backend: \
-$(itest_q "SELECT pid, left(query, 60) FROM pg_stat_activity WHERE datname = current_database()")"
+if ! esc_wait_for 10 one_backend; then
+    itest_q "SELECT pid, left(query, 60) FROM pg_stat_activity WHERE datname = current_database()"
+    esc_fail "catalog_changes: the coordinator's session is not one backend"
+fi
 bpid=$(coord_backend)
 polls() { echo $(($(skipped) + $(metric 'escrow_coord_catalog_polls_total{read="changes"}'))); }
 polls_past() { (($(polls) >= $1)); }
