@@ -183,6 +183,23 @@ h2=$(reserve op-2)
 h3=$(reserve op-3)
 esc_assert_eq "$(q "SELECT string_agg(state, ',' ORDER BY hold_id) FROM holds WHERE hold_id IN ($h1, $h2, $h3)")" \
     "held,held,held" "three holds"
+
+esc_step "a pause reaches the segment's owner (an assignment delta naming a segment it serves)"
+# The node walks its segments only for a delta that names one it serves
+# (node_assign.c): the pause changes their assignments, and the owner
+# must answer PAUSED, then serve again after the resume.
+n_paused=0
+paused_at_owner() {
+    n_paused=$((n_paused + 1))
+    "$ESC_PROBE" hint-reserve --endpoint "$ep" --tenant shop-1 --item tee --key "paused-$n_paused" \
+        --segment "$seg" --deadline-ms 10000 >"$work/paused.out" 2>&1 || true
+    grep -q '^PAUSED' "$work/paused.out"
+}
+expect_rc 0 item pause shop-1 tee
+esc_wait_for 30 paused_at_owner || esc_fail "the owner of a paused item answers: $(cat "$work/paused.out")"
+expect_rc 0 item resume shop-1 tee
+h4=$(reserve op-4)
+esc_assert_eq "$(q "SELECT state FROM holds WHERE hold_id = $h4")" "held" "a hold after the resume"
 expect_rc 0 release "$h1"
 esc_assert_eq "$(cat "$work/out")" "hold $h1 (shop-1/tee, segment $seg): cancelled" "release output"
 esc_assert_eq "$(q "SELECT state FROM holds WHERE hold_id = $h1")" "cancelled" "released by the operator"
