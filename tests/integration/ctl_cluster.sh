@@ -196,7 +196,9 @@ paused_at_owner() {
     grep -q '^PAUSED' "$work/paused.out"
 }
 expect_rc 0 item pause shop-1 tee
-esc_wait_for 30 paused_at_owner || esc_fail "the owner of a paused item answers: $(cat "$work/paused.out")"
+if ! esc_wait_for 30 paused_at_owner; then
+    esc_fail "the owner of a paused item does not answer PAUSED: $(cat "$work/paused.out")"
+fi
 expect_rc 0 item resume shop-1 tee
 h4=$(reserve op-4)
 esc_assert_eq "$(q "SELECT state FROM holds WHERE hold_id = $h4")" "held" "a hold after the resume"
