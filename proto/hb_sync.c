@@ -121,13 +121,27 @@ bool hb_sync_settled(const hb_sync *t, size_t i, int64_t now_ms)
 void hb_sync_unqueue(hb_sync *t, size_t k)
 {
     t->slots[t->work[k]].queued = false;
-    t->work[k] = t->work[--t->nwork];
+    t->work[k] = SIZE_MAX; /* gone at hb_sync_compact; marked again: a new entry */
+}
+
+void hb_sync_compact(hb_sync *t)
+{
+    size_t w = 0;
+    for (size_t k = 0; k < t->nwork; k++) {
+        if (t->work[k] != SIZE_MAX) {
+            t->work[w++] = t->work[k];
+        }
+    }
+    t->nwork = w;
 }
 
 void hb_sync_acked(hb_sync *t, uint64_t corr)
 {
     /* a slot waiting for a reply is in the work list (hb_sync_sent) */
     for (size_t k = 0; k < t->nwork; k++) {
+        if (t->work[k] == SIZE_MAX) {
+            continue;
+        }
         hb_sync_slot *s = &t->slots[t->work[k]];
         if (s->sent_corr == corr) {
             s->acked = s->sent;

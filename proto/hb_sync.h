@@ -83,8 +83,11 @@ void hb_sync_sent(hb_sync *t, size_t i, uint64_t h, uint64_t corr);
  * coordinator acknowledged its last figures, no heartbeat of it waits for
  * a reply, and it did not change in the last HB_SYNC_HOT_MS. */
 bool hb_sync_settled(const hb_sync *t, size_t i, int64_t now_ms);
-/* Takes entry k of the work list out (the last entry takes its place). */
+/* Takes entry k of the work list out; the list keeps its order (the slots
+ * marked first are looked at, and sent, first) and closes up at
+ * hb_sync_compact, after the heartbeat's visits. */
 void hb_sync_unqueue(hb_sync *t, size_t k);
+void hb_sync_compact(hb_sync *t);
 /* The coordinator answered heartbeat corr: what it carried is acknowledged.
  * Replies are taken in increasing corr: a slot still waiting for an older
  * one waits no more (that reply is lost or was overtaken). */

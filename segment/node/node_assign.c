@@ -317,13 +317,12 @@ static void fill_stats(node *n, wire_heartbeat *m)
     seg_core_touched_clear(&n->core);
     int64_t now = esc_mono_us() / 1000;
     size_t bytes = 0;
-    for (size_t k = 0; k < t->nwork;) {
-        if (fill_one(n, m, t->work[k], now, &bytes)) {
-            k++;
-        } else {
-            hb_sync_unqueue(t, k); /* the last entry moved to k: visit it next */
+    for (size_t k = 0; k < t->nwork; k++) {
+        if (!fill_one(n, m, t->work[k], now, &bytes)) {
+            hb_sync_unqueue(t, k);
         }
     }
+    hb_sync_compact(t);
     m->seg_count = t->count;
     m->seg_digest = t->digest;
     check_sums(n);

@@ -395,7 +395,7 @@ static size_t walk_work(hb_sync *t, const uint64_t *h, uint64_t corr, int64_t no
 {
     memset(out, 0, sizeof *out);
     size_t visited = t->nwork;
-    for (size_t k = 0; k < t->nwork;) {
+    for (size_t k = 0; k < t->nwork; k++) {
         size_t i = t->work[k];
         int w = hb_sync_want(t, i, h[i], now);
         if (w != HB_SYNC_SKIP) {
@@ -404,9 +404,11 @@ static size_t walk_work(hb_sync *t, const uint64_t *h, uint64_t corr, int64_t no
         }
         if (hb_sync_settled(t, i, now)) {
             hb_sync_unqueue(t, k);
-        } else {
-            k++;
         }
+    }
+    hb_sync_compact(t);
+    for (size_t k = 0; k < t->nwork; k++) {
+        assert_true(t->slots[t->work[k]].queued);
     }
     return visited;
 }
