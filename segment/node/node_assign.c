@@ -286,6 +286,25 @@ static void check_sums(const node *n)
 #endif
 }
 
+void node_assign_take_touched(node *n)
+{
+    seg_core *c = &n->core;
+    hb_sync *t = &n->hb.sync;
+    bool managed = n->hb.msg != NULL; /* heartbeats opened */
+    if (managed && hb_sync_grow(t, c->nsegs) != 0) {
+        ESC_LOG(ESC_LOG_ERROR, "SEG-HB", "out of memory: the next heartbeat reports all");
+        t->resync = true; /* a full report looks at every segment */
+        managed = false;
+    }
+    for (size_t k = 0; k < c->ntouched; k++) {
+        if (managed) {
+            hb_sync_mark(t, c->touched[k]);
+        }
+        node_metrics_figures(n, c->touched[k]);
+    }
+    seg_core_touched_clear(c);
+}
+
 static void fill_stats(node *n, wire_heartbeat *m)
 {
     node_hb *hb = &n->hb;
@@ -311,10 +330,7 @@ static void fill_stats(node *n, wire_heartbeat *m)
     if (m->resync) {
         hb_sync_mark_all(t); /* a full report looks at every segment, kept sums or not */
     }
-    for (size_t k = 0; k < n->core.ntouched; k++) {
-        hb_sync_mark(t, n->core.touched[k]);
-    }
-    seg_core_touched_clear(&n->core);
+    node_assign_take_touched(n);
     int64_t now = esc_mono_us() / 1000;
     size_t bytes = 0;
     for (size_t k = 0; k < t->nwork; k++) {
