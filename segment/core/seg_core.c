@@ -167,6 +167,14 @@ void seg_core_touch(seg_core *c, seg_segment *s)
     }
 }
 
+void seg_core_set_state(seg_core *c, seg_segment *s, int state)
+{
+    if (s->state != state) {
+        s->state = state;
+        seg_core_touch(c, s);
+    }
+}
+
 void seg_core_touched_clear(seg_core *c)
 {
     for (size_t i = 0; i < c->ntouched; i++) {

@@ -225,9 +225,11 @@ int seg_core_init(seg_core *c, size_t segs_cap);
 void seg_core_fini(seg_core *c);
 
 /* Notes that s's figures may have changed (into c->touched). The core does
- * it for every change it makes; a caller that changes a segment's figures
- * itself (its state) calls it too. */
+ * it for every change it makes (seg_core_set_state included); a caller
+ * that changed a figure itself would call it too (none does). */
 void seg_core_touch(seg_core *c, seg_segment *s);
+/* Sets s's state (SEG_ACTIVE, SEG_DRAINING: the coordinator's word). */
+void seg_core_set_state(seg_core *c, seg_segment *s, int state);
 /* Empties c->touched: its segments were looked at. */
 void seg_core_touched_clear(seg_core *c);
 

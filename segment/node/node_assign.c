@@ -59,11 +59,8 @@ static void drop_unassigned(node *n)
         }
         const wire_assignment *a = node_load_assignment(n, s->segment_id);
         if (a != NULL && a->epoch == s->epoch) {
-            int state = a->state == WIRE_SEG_DRAINING ? SEG_DRAINING : SEG_ACTIVE;
-            if (s->state != state) {
-                s->state = state;
-                seg_core_touch(&n->core, s); /* a figure of its heartbeat entry */
-            }
+            seg_core_set_state(&n->core, s,
+                               a->state == WIRE_SEG_DRAINING ? SEG_DRAINING : SEG_ACTIVE);
             s->item->paused = a->paused;
             continue;
         }

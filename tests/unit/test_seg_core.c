@@ -1111,6 +1111,8 @@ static void test_touched_names_every_change(void **state)
                 seg_segment *out;
                 assert_int_equal(seg_core_add_segment(c, f->item, &p, &out), 0);
             }
+        } else if (k == 9 && rnd(4) == 0) { /* the coordinator drains it, or not */
+            seg_core_set_state(c, s, rnd(2) ? SEG_DRAINING : SEG_ACTIVE);
         } else if (k == 9) {
             seg_core_touched_clear(c);
             for (size_t i = 0; i < c->nsegs; i++) {
