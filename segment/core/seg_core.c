@@ -196,9 +196,10 @@ int seg_core_init(seg_core *c, size_t segs_cap)
     c->retain_max = RETAIN_MAX_DEFAULT;
     c->seq_range = ESC_HOLD_SEQ_RANGE;
     heap_init(&c->expiry);
-    if (c->segs == NULL || c->touched == NULL || hmap_init(&c->items, 64) != 0 || hmap_init(&c->holds, 1024) != 0 ||
-        hmap_init(&c->keys, 1024) != 0 || hmap_init(&c->pending_buyers, 64) != 0 ||
-        hmap_init(&c->segments, 64) != 0 || seg_voids_init(&c->voids) != 0) {
+    if (c->segs == NULL || c->touched == NULL || hmap_init(&c->items, 64) != 0 ||
+        hmap_init(&c->holds, 1024) != 0 || hmap_init(&c->keys, 1024) != 0 ||
+        hmap_init(&c->pending_buyers, 64) != 0 || hmap_init(&c->segments, 64) != 0 ||
+        seg_voids_init(&c->voids) != 0) {
         seg_core_fini(c);
         return ESC_ENOMEM;
     }

@@ -42,7 +42,7 @@ struct node_metrics {
     struct unit_seen {
         int64_t available, held, sold;
         bool served;
-    } *seen;
+    } * seen;
     size_t nseen;
     int64_t served_n, available, held, sold;
 };

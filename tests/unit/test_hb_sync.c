@@ -273,7 +273,7 @@ static void test_full_then_deltas(void **state)
     /* nothing changed: an empty delta */
     assert_int_equal(round_trip(r), 0);
     /* three changes: exactly three entries */
-    r->cat.segs[0]->epoch = 2;    /* new epoch */
+    r->cat.segs[0]->epoch = 2;                 /* new epoch */
     coord_cat_set_owner(r->cat.segs[1], r->b); /* moved away */
     coord_cat_set_owner(r->cat.segs[3], r->a); /* moved here */
     publish_all(r);
@@ -356,7 +356,6 @@ static void test_mirror_digest(void **state)
     coord_cat_fini(&c);
 }
 
-
 /* ---- the work list: a heartbeat visits what changed, and decides as a walk ---- */
 
 #define WSLOTS 400
@@ -390,8 +389,7 @@ static void walk_all(hb_sync *t, const uint64_t *h, uint64_t corr, int64_t now, 
 }
 
 /* The node's heartbeat: only the work list; settled slots leave it. */
-static size_t walk_work(hb_sync *t, const uint64_t *h, uint64_t corr, int64_t now,
-                        decisions *out)
+static size_t walk_work(hb_sync *t, const uint64_t *h, uint64_t corr, int64_t now, decisions *out)
 {
     memset(out, 0, sizeof *out);
     size_t visited = t->nwork;

@@ -967,7 +967,6 @@ static void test_voids_bounded(void **state)
     seg_voids_fini(&v);
 }
 
-
 /* ---- touched: every change of a segment's reported figures is noted ------- */
 
 typedef struct figures {
@@ -1059,8 +1058,9 @@ static void test_touched_names_every_change(void **state)
         if (k <= 2 && nops < TOUCH_OPS) { /* reserve: any segment, or a named one */
             char key[32];
             snprintf(key, sizeof key, "k%d", step);
-            seg_reserve_in in = {"shop", "tee", "b",   key,   (int64_t)(1 + rnd(3)),
-                                 0,      k == 0 ? s->segment_id : 0, 7, 0, false};
+            seg_reserve_in in = {
+                "shop", "tee", "b",  key, (int64_t)(1 + rnd(3)), 0, k == 0 ? s->segment_id : 0,
+                7,      0,     false};
             seg_core_reserve(c, &in, now, &res);
         } else if (k == 3 && nholds > 0 && nops < TOUCH_OPS) {
             uint64_t id = holds[rnd(nholds)];
@@ -1076,9 +1076,9 @@ static void test_touched_names_every_change(void **state)
                 break;
             }
         } else if (k == 4 && nops < TOUCH_OPS && !s->fenced && !s->xfer_pending) {
-            int rc = rnd(2) ? seg_core_give(c, s, (uint64_t)step, (int64_t)(1 + rnd(4)), &ops[nops])
-                            : seg_core_receive(c, s, (uint64_t)step, (int64_t)(1 + rnd(4)),
-                                               &ops[nops]);
+            int rc =
+                rnd(2) ? seg_core_give(c, s, (uint64_t)step, (int64_t)(1 + rnd(4)), &ops[nops])
+                       : seg_core_receive(c, s, (uint64_t)step, (int64_t)(1 + rnd(4)), &ops[nops]);
             assert_int_equal(rc, 0);
             nops++;
         } else if ((k == 5 || k == 6) && nops > 0) { /* a batch's outcome */
