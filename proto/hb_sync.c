@@ -46,6 +46,7 @@ void hb_sync_init(hb_sync *t)
 void hb_sync_fini(hb_sync *t)
 {
     free(t->slots);
+    free(t->work);
     memset(t, 0, sizeof *t);
 }
 
@@ -54,6 +55,11 @@ int hb_sync_grow(hb_sync *t, size_t n)
     if (n <= t->nslots) {
         return 0;
     }
+    size_t *w = realloc(t->work, n * sizeof *w);
+    if (w == NULL) {
+        return ESC_ENOMEM;
+    }
+    t->work = w;
     hb_sync_slot *p = realloc(t->slots, n * sizeof *p);
     if (p == NULL) {
         return ESC_ENOMEM;
@@ -64,10 +70,32 @@ int hb_sync_grow(hb_sync *t, size_t n)
     return 0;
 }
 
+void hb_sync_mark(hb_sync *t, size_t i)
+{
+    hb_sync_slot *s = &t->slots[i];
+    if (!s->queued) {
+        s->queued = true;
+        t->work[t->nwork++] = i; /* each slot at most once: nwork <= nslots */
+    }
+}
+
+void hb_sync_mark_all(hb_sync *t)
+{
+    for (size_t i = 0; i < t->nslots; i++) {
+        hb_sync_mark(t, i);
+    }
+}
+
 int hb_sync_want(hb_sync *t, size_t i, uint64_t h, int64_t now_ms)
 {
     hb_sync_slot *s = &t->slots[i];
     if (h != s->last) {
+        if (s->last == 0) {
+            t->count++;
+        } else if (h == 0) {
+            t->count--;
+        }
+        t->digest += h - s->last;
         s->last = h;
         s->hot_until_ms = now_ms + HB_SYNC_HOT_MS;
     }
@@ -81,15 +109,45 @@ void hb_sync_sent(hb_sync *t, size_t i, uint64_t h, uint64_t corr)
 {
     t->slots[i].sent = h;
     t->slots[i].sent_corr = corr;
+    hb_sync_mark(t, i); /* it waits for the reply: the acknowledgement looks here */
+}
+
+bool hb_sync_settled(const hb_sync *t, size_t i, int64_t now_ms)
+{
+    const hb_sync_slot *s = &t->slots[i];
+    return s->last == s->acked && s->sent_corr == 0 && now_ms >= s->hot_until_ms;
+}
+
+void hb_sync_unqueue(hb_sync *t, size_t k)
+{
+    t->slots[t->work[k]].queued = false;
+    t->work[k] = SIZE_MAX; /* gone at hb_sync_compact; marked again: a new entry */
+}
+
+void hb_sync_compact(hb_sync *t)
+{
+    size_t w = 0;
+    for (size_t k = 0; k < t->nwork; k++) {
+        if (t->work[k] != SIZE_MAX) {
+            t->work[w++] = t->work[k];
+        }
+    }
+    t->nwork = w;
 }
 
 void hb_sync_acked(hb_sync *t, uint64_t corr)
 {
-    for (size_t i = 0; i < t->nslots; i++) {
-        hb_sync_slot *s = &t->slots[i];
+    /* a slot waiting for a reply is in the work list (hb_sync_sent) */
+    for (size_t k = 0; k < t->nwork; k++) {
+        if (t->work[k] == SIZE_MAX) {
+            continue;
+        }
+        hb_sync_slot *s = &t->slots[t->work[k]];
         if (s->sent_corr == corr) {
             s->acked = s->sent;
             s->sent_corr = 0;
+        } else if (s->sent_corr != 0 && s->sent_corr < corr) {
+            s->sent_corr = 0; /* its reply will never be taken: sent again if it differs */
         }
     }
 }
@@ -100,6 +158,7 @@ void hb_sync_restart(hb_sync *t)
         t->slots[i].acked = 0;
         t->slots[i].sent_corr = 0;
     }
+    hb_sync_mark_all(t);
     t->resync = true;
 }
 
@@ -162,6 +221,9 @@ int hb_assign_append(hb_assign_set *s, const wire_assignment *a, size_t n)
     }
     memcpy(s->v + s->n, a, n * sizeof *a);
     s->n += n;
+    for (size_t i = 0; i < n; i++) {
+        s->digest += hb_sync_assign_hash(&a[i]);
+    }
     return 0;
 }
 
@@ -186,11 +248,22 @@ void hb_assign_sort(hb_assign_set *s)
         v[k++] = v[i];
     }
     s->n = k;
+    uint64_t d = 0;
+    for (size_t i = 0; i < k; i++) {
+        d += hb_sync_assign_hash(&v[i]);
+    }
+    s->digest = d; /* entries dropped here went out of it */
+}
+
+void hb_assign_clear(hb_assign_set *s)
+{
+    s->n = 0;
+    s->digest = 0;
 }
 
 int hb_assign_replace(hb_assign_set *s, const wire_assignment *a, size_t n)
 {
-    s->n = 0;
+    hb_assign_clear(s);
     int rc = hb_assign_append(s, a, n);
     if (rc == 0) {
         hb_assign_sort(s);
@@ -204,9 +277,10 @@ int hb_assign_apply(hb_assign_set *s, const wire_assignment *upd, size_t nupd, c
     size_t sorted = s->n; /* lookups stay in the sorted prefix */
     bool resort = false;
     for (size_t i = 0; i < nupd; i++) {
-        hb_assign_set prefix = {s->v, sorted, sorted};
+        hb_assign_set prefix = {s->v, sorted, sorted, 0};
         wire_assignment *e = (wire_assignment *)hb_assign_find(&prefix, upd[i].segment_id);
         if (e != NULL) {
+            s->digest += hb_sync_assign_hash(&upd[i]) - hb_sync_assign_hash(e);
             *e = upd[i];
             continue;
         }
@@ -217,7 +291,7 @@ int hb_assign_apply(hb_assign_set *s, const wire_assignment *upd, size_t nupd, c
         resort = true;
     }
     for (size_t i = 0; i < ndel; i++) {
-        hb_assign_set prefix = {s->v, sorted, sorted};
+        hb_assign_set prefix = {s->v, sorted, sorted, 0};
         size_t j = lower_bound(&prefix, del[i]);
         if (j < sorted && s->v[j].segment_id == del[i]) {
             s->v[j].epoch = 0;
@@ -236,7 +310,7 @@ int hb_assign_apply(hb_assign_set *s, const wire_assignment *upd, size_t nupd, c
     return 0;
 }
 
-void hb_assign_sum(const hb_assign_set *s, uint32_t *count, uint64_t *digest)
+void hb_assign_sum_all(const hb_assign_set *s, uint32_t *count, uint64_t *digest)
 {
     uint64_t d = 0;
     for (size_t i = 0; i < s->n; i++) {
@@ -244,4 +318,10 @@ void hb_assign_sum(const hb_assign_set *s, uint32_t *count, uint64_t *digest)
     }
     *count = (uint32_t)s->n;
     *digest = d;
+}
+
+void hb_assign_sum(const hb_assign_set *s, uint32_t *count, uint64_t *digest)
+{
+    *count = (uint32_t)s->n;
+    *digest = s->digest;
 }

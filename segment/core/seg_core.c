@@ -159,6 +159,30 @@ static seg_hold *find_pending_buyer(seg_core *c, const seg_item *item, const cha
 
 /* ---- setup ------------------------------------------------------------ */
 
+void seg_core_touch(seg_core *c, seg_segment *s)
+{
+    if (!s->touched) {
+        s->touched = true;
+        c->touched[c->ntouched++] = (uint32_t)(s - c->segs); /* once each: <= segs_cap */
+    }
+}
+
+void seg_core_set_state(seg_core *c, seg_segment *s, int state)
+{
+    if (s->state != state) {
+        s->state = state;
+        seg_core_touch(c, s);
+    }
+}
+
+void seg_core_touched_clear(seg_core *c)
+{
+    for (size_t i = 0; i < c->ntouched; i++) {
+        c->segs[c->touched[i]].touched = false;
+    }
+    c->ntouched = 0;
+}
+
 int seg_core_init(seg_core *c, size_t segs_cap)
 {
     memset(c, 0, sizeof *c);
@@ -166,14 +190,16 @@ int seg_core_init(seg_core *c, size_t segs_cap)
         return ESC_EINVAL;
     }
     c->segs = calloc(segs_cap, sizeof *c->segs);
+    c->touched = calloc(segs_cap, sizeof *c->touched);
     c->segs_cap = segs_cap;
     c->retain_ms = RETAIN_MS_DEFAULT;
     c->retain_max = RETAIN_MAX_DEFAULT;
     c->seq_range = ESC_HOLD_SEQ_RANGE;
     heap_init(&c->expiry);
-    if (c->segs == NULL || hmap_init(&c->items, 64) != 0 || hmap_init(&c->holds, 1024) != 0 ||
-        hmap_init(&c->keys, 1024) != 0 || hmap_init(&c->pending_buyers, 64) != 0 ||
-        hmap_init(&c->segments, 64) != 0 || seg_voids_init(&c->voids) != 0) {
+    if (c->segs == NULL || c->touched == NULL || hmap_init(&c->items, 64) != 0 ||
+        hmap_init(&c->holds, 1024) != 0 || hmap_init(&c->keys, 1024) != 0 ||
+        hmap_init(&c->pending_buyers, 64) != 0 || hmap_init(&c->segments, 64) != 0 ||
+        seg_voids_init(&c->voids) != 0) {
         seg_core_fini(c);
         return ESC_ENOMEM;
     }
@@ -206,6 +232,7 @@ void seg_core_fini(seg_core *c)
     }
     free(c->tenants);
     free(c->segs);
+    free(c->touched);
     heap_fini(&c->expiry);
     hmap_fini(&c->items);
     hmap_fini(&c->holds);
@@ -262,14 +289,17 @@ int seg_core_add_segment(seg_core *c, seg_item *item, const seg_segment *proto, 
             return ESC_ECONFLICT;
         }
         hmap_node by_id = s->by_id;
+        bool touched = s->touched;
         *s = *proto;
         s->by_id = by_id;
+        s->touched = touched; /* in c->touched or not: as it was */
     } else {
         if (c->nsegs == c->segs_cap || item->nsegs == ESC_SEGMENTS_PER_ITEM_MAX) {
             return ESC_ETOOBIG;
         }
         s = &c->segs[c->nsegs++];
         *s = *proto;
+        s->touched = false;
         item->segs[item->nsegs++] = s;
         hmap_insert(&c->segments, &s->by_id, hmap_hash_u64(s->segment_id));
     }
@@ -286,6 +316,7 @@ int seg_core_add_segment(seg_core *c, seg_item *item, const seg_segment *proto, 
     s->reserved = 0;
     s->empties = 0;
     s->item = item;
+    seg_core_touch(c, s);
     *out = s;
     return 0;
 }
@@ -446,7 +477,8 @@ static int classify_empty(const seg_item *it, int64_t qty)
 /* Managed mode: the client named the segment its route gave it (or none:
  * any active segment of the item here). Returns the segment, or NULL with
  * the answer in res. */
-static seg_segment *pick_managed(seg_item *it, uint64_t hint, int64_t qty, seg_result *res)
+static seg_segment *pick_managed(seg_core *c, seg_item *it, uint64_t hint, int64_t qty,
+                                 seg_result *res)
 {
     if (hint == 0) {
         seg_segment *s = pick_segment(it, 0, qty);
@@ -461,6 +493,7 @@ static seg_segment *pick_managed(seg_item *it, uint64_t hint, int64_t qty, seg_r
                 res->went_dry = res->went_dry || !o->dry;
                 o->dry = true;
                 o->empties++;
+                seg_core_touch(c, o);
             }
         }
         reply(res, live ? ESC_ESEGMENT_EMPTY : ESC_ENOT_OWNER, NULL);
@@ -484,6 +517,7 @@ static seg_segment *pick_managed(seg_item *it, uint64_t hint, int64_t qty, seg_r
             res->went_dry = !s->dry;
             s->dry = true;
             s->empties++;
+            seg_core_touch(c, s);
             reply(res, ESC_ESEGMENT_EMPTY, NULL);
             return NULL;
         }
@@ -594,6 +628,7 @@ static void create_hold(seg_core *c, seg_item *it, seg_segment *s, const seg_res
     s->available -= in->qty;
     s->held += in->qty;
     s->holds_qty += h->qty;
+    seg_core_touch(c, s);
     live_add(c, s, 1);
     expiry_arm(c, h);
     res->disp = SEG_COMMIT;
@@ -646,7 +681,7 @@ void seg_core_reserve(seg_core *c, const seg_reserve_in *in, int64_t now_ms, seg
     }
     seg_segment *s;
     if (c->managed) {
-        if ((s = pick_managed(it, in->segment_id, in->qty, res)) == NULL) {
+        if ((s = pick_managed(c, it, in->segment_id, in->qty, res)) == NULL) {
             return;
         }
     } else if ((s = pick_segment(it, in->segment_id, in->qty)) == NULL) {
@@ -701,6 +736,7 @@ static void finish_hold(seg_core *c, seg_hold *h, int kind, int state, int64_t s
     s->held -= h->qty;
     s->sold += sold;
     s->returning += returned;
+    seg_core_touch(c, s);
     res->disp = SEG_COMMIT;
     res->status = status;
     res->hold = h;
@@ -869,7 +905,6 @@ static int xfer_precheck(const seg_segment *s, int64_t qty)
 
 int seg_core_give(seg_core *c, seg_segment *s, uint64_t transfer_id, int64_t qty, seg_op *op)
 {
-    (void)c;
     int rc = xfer_precheck(s, qty);
     if (rc != 0) {
         return rc;
@@ -877,6 +912,7 @@ int seg_core_give(seg_core *c, seg_segment *s, uint64_t transfer_id, int64_t qty
     int64_t given = qty < s->available ? qty : s->available;
     s->available -= given;
     s->allocated -= given;
+    seg_core_touch(c, s);
     s->xfer_pending = true;
     memset(op, 0, sizeof *op);
     op->kind = SEG_OP_GIVE;
@@ -911,7 +947,7 @@ static void settle_pending_buyer(seg_core *c, seg_hold *h)
     }
 }
 
-static void commit_xfer(const seg_op *op)
+static void commit_xfer(seg_core *c, const seg_op *op)
 {
     seg_segment *s = op->seg;
     ESC_ASSERT(s->xfer_pending && op->qty >= 0);
@@ -920,11 +956,12 @@ static void commit_xfer(const seg_op *op)
         s->available += op->qty;
         s->allocated += op->qty;
         s->dry = s->dry && op->qty == 0;
+        seg_core_touch(c, s);
     }
     /* GIVE: the units left when it was decided */
 }
 
-static void undo_xfer(const seg_op *op)
+static void undo_xfer(seg_core *c, const seg_op *op)
 {
     seg_segment *s = op->seg;
     ESC_ASSERT(s->xfer_pending);
@@ -932,13 +969,14 @@ static void undo_xfer(const seg_op *op)
     if (op->kind == SEG_OP_GIVE) {
         s->available += op->qty;
         s->allocated += op->qty;
+        seg_core_touch(c, s);
     }
 }
 
 void seg_core_commit_op(seg_core *c, const seg_op *op, int64_t now_ms)
 {
     if (op->hold == NULL) {
-        commit_xfer(op);
+        commit_xfer(c, op);
         return;
     }
     seg_hold *h = op->hold;
@@ -950,6 +988,7 @@ void seg_core_commit_op(seg_core *c, const seg_op *op, int64_t now_ms)
     case SEG_OP_EXTEND:
         if (op->kind == SEG_OP_RESERVE) {
             h->seg->reserved += (uint64_t)h->qty;
+            seg_core_touch(c, h->seg);
         }
         if (!heap_node_in(&h->expiry)) {
             /* the sweeper met it while its commit was in flight (pending)
@@ -962,6 +1001,7 @@ void seg_core_commit_op(seg_core *c, const seg_op *op, int64_t now_ms)
         ESC_ASSERT(h->seg->returning >= 0);
         h->seg->available += op->returned;
         h->seg->dry = h->seg->dry && op->returned == 0;
+        seg_core_touch(c, h->seg);
         h->ended_at_ms = now_ms;
         live_add(c, h->seg, -1);
         retain(c, h);
@@ -972,7 +1012,7 @@ void seg_core_commit_op(seg_core *c, const seg_op *op, int64_t now_ms)
 void seg_core_undo_op(seg_core *c, const seg_op *op)
 {
     if (op->hold == NULL) {
-        undo_xfer(op);
+        undo_xfer(c, op);
         return;
     }
     seg_hold *h = op->hold;
@@ -985,6 +1025,7 @@ void seg_core_undo_op(seg_core *c, const seg_op *op)
         s->available += h->qty;
         s->held -= h->qty;
         s->holds_qty -= h->qty;
+        seg_core_touch(c, s);
         live_add(c, s, -1);
         expiry_disarm(c, h);
         unindex_hold(c, h);
@@ -999,6 +1040,7 @@ void seg_core_undo_op(seg_core *c, const seg_op *op)
         s->returning -= op->returned;
         s->sold -= op->sold;
         s->held += h->qty;
+        seg_core_touch(c, s);
         h->state = SEG_HELD;
         s->holds_qty += h->qty;
         h->qty_sold = 0;
@@ -1013,6 +1055,7 @@ void seg_core_fence(seg_core *c, seg_segment *seg, void (*waiters_cb)(void *wait
     seg->fenced = true;
     seg->dry = false;
     seg->xfer_pending = false;
+    seg_core_touch(c, seg);
     if (seg->seq_wanted) {
         seg->seq_wanted = false;
         c->seq_wanted--;

@@ -99,6 +99,7 @@ struct seg_segment {
     bool fenced;       /* a newer owner exists (or it was unassigned): serve nothing */
     bool dry;          /* answered SEGMENT_EMPTY and got no units since (reported while set) */
     bool xfer_pending; /* a GIVE or RECEIVE of this segment waits for its batch */
+    bool touched;      /* in seg_core.touched */
     uint64_t reserved; /* units reserved (committed) since it was loaded: demand */
     uint64_t empties;  /* SEGMENT_EMPTY answers since it was loaded: unmet demand */
     seg_item *item;    /* borrowed */
@@ -211,10 +212,26 @@ typedef struct seg_core {
      * (ESC_HOLD_SEQ_RANGE; the simulator uses fewer). */
     uint64_t seq_range;
     size_t seq_wanted; /* segments whose seq_wanted is set */
+    /* Segments whose figures (what a heartbeat reports: epoch, counters,
+     * state, fence, reserved, empties, dry) may have changed since
+     * seg_core_touched_clear: indices into segs, each once (segs_cap
+     * entries). Every change here marks its segment; the node's heartbeat
+     * looks at these, not at every segment. */
+    uint32_t *touched;
+    size_t ntouched;
 } seg_core;
 
 int seg_core_init(seg_core *c, size_t segs_cap);
 void seg_core_fini(seg_core *c);
+
+/* Notes that s's figures may have changed (into c->touched). The core does
+ * it for every change it makes (seg_core_set_state included); a caller
+ * that changed a figure itself would call it too (none does). */
+void seg_core_touch(seg_core *c, seg_segment *s);
+/* Sets s's state (SEG_ACTIVE, SEG_DRAINING: the coordinator's word). */
+void seg_core_set_state(seg_core *c, seg_segment *s, int state);
+/* Empties c->touched: its segments were looked at. */
+void seg_core_touched_clear(seg_core *c);
 
 /* Adds an item (copied) unless present; returns it via *out. */
 int seg_core_add_item(seg_core *c, const seg_item *proto, seg_item **out);

@@ -31,6 +31,7 @@ static void on_sweep(uv_timer_t *t)
     int64_t now = esc_wall_ms();
     node_commit_sweep(n, now);
     seg_core_trim(&n->core, now);
+    node_assign_take_touched(n); /* the unit gauges without a walk */
     node_metrics_sample(n);
 }
 

@@ -9,6 +9,7 @@
 
 #include "clock.h"
 #include "daemon.h"
+#include "esc_assert.h"
 #include "escrow_errors.h"
 #include "log.h"
 #include "node_assign.h"
@@ -58,7 +59,8 @@ static void drop_unassigned(node *n)
         }
         const wire_assignment *a = node_load_assignment(n, s->segment_id);
         if (a != NULL && a->epoch == s->epoch) {
-            s->state = a->state == WIRE_SEG_DRAINING ? SEG_DRAINING : SEG_ACTIVE;
+            seg_core_set_state(&n->core, s,
+                               a->state == WIRE_SEG_DRAINING ? SEG_DRAINING : SEG_ACTIVE);
             s->item->paused = a->paused;
             continue;
         }
@@ -109,7 +111,7 @@ static void take_full_part(node *n, const wire_hb_reply *r)
 {
     node_hb *hb = &n->hb;
     if (r->assign_cursor == 0) {
-        hb->staging.n = 0;
+        hb_assign_clear(&hb->staging);
         hb->full_version = r->assign_version;
     } else if (r->assign_version != hb->full_version || r->assign_cursor != hb->full_cursor) {
         return; /* a part of another round: the next heartbeat says where we are */
@@ -126,7 +128,7 @@ static void take_full_part(node *n, const wire_hb_reply *r)
     hb_assign_set t = hb->assign;
     hb->assign = hb->staging;
     hb->staging = t;
-    hb->staging.n = 0;
+    hb_assign_clear(&hb->staging);
     hb_assign_sort(&hb->assign);
     hb->assign_version = hb->full_version;
     hb->full_version = hb->full_cursor = 0;
@@ -196,7 +198,7 @@ static void apply_assignment(node *n, uint64_t corr, const wire_hb_reply *r)
         }
         hb->coord_inc = r->coord_incarnation;
         hb->assign_version = hb->full_version = hb->full_cursor = 0;
-        hb->staging.n = 0;
+        hb_assign_clear(&hb->staging);
         if (r->assign_delta || r->assign_cursor != 0) {
             return; /* only the start of a full assignment means anything to us now */
         }
@@ -217,20 +219,22 @@ static void apply_assignment(node *n, uint64_t corr, const wire_hb_reply *r)
 /* ---- heartbeats -------------------------------------------------------------- */
 
 /* Segment i of the core in heartbeat m (corr): its figures when they changed
- * since the acknowledged report, gone when it is no longer served. */
-static void fill_one(node *n, wire_heartbeat *m, size_t i, int64_t now, size_t *bytes)
+ * since the acknowledged report, gone when it is no longer served. Returns
+ * true while the heartbeats have more to do with it (hb_sync_settled), or
+ * it is dry (named in every heartbeat until units return). */
+static bool fill_one(node *n, wire_heartbeat *m, size_t i, int64_t now, size_t *bytes)
 {
     hb_sync *t = &n->hb.sync;
     const seg_segment *s = &n->core.segs[i];
     wire_seg_stats st;
     uint64_t h = 0;
+    bool dry = false;
     if (!s->fenced) {
         node_reply_seg_figures(s, &st); /* the names only when sent, below */
         h = hb_sync_stats_hash(&st);
-        m->seg_count++;
-        m->seg_digest += h;
-        if (s->dry && m->ndry < ESC_HB_SEGMENTS_MAX) {
-            m->dry[m->ndry++] = s->segment_id; /* in every heartbeat until units return */
+        dry = s->dry;
+        if (dry && m->ndry < ESC_HB_SEGMENTS_MAX) {
+            m->dry[m->ndry++] = s->segment_id;
         }
     }
     int want = hb_sync_want(t, i, h, now);
@@ -239,7 +243,7 @@ static void fill_one(node *n, wire_heartbeat *m, size_t i, int64_t now, size_t *
         size_t cost = 64 + strlen(st.item_id) + strlen(st.tenant_id);
         if (m->nsegs == ESC_HB_SEGMENTS_MAX || *bytes + cost > ESC_HB_BYTES_BUDGET) {
             m->more = m->more || h != t->slots[i].acked; /* only recent: no divergence */
-            return;
+            return true;
         }
         *bytes += cost;
         m->segs[m->nsegs++] = st;
@@ -247,39 +251,112 @@ static void fill_one(node *n, wire_heartbeat *m, size_t i, int64_t now, size_t *
     } else if (want == HB_SYNC_GONE) {
         if (m->ngone == ESC_HB_SEGMENTS_MAX) {
             m->more = true;
-            return;
+            return true;
         }
         m->gone[m->ngone++] = s->segment_id;
         hb_sync_sent(t, i, 0, n->hb.corr);
     }
+    return dry || !hb_sync_settled(t, i, now);
+}
+
+/* The count and digest a walk over every segment computes: what the kept
+ * ones (hb_sync) must equal after a heartbeat's visits. */
+static void sum_all(const node *n, uint32_t *count, uint64_t *digest)
+{
+    uint32_t c = 0;
+    uint64_t d = 0;
+    for (size_t i = 0; i < n->core.nsegs; i++) {
+        const seg_segment *s = &n->core.segs[i];
+        if (!s->fenced) {
+            wire_seg_stats st;
+            node_reply_seg_figures(s, &st);
+            d += hb_sync_stats_hash(&st);
+            c++;
+        }
+    }
+    *count = c;
+    *digest = d;
+}
+
+/* Sanitizer (test) builds check the kept sums against a full walk at
+ * every heartbeat: a change of figures that forgot seg_core_touch fails
+ * here, at once. Other builds rely on the coordinator's comparison, which
+ * asks for a full report (a walk over every segment, below) on a
+ * mismatch. */
+static void check_sums(const node *n)
+{
+#ifdef ESC_CHECK_RUNNING_SUMS
+    uint32_t count;
+    uint64_t digest;
+    sum_all(n, &count, &digest);
+    if (count != n->hb.sync.count || digest != n->hb.sync.digest) {
+        ESC_LOG(ESC_LOG_ERROR, "SEG-HB",
+                "kept heartbeat sums differ from a full walk: %u segments kept, %u walked",
+                n->hb.sync.count, count);
+    }
+    ESC_ASSERT(count == n->hb.sync.count && digest == n->hb.sync.digest);
+#else
+    (void)n;
+    (void)sum_all;
+#endif
+}
+
+void node_assign_take_touched(node *n)
+{
+    seg_core *c = &n->core;
+    hb_sync *t = &n->hb.sync;
+    bool managed = n->hb.msg != NULL; /* heartbeats opened */
+    if (managed && hb_sync_grow(t, c->nsegs) != 0) {
+        ESC_LOG(ESC_LOG_ERROR, "SEG-HB", "out of memory: the next heartbeat reports all");
+        t->resync = true; /* a full report looks at every segment */
+        managed = false;
+    }
+    for (size_t k = 0; k < c->ntouched; k++) {
+        if (managed) {
+            hb_sync_mark(t, c->touched[k]);
+        }
+        node_metrics_figures(n, c->touched[k]);
+    }
+    seg_core_touched_clear(c);
 }
 
 static void fill_stats(node *n, wire_heartbeat *m)
 {
     node_hb *hb = &n->hb;
+    hb_sync *t = &hb->sync;
     m->nsegs = m->ndry = m->ngone = 0;
     m->seg_count = 0;
     m->seg_digest = 0;
     m->delta = true;
     m->more = false;
-    m->resync = hb->sync.resync;
-    if (hb->sync.resync) {
-        hb->sync.resync = false;
-        hb->sync.resync_corr = hb->corr;
+    m->resync = t->resync;
+    if (t->resync) {
+        t->resync = false;
+        t->resync_corr = hb->corr;
     }
     m->assign_version = hb->assign_version;
     m->assign_full_version = hb->full_version;
     m->assign_cursor = hb->full_cursor;
-    if (hb_sync_grow(&hb->sync, n->core.nsegs) != 0) {
+    if (hb_sync_grow(t, n->core.nsegs) != 0) {
         ESC_LOG(ESC_LOG_ERROR, "SEG-HB", "out of memory: the heartbeat carries no figures");
-        hb->sync.resync = true;
+        t->resync = true;
         return;
     }
+    if (m->resync) {
+        hb_sync_mark_all(t); /* a full report looks at every segment, kept sums or not */
+    }
+    node_assign_take_touched(n);
     int64_t now = esc_mono_us() / 1000;
     size_t bytes = 0;
-    for (size_t i = 0; i < n->core.nsegs; i++) {
-        fill_one(n, m, i, now, &bytes);
+    for (size_t k = 0; k < t->nwork; k++) {
+        if (!fill_one(n, m, t->work[k], now, &bytes)) {
+            hb_sync_unqueue(t, k);
+        }
     }
+    hb_sync_compact(t);
+    m->seg_count = t->count;
+    m->seg_digest = t->digest;
+    check_sums(n);
 }
 
 static void hb_send(node *n)

@@ -37,6 +37,10 @@ void node_assign_fini(node *n);
 /* A segment went dry or a transfer result is ready: heartbeat soon (from
  * the loop, never in the middle of settling a batch). */
 void node_assign_soon(node *n);
+/* Takes the segments whose figures changed (n->core.touched) into the
+ * heartbeats' work list (managed mode) and the unit gauges, and empties
+ * the list: the heartbeat and the sweep tick call it. */
+void node_assign_take_touched(node *n);
 /* During a stop: true once the coordinator heard "stopping" (or gave up);
  * the first call sends that heartbeat. */
 bool node_assign_stop_done(node *n);

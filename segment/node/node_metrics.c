@@ -37,6 +37,14 @@ struct node_metrics {
     bool db_seen_up[2];
     metrics_series *hb_sent, *hb_failed, *hb_replied;
     int64_t last_sample_us;
+    /* The unit gauges, kept segment by segment (node_metrics_figures):
+     * what each segment added to them, by index of the core. */
+    struct unit_seen {
+        int64_t available, held, sold;
+        bool served;
+    } * seen;
+    size_t nseen;
+    int64_t served_n, available, held, sold;
 };
 
 static const char *const op_names[OPS_N] = {"none", "reserve", "confirm", "release",   "extend",
@@ -165,6 +173,7 @@ void node_metrics_free(node *n)
     }
     metrics_http_stop(m->http); /* joins the HTTP thread: nobody reads the registry after */
     metrics_registry_free(m->reg);
+    free(m->seen);
     free(m);
     n->metrics = NULL;
 }
@@ -278,6 +287,34 @@ void node_metrics_heartbeat(node *n, const char *result)
                                                 : m->hb_replied);
 }
 
+void node_metrics_figures(node *n, size_t i)
+{
+    node_metrics *m = n->metrics;
+    if (m == NULL) {
+        return;
+    }
+    if (i >= m->nseen) {
+        size_t cap = m->nseen ? m->nseen : 1024;
+        while (cap <= i) {
+            cap *= 2;
+        }
+        m->seen = esc_xrealloc(m->seen, cap * sizeof *m->seen);
+        memset(m->seen + m->nseen, 0, (cap - m->nseen) * sizeof *m->seen);
+        m->nseen = cap;
+    }
+    const seg_segment *s = &n->core.segs[i];
+    struct unit_seen now = {0, 0, 0, false};
+    if (!s->fenced) {
+        now = (struct unit_seen){s->available, s->held + s->returning, s->sold, true};
+    }
+    struct unit_seen *was = &m->seen[i];
+    m->served_n += (int64_t)now.served - (int64_t)was->served;
+    m->available += now.available - was->available;
+    m->held += now.held - was->held;
+    m->sold += now.sold - was->sold;
+    *was = now;
+}
+
 void node_metrics_sample(node *n)
 {
     node_metrics *m = n->metrics;
@@ -289,20 +326,29 @@ void node_metrics_sample(node *n)
         return;
     }
     m->last_sample_us = now;
-    int64_t avail = 0, held = 0, sold = 0, served = 0;
+#ifdef ESC_CHECK_RUNNING_SUMS
+    /* sanitizer (test) builds: the kept sums are what a walk finds */
+    int64_t served = 0, avail = 0, held = 0, sold = 0;
     for (size_t i = 0; i < n->core.nsegs; i++) {
         const seg_segment *s = &n->core.segs[i];
-        if (s->fenced) {
-            continue;
+        if (!s->fenced && !s->touched) { /* a touched one is taken at the next tick */
+            served++;
+            avail += s->available;
+            held += s->held + s->returning;
+            sold += s->sold;
+        } else if (s->touched && i < m->nseen) {
+            served += m->seen[i].served;
+            avail += m->seen[i].available;
+            held += m->seen[i].held;
+            sold += m->seen[i].sold;
         }
-        served++;
-        avail += s->available;
-        held += s->held + s->returning;
-        sold += s->sold;
     }
-    metrics_set(m->served, (double)served);
-    metrics_set(m->units_available, (double)avail);
-    metrics_set(m->units_held, (double)held);
-    metrics_set(m->units_sold, (double)sold);
+    ESC_ASSERT(served == m->served_n && avail == m->available && held == m->held &&
+               sold == m->sold);
+#endif
+    metrics_set(m->served, (double)m->served_n);
+    metrics_set(m->units_available, (double)m->available);
+    metrics_set(m->units_held, (double)m->held);
+    metrics_set(m->units_sold, (double)m->sold);
     metrics_set(m->holds_live, (double)n->core.live_holds);
 }

@@ -63,6 +63,9 @@ void node_metrics_transfer(node *n, bool give, const char *outcome);
 void node_metrics_db(node *n, const char *conn, bool up);
 /* result: "sent", "failed" or "replied". */
 void node_metrics_heartbeat(node *n, const char *result);
+/* Segment i of the core may have new figures (node_assign_take_touched):
+ * the unit gauges follow, without a walk over every segment. */
+void node_metrics_figures(node *n, size_t i);
 /* Samples the state gauges if NODE_METRICS_SAMPLE_MS passed. */
 void node_metrics_sample(node *n);
 

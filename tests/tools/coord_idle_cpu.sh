@@ -3,7 +3,8 @@
 # coord_idle_cpu.sh - what an idle catalog costs: a local cluster (2 nodes),
 # ITEMS items of 4 segments each created in one SQL statement, no sale; once
 # the segments are placed, the CPU the coordinator and PostgreSQL use over
-# SECONDS, as a share of one core (utime + stime from /proc), and the bytes
+# SECONDS, as a share of one core (utime + stime from /proc), the nodes' CPU
+# likewise (all nodes together), and the bytes
 # per second on the coordinator's request port (heartbeats and their
 # replies, both ways: the TCP counters `ss -ti` shows). Before measuring it
 # waits (up to ESC_IDLE_LOAD_WAIT_S, 120 s) until the nodes have loaded
@@ -71,15 +72,25 @@ io() { # bytes sent and received so far on the coordinator's request port
         grep -oE 'bytes_(acked|received):[0-9]+' | awk -F: '{s += $2} END {printf "%d", s}'
 }
 HZ=$(getconf CLK_TCK)
+node_pids() {
+    local n v
+    for n in $ESC_CLUSTER_NODES; do
+        v=ESC_CLUSTER_NODE_PID_$n
+        echo "${!v}"
+    done
+}
 c0=$(ticks "$ESC_CLUSTER_COORD_PID")
 p0=$(ticks $(pg_pids))
+n0=$(ticks $(node_pids))
 i0=$(io)
 sleep "$SECS"
 c1=$(ticks "$ESC_CLUSTER_COORD_PID")
 p1=$(ticks $(pg_pids))
+n1=$(ticks $(node_pids))
 i1=$(io)
 pct() { awk -v d="$1" -v hz="$HZ" -v s="$SECS" 'BEGIN { printf "%.1f", 100 * d / hz / s }'; }
 echo "items=$ITEMS segments=$((ITEMS * 4)) nodes=$NODES idle_seconds=$SECS"
-echo "coordinator_cpu_pct=$(pct $((c1 - c0))) postgresql_cpu_pct=$(pct $((p1 - p0)))"
+echo "coordinator_cpu_pct=$(pct $((c1 - c0))) postgresql_cpu_pct=$(pct $((p1 - p0)))" \
+    "nodes_cpu_pct=$(pct $((n1 - n0)))"
 echo "heartbeat_bytes_per_s=$(((i1 - i0) / SECS))"
 echo "loadavg=$(cut -d' ' -f1-3 /proc/loadavg)"

@@ -133,8 +133,8 @@ static void test_assign_set(void **state)
     assert_int_equal(hb_assign_replace(&t, same, 4), 0);
     hb_assign_sum(&t, &count, &d2);
     assert_true(d1 == d2);
-    t.v[0].paused = true;
-    hb_assign_sum(&t, &count, &d2);
+    t.v[0].paused = true; /* behind the set's back: only a walk sees it */
+    hb_assign_sum_all(&t, &count, &d2);
     assert_true(d1 != d2);
     hb_assign_fini(&s);
     hb_assign_fini(&t);
@@ -235,9 +235,12 @@ static void publish_all(rig *r)
 
 static void assert_in_step(rig *r)
 {
-    uint32_t count;
-    uint64_t digest;
+    uint32_t count, walked;
+    uint64_t digest, walked_digest;
     hb_assign_sum(&r->have, &count, &digest);
+    hb_assign_sum_all(&r->have, &walked, &walked_digest);
+    assert_int_equal(count, walked);
+    assert_true(digest == walked_digest);
     assert_int_equal(count, r->a->asg_count);
     assert_true(digest == r->a->asg_digest);
     for (size_t i = 0; i < r->cat.nsegs; i++) {
@@ -270,7 +273,7 @@ static void test_full_then_deltas(void **state)
     /* nothing changed: an empty delta */
     assert_int_equal(round_trip(r), 0);
     /* three changes: exactly three entries */
-    r->cat.segs[0]->epoch = 2;    /* new epoch */
+    r->cat.segs[0]->epoch = 2;                 /* new epoch */
     coord_cat_set_owner(r->cat.segs[1], r->b); /* moved away */
     coord_cat_set_owner(r->cat.segs[3], r->a); /* moved here */
     publish_all(r);
@@ -353,6 +356,176 @@ static void test_mirror_digest(void **state)
     coord_cat_fini(&c);
 }
 
+/* ---- the work list: a heartbeat visits what changed, and decides as a walk ---- */
+
+#define WSLOTS 400
+
+static uint64_t wrnd_state = 0x2545f4914f6cdd1dULL;
+
+static size_t wrnd(size_t n)
+{
+    wrnd_state ^= wrnd_state << 13;
+    wrnd_state ^= wrnd_state >> 7;
+    wrnd_state ^= wrnd_state << 17;
+    return (size_t)(wrnd_state % n);
+}
+
+/* One heartbeat's decisions, by slot: 0 skip, 1 send, 2 gone. */
+typedef struct decisions {
+    unsigned char d[WSLOTS];
+} decisions;
+
+/* The former heartbeat: every slot, every time. */
+static void walk_all(hb_sync *t, const uint64_t *h, uint64_t corr, int64_t now, decisions *out)
+{
+    memset(out, 0, sizeof *out);
+    for (size_t i = 0; i < WSLOTS; i++) {
+        int w = hb_sync_want(t, i, h[i], now);
+        if (w != HB_SYNC_SKIP) {
+            hb_sync_sent(t, i, w == HB_SYNC_SEND ? h[i] : 0, corr);
+            out->d[i] = (unsigned char)w;
+        }
+    }
+}
+
+/* The node's heartbeat: only the work list; settled slots leave it. */
+static size_t walk_work(hb_sync *t, const uint64_t *h, uint64_t corr, int64_t now, decisions *out)
+{
+    memset(out, 0, sizeof *out);
+    size_t visited = t->nwork;
+    for (size_t k = 0; k < t->nwork; k++) {
+        size_t i = t->work[k];
+        int w = hb_sync_want(t, i, h[i], now);
+        if (w != HB_SYNC_SKIP) {
+            hb_sync_sent(t, i, w == HB_SYNC_SEND ? h[i] : 0, corr);
+            out->d[i] = (unsigned char)w;
+        }
+        if (hb_sync_settled(t, i, now)) {
+            hb_sync_unqueue(t, k);
+        }
+    }
+    hb_sync_compact(t);
+    for (size_t k = 0; k < t->nwork; k++) {
+        assert_true(t->slots[t->work[k]].queued);
+    }
+    return visited;
+}
+
+/* Random changes (marked, as the core marks what it changes), serving
+ * stops and starts, replies that come, come late or never, a coordinator
+ * that restarts: at every heartbeat the work list decides exactly what a
+ * walk over every slot decides, and its kept count and digest equal the
+ * sums over every slot's figures. Quiet slots leave the list once
+ * acknowledged and HB_SYNC_HOT_MS old. */
+static void test_work_list_decides_as_a_walk(void **state)
+{
+    (void)state;
+    hb_sync all, work;
+    hb_sync_init(&all);
+    hb_sync_init(&work);
+    assert_int_equal(hb_sync_grow(&all, WSLOTS), 0);
+    assert_int_equal(hb_sync_grow(&work, WSLOTS), 0);
+    uint64_t h[WSLOTS];
+    for (size_t i = 0; i < WSLOTS; i++) {
+        wire_seg_stats s = stats(i + 1, (int64_t)i);
+        h[i] = i % 7 == 0 ? 0 : hb_sync_stats_hash(&s);
+    }
+    hb_sync_mark_all(&work); /* a new process: its first report looks at all */
+    int64_t now = 1000;
+    uint64_t applied = 0, late = 0;
+    size_t quiet_visits = 0;
+    for (uint64_t corr = 1; corr <= 3000; corr++) {
+        bool quiet = corr % 500 > 400; /* stretches without changes */
+        size_t changes = quiet ? 0 : wrnd(6);
+        for (size_t c = 0; c < changes; c++) {
+            size_t i = wrnd(WSLOTS);
+            wire_seg_stats s = stats(i + 1, (int64_t)wrnd(50));
+            h[i] = wrnd(10) == 0 ? 0 : hb_sync_stats_hash(&s);
+            hb_sync_mark(&work, i);
+        }
+        decisions da, dw;
+        walk_all(&all, h, corr, now, &da);
+        size_t visited = walk_work(&work, h, corr, now, &dw);
+        assert_memory_equal(&da, &dw, sizeof da);
+        uint32_t count = 0;
+        uint64_t digest = 0;
+        for (size_t i = 0; i < WSLOTS; i++) {
+            count += h[i] != 0;
+            digest += h[i];
+        }
+        assert_int_equal(work.count, count);
+        assert_true(work.digest == digest);
+        assert_int_equal(all.count, count);
+        if (quiet && corr % 500 > 400 + HB_SYNC_HOT_MS / 150 + 5) {
+            quiet_visits += visited; /* acknowledged and cooled down: nothing */
+        }
+        /* the reply: now, one heartbeat late (a later one overtakes it), or lost */
+        size_t fate = wrnd(10);
+        if (late != 0 && late > applied) {
+            hb_sync_acked(&all, late);
+            hb_sync_acked(&work, late);
+            applied = late;
+        }
+        late = 0;
+        if (fate < 7) {
+            hb_sync_acked(&all, corr);
+            hb_sync_acked(&work, corr);
+            applied = corr;
+        } else if (fate < 9) {
+            late = corr;
+        }
+        if (!quiet && wrnd(700) == 0) { /* the coordinator restarted */
+            hb_sync_restart(&all);
+            hb_sync_restart(&work);
+            late = 0;
+        }
+        now += 150;
+    }
+    assert_int_equal(quiet_visits, 0);
+    hb_sync_fini(&all);
+    hb_sync_fini(&work);
+}
+
+/* The assignment's kept digest after replacements, changes, removals and
+ * additions equals the sum over its entries. */
+static void test_assign_kept_digest(void **state)
+{
+    (void)state;
+    hb_assign_set s;
+    hb_assign_init(&s);
+    wire_assignment a[64];
+    for (size_t i = 0; i < 64; i++) {
+        a[i] = (wire_assignment){(uint64_t)(i * 3 + 1), 1, 0, false};
+    }
+    assert_int_equal(hb_assign_replace(&s, a, 64), 0);
+    for (int round = 0; round < 500; round++) {
+        wire_assignment upd[4];
+        uint64_t del[2];
+        size_t nupd = wrnd(5), ndel = wrnd(3);
+        for (size_t i = 0; i < nupd; i++) {
+            upd[i] = (wire_assignment){(uint64_t)(1 + wrnd(250)), 1 + wrnd(9), (uint32_t)wrnd(2),
+                                       wrnd(2) == 0};
+        }
+        for (size_t i = 0; i < ndel; i++) {
+            del[i] = 1 + wrnd(250);
+        }
+        assert_int_equal(hb_assign_apply(&s, upd, nupd, del, ndel), 0);
+        uint32_t c1, c2;
+        uint64_t d1, d2;
+        hb_assign_sum(&s, &c1, &d1);
+        hb_assign_sum_all(&s, &c2, &d2);
+        assert_int_equal(c1, c2);
+        assert_true(d1 == d2);
+    }
+    hb_assign_clear(&s);
+    uint32_t c;
+    uint64_t d;
+    hb_assign_sum(&s, &c, &d);
+    assert_int_equal(c, 0);
+    assert_true(d == 0);
+    hb_assign_fini(&s);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -361,6 +534,8 @@ int main(void)
         cmocka_unit_test(test_full_then_deltas),
         cmocka_unit_test(test_unusable_version_gets_full),
         cmocka_unit_test(test_mirror_digest),
+        cmocka_unit_test(test_work_list_decides_as_a_walk),
+        cmocka_unit_test(test_assign_kept_digest),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

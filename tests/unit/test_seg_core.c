@@ -967,6 +967,183 @@ static void test_voids_bounded(void **state)
     seg_voids_fini(&v);
 }
 
+/* ---- touched: every change of a segment's reported figures is noted ------- */
+
+typedef struct figures {
+    uint64_t epoch, reserved, empties;
+    int64_t available, held, returning, sold;
+    int state;
+    bool fenced, dry;
+} figures;
+
+static figures figures_of(const seg_segment *s)
+{
+    figures x;
+    memset(&x, 0, sizeof x);
+    x.epoch = s->epoch;
+    x.reserved = s->reserved;
+    x.empties = s->empties;
+    x.available = s->available;
+    x.held = s->held;
+    x.returning = s->returning;
+    x.sold = s->sold;
+    x.state = s->state;
+    x.fenced = s->fenced;
+    x.dry = s->dry;
+    return x;
+}
+
+static uint64_t rnd_state = 88172645463325252ULL;
+
+static size_t rnd(size_t n)
+{
+    rnd_state ^= rnd_state << 13;
+    rnd_state ^= rnd_state >> 7;
+    rnd_state ^= rnd_state << 17;
+    return (size_t)(rnd_state % n);
+}
+
+static int setup_touch(void **state)
+{
+    static fixture f;
+    memset(&f, 0, sizeof f);
+    *state = &f;
+    if (setup_item(&f, 20, 10, 0, 0) != 0) {
+        return -1;
+    }
+    seg_segment s;
+    memset(&s, 0, sizeof s);
+    s.segment_id = 3;
+    s.epoch = 1;
+    s.available = 5;
+    s.next_seq = 1;
+    s.seq_limit = 1 + ESC_HOLD_SEQ_RANGE;
+    seg_segment *s3;
+    f.core.managed = true;
+    return seg_core_add_segment(&f.core, f.item, &s, &s3);
+}
+
+#define TOUCH_OPS 64
+
+/* Random decisions, transfers, commits, undos, expiries, fences and loads
+ * again: a segment not in core.touched has the figures it had when the
+ * list was last emptied. Every place that changes a figure and forgets
+ * seg_core_touch fails here (the heartbeat would not look at it). */
+static void test_touched_names_every_change(void **state)
+{
+    fixture *f = *state;
+    seg_core *c = &f->core;
+    seg_op ops[TOUCH_OPS];
+    size_t nops = 0;
+    uint64_t holds[256];
+    size_t nholds = 0;
+    figures snap[16];
+    int64_t now = T0;
+    for (size_t i = 0; i < c->nsegs; i++) {
+        assert_true(c->segs[i].touched); /* loaded: new figures */
+    }
+    seg_core_touched_clear(c);
+    for (size_t i = 0; i < c->nsegs; i++) {
+        snap[i] = figures_of(&c->segs[i]);
+    }
+    for (int step = 0; step < 20000; step++) {
+        seg_result res;
+        memset(&res, 0, sizeof res);
+        size_t k = rnd(10);
+        seg_segment *s = &c->segs[rnd(c->nsegs)];
+        bool busy = false;
+        for (size_t j = 0; j < nops; j++) {
+            busy = busy || ops[j].seg == s;
+        }
+        if (k <= 2 && nops < TOUCH_OPS) { /* reserve: any segment, or a named one */
+            char key[32];
+            snprintf(key, sizeof key, "k%d", step);
+            seg_reserve_in in = {
+                "shop", "tee", "b",  key, (int64_t)(1 + rnd(3)), 0, k == 0 ? s->segment_id : 0,
+                7,      0,     false};
+            seg_core_reserve(c, &in, now, &res);
+        } else if (k == 3 && nholds > 0 && nops < TOUCH_OPS) {
+            uint64_t id = holds[rnd(nholds)];
+            switch (rnd(3)) {
+            case 0:
+                seg_core_confirm(c, "shop", id, (int64_t)rnd(2), now, &res);
+                break;
+            case 1:
+                seg_core_release(c, "shop", id, now, &res);
+                break;
+            default:
+                seg_core_extend(c, "shop", id, 500, now, &res);
+                break;
+            }
+        } else if (k == 4 && nops < TOUCH_OPS && !s->fenced && !s->xfer_pending) {
+            int rc =
+                rnd(2) ? seg_core_give(c, s, (uint64_t)step, (int64_t)(1 + rnd(4)), &ops[nops])
+                       : seg_core_receive(c, s, (uint64_t)step, (int64_t)(1 + rnd(4)), &ops[nops]);
+            assert_int_equal(rc, 0);
+            nops++;
+        } else if ((k == 5 || k == 6) && nops > 0) { /* a batch's outcome */
+            size_t j = rnd(nops);
+            seg_op op = ops[j];
+            ops[j] = ops[--nops];
+            if (op.kind == SEG_OP_RECEIVE) {
+                op.qty = (int64_t)rnd((size_t)op.qty + 1);
+            }
+            if (k == 5) {
+                seg_core_commit_op(c, &op, now);
+            } else {
+                seg_core_undo_op(c, &op);
+            }
+        } else if (k == 7 && nops < TOUCH_OPS - 8) {
+            now += (int64_t)rnd(800);
+            nops += seg_core_sweep(c, now, ops + nops, 8);
+        } else if (k == 8 && !busy && rnd(8) == 0) {
+            if (!s->fenced) {
+                seg_core_fence(c, s, NULL, NULL);
+            } else { /* loaded again, at a newer epoch */
+                seg_segment p;
+                memset(&p, 0, sizeof p);
+                p.segment_id = s->segment_id;
+                p.epoch = s->epoch + 1;
+                p.available = (int64_t)rnd(20);
+                p.sold = s->sold;
+                p.next_seq = s->next_seq;
+                p.seq_limit = s->next_seq + ESC_HOLD_SEQ_RANGE;
+                seg_segment *out;
+                assert_int_equal(seg_core_add_segment(c, f->item, &p, &out), 0);
+            }
+        } else if (k == 9 && rnd(4) == 0) { /* the coordinator drains it, or not */
+            seg_core_set_state(c, s, rnd(2) ? SEG_DRAINING : SEG_ACTIVE);
+        } else if (k == 9) {
+            seg_core_touched_clear(c);
+            for (size_t i = 0; i < c->nsegs; i++) {
+                snap[i] = figures_of(&c->segs[i]);
+            }
+        }
+        if (res.disp == SEG_COMMIT) {
+            ops[nops++] = res.op;
+            if (res.op.kind == SEG_OP_RESERVE && nholds < 256) {
+                holds[nholds++] = res.hold->hold_id;
+            }
+        }
+        size_t marked = 0;
+        for (size_t i = 0; i < c->nsegs; i++) {
+            figures now_f = figures_of(&c->segs[i]);
+            if (c->segs[i].touched) {
+                marked++;
+                continue;
+            }
+            assert_memory_equal(&snap[i], &now_f, sizeof now_f);
+        }
+        assert_int_equal(marked, c->ntouched);
+        for (size_t j = 0; j < c->ntouched; j++) {
+            assert_true(c->segs[c->touched[j]].touched);
+        }
+    }
+    while (nops > 0) { /* settle, so teardown frees a quiet core */
+        seg_core_undo_op(c, &ops[--nops]);
+    }
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -998,6 +1175,7 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_one_transfer_op_per_segment, setup, teardown),
         cmocka_unit_test_setup_teardown(test_managed_reserve_answers, setup, teardown),
         cmocka_unit_test_setup_teardown(test_dropped_segment_loads_again, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_touched_names_every_change, setup_touch, teardown),
         cmocka_unit_test_setup_teardown(test_hold_ids_only_from_the_reserved_range, setup,
                                         teardown),
         cmocka_unit_test_setup_teardown(test_resolve_voids_late_copies, setup, teardown),
