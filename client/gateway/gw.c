@@ -50,7 +50,17 @@ static void on_tick(uv_timer_t *t)
         g->closing++;
         gw_clients_close_all(&g->clients, part_closed, g);
     }
-    if (g->http.waiting == 0 && g->events.open == 0) {
+    /* An answer queued is not an answer sent: libmicrohttpd completes the
+     * request once the last byte went out, and stopping it before would cut
+     * the connection under an answer (found by gateway_restart.sh). */
+    if (g->http.waiting == 0 && g->http.requests == 0 && g->events.open == 0) {
+        finish(g);
+    } else if (g->clients_closed && g->http.waiting == 0 && g->events.open == 0 &&
+               esc_mono_us() >= g->drain_deadline_us + GW_DRAIN_EXTRA_MS * 1000) {
+        ESC_LOG(ESC_LOG_WARN, "GW-STOP",
+                "%u requests not completed %d ms after the clients closed (a client that "
+                "reads its answer slowly or never sends its body): closing their connections",
+                g->http.requests, GW_DRAIN_EXTRA_MS);
         finish(g);
     }
 }

@@ -15,9 +15,11 @@
  * connections get Connection: close, event streams end, every request
  * already in flight is answered (libescrow's deadline bounds that); then
  * libmicrohttpd stops, the clients and the key table close, and the loop
- * ends. If in-flight requests are still waiting GW_DRAIN_EXTRA_MS after
- * the call deadline, the clients are closed and those requests answered
- * 503 closed (retry with the same key).
+ * ends. An answer counts once libmicrohttpd wrote its last byte. If
+ * in-flight requests are still waiting GW_DRAIN_EXTRA_MS after the call
+ * deadline, the clients are closed and those requests answered 503 closed
+ * (retry with the same key); requests still not completed
+ * GW_DRAIN_EXTRA_MS later (a client that does not read) are cut.
  */
 #ifndef ESC_GW_H
 #define ESC_GW_H

@@ -220,6 +220,7 @@ static enum MHD_Result on_access(void *cls, struct MHD_Connection *conn, const c
         r->t0_us = esc_mono_us();
         gw_route_match(method, url, &r->route);
         *con_cls = r;
+        h->requests++;
         return MHD_YES;
     }
     if (*upload_size > 0) {
@@ -252,6 +253,7 @@ static void on_completed(void *cls, struct MHD_Connection *conn, void **con_cls,
     }
     *con_cls = NULL;
     ESC_ASSERT(!r->suspended);
+    h->requests--;
     double s = (double)(esc_mono_us() - r->t0_us) / 1e6;
     if (r->answered) {
         gw_metrics_request(h->metrics, r->route.kind, r->http, s, r->replay);

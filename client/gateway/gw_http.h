@@ -95,6 +95,7 @@ struct gw_http {
     gw_metrics *metrics; /* borrowed */
     uint32_t body_max;
     uint32_t waiting;     /* suspended requests (streams not counted) */
+    uint32_t requests;    /* begun and not completed: an answer still being written counts */
     uint32_t connections; /* open */
     bool tls;
     bool stopping; /* answers say Connection: close */

@@ -6,10 +6,12 @@
 #      then the same Idempotency-Key through the next one: 200, the same
 #      hold, Idempotent-Replayed (the cluster remembers keys, not the gateway);
 #   2. a clean stop (SIGTERM) with requests in flight: the nodes are paused
-#      (SIGSTOP) so five reserves wait in the gateway; SIGTERM; a new
-#      connection is refused; the nodes resume; the five are answered 201 and
-#      the gateway exits 0;
-#   3. a crash (SIGKILL) under load: 16 clients reserve 400 buyers, the
+#      (SIGSTOP) so five reserves wait in the gateway, and a sixth has sent
+#      its headers but not its body; SIGTERM; a new connection is refused;
+#      the nodes resume; the five are answered 201; the sixth sends its body
+#      and is answered (503, retryable, Connection: close), not cut off; the
+#      gateway exits 0;
+#   3. a crash (SIGKILL) under load: 16 clients reserve 2,000 buyers, the
 #      gateway is killed and started again on the same port; clients retry
 #      lost requests with the same key; every buyer ends with exactly one
 #      hold in the database, the one it was answered.
@@ -50,6 +52,14 @@ waiting() {
         sed -n 's/^escrow_gateway_inflight //p') == 5 ]]
 }
 esc_wait_for 60 waiting || esc_fail "the five requests are not all waiting in the gateway"
+# A sixth request has sent its headers but not yet its body: begun, not
+# answered; it must get its answer too, after the five.
+python3 "$ESC_SRC/tests/integration/gateway_slow_body.py" 127.0.0.1 "$GW_PORT" "$GW_KEY_FILE" "$GW_CA" \
+    tee "$GW_DIR/slow.ready" "$GW_DIR/slow.go" >"$GW_DIR/slow.out" 2>&1 &
+slow_pid=$!
+slow_ready() { [[ -s $GW_DIR/slow.ready ]]; }
+esc_wait_for 30 slow_ready || esc_fail "the slow client did not send its headers"
+sleep 0.5 # the gateway reads them (loopback: well under a millisecond)
 kill -TERM "$GW_PID"
 stopping() {
     grep -q 'GW-STOP signal=15' "$GW_LOG"
@@ -64,6 +74,13 @@ wait "${inflight_pids[@]}" || true
 for i in 1 2 3 4 5; do
     esc_assert_eq "$(cat "$GW_DIR/inflight-$i.code")" 201 "request $i, in flight at SIGTERM"
 done
+sleep 0.2 # several ticks of the gateway's stop: it must still wait for the sixth
+kill -0 "$GW_PID" || esc_fail "the gateway stopped before the request whose body had not come"
+touch "$GW_DIR/slow.go"
+wait "$slow_pid" || { cat "$GW_DIR/slow.out" >&2; esc_fail "the slow request got no answer"; }
+# begun before the stop, dispatched after it: answered, retryable (the API
+# takes no new work while stopping), never cut off
+esc_assert_eq "$(cat "$GW_DIR/slow.out")" "503 close" "the request whose body came after SIGTERM"
 rc=0
 wait "$GW_PID" || rc=$?
 _esc_forget_pid "$GW_PID"
@@ -72,7 +89,11 @@ grep -q 'GW-STOP every request answered' "$GW_LOG" || esc_fail "no 'every reques
 
 esc_step "SIGKILL under load, restart on the same port: every key has one hold, the one answered"
 gw_start --deadline-ms 60000
-python3 "$ESC_SRC/tests/integration/gateway_buyers.py" "$GW_URL" "$GW_KEY_FILE" "$GW_CA" tee 400 16 \
+# Enough buyers that the load is still running when the kill comes (the
+# kill follows the 50th hold; 400 buyers were all done by then on a quiet
+# machine, and no request was hit).
+BUYERS=2000
+python3 "$ESC_SRC/tests/integration/gateway_buyers.py" "$GW_URL" "$GW_KEY_FILE" "$GW_CA" tee $BUYERS 16 \
     "$GW_DIR/answers.txt" "$ESC_SRC/examples/gateway" --prefix restart --retry-s 120 \
     >"$GW_DIR/clients.out" 2>&1 &
 clients=$!
@@ -86,9 +107,9 @@ _esc_forget_pid "$GW_PID"
 GW_SAME_PORT=1 gw_start --deadline-ms 60000
 wait "$clients" || { cat "$GW_DIR/clients.out" >&2; esc_fail "gateway_buyers.py failed"; }
 cat "$GW_DIR/clients.out"
-esc_assert_eq "$(awk '$3 != "-"' "$GW_DIR/answers.txt" | wc -l)" 400 "buyers answered a hold"
+esc_assert_eq "$(awk '$3 != "-"' "$GW_DIR/answers.txt" | wc -l)" $BUYERS "buyers answered a hold"
 esc_assert_eq "$(esc_psql "SELECT count(*) || ' ' || count(DISTINCT idempotency_key) FROM holds
-                           WHERE idempotency_key LIKE 'restart-%'")" "400 400" "holds and keys"
+                           WHERE idempotency_key LIKE 'restart-%'")" "$BUYERS $BUYERS" "holds and keys"
 mismatched=$(awk '{ print $1 " " $3 }' "$GW_DIR/answers.txt" | esc_psql_with_rows answered \
     "SELECT count(*) FROM answered a LEFT JOIN holds h ON h.idempotency_key = split_part(a.v, ' ', 1)
        AND h.hold_id::text = split_part(a.v, ' ', 2) WHERE h.hold_id IS NULL")
