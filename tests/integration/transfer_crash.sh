@@ -18,14 +18,22 @@ ESC_FAILPOINT_COORD_EXIT_AFTER_SENT=1 shard_coord_start --collapse-pct 0
 FIRST_COORD=$SHARD_COORD_PID
 shard_node_start n1
 shard_node_start n2
-shard_wait_served tx 60
+# n1 came first and got both segments; the coordinator then moves one to n2.
+# Buyers start once that move is over: a segment between owners sends them
+# on to the other one, which then runs dry too.
+spread() { [[ $(itest_q "SELECT count(DISTINCT node_id) FROM segments WHERE item_id = 'tx'") == 2 ]] && _shard_served tx; }
+esc_wait_for 60 spread || esc_fail "the two segments are not on the two nodes"
 shard_sampler_start tx
 
 esc_step "every buyer on the first segment: it runs dry and asks for stock"
 # The buyers only serve to empty the segment; once the coordinator is gone
-# they are stopped (holds they leave behind expire after 2 s).
+# they are stopped (holds they leave behind expire after 2 s). A buyer whose
+# segment is dry tries the other one, so they go slowly (at most 8 / 20 ms =
+# 400 holds/s): the second segment must not run dry before the coordinator's
+# transfer out of it is committed (a few hundred ms), or there is nothing to
+# send and the failpoint is never reached.
 "$ESC_BIN/escrow-load" --coordinator "$SHARD_COORD_URL" --routes "$SHARD_PUB_URL" --tenant t1 \
-    --item tx --buyers 2000 --concurrency 32 --confirm 1 --release 0 --skew 100:50 --segments 2 \
+    --item tx --buyers 2000 --concurrency 8 --think-ms 20 --confirm 1 --release 0 --skew 100:50 --segments 2 \
     --deadline-ms 2000 --key-prefix a --quiet >"$ITEST_DIR/load1.out" 2>"$ITEST_DIR/load1.log" &
 LOAD_PID=$!
 ESC_PIDS+=("$LOAD_PID")
