@@ -72,7 +72,8 @@ typedef struct key_def {
     }
 
 /* The [coordinator] ranges are escrow-coordinator's command-line ranges
- * (coordinator/daemon/escrow-coordinator.c; check_ms: COORD_MON_CHECK_MS_MIN..MAX). */
+ * (coordinator/daemon/escrow-coordinator.c; check_ms: COORD_MON_CHECK_MS_MIN..MAX,
+ * check_sweep_ms: COORD_MON_SWEEP_MS_MIN..MAX). */
 static const key_def key_defs[] = {
     KEY_STR(SEC_REGION, "name", KIND_NAME, name, true),
     KEY_STR(SEC_REGION, "dsn", KIND_DSN, dsn, true),
@@ -86,6 +87,7 @@ static const key_def key_defs[] = {
     KEY_INT(SEC_COORDINATOR, "low_water_pct", KIND_I32, 0, 100, low_water_pct),
     KEY_INT(SEC_COORDINATOR, "catalog_poll_ms", KIND_U32, 100, 600000, catalog_poll_ms),
     KEY_INT(SEC_COORDINATOR, "check_ms", KIND_U32, 50, 3600000, check_ms),
+    KEY_INT(SEC_COORDINATOR, "check_sweep_ms", KIND_U32, 50, 86400000, check_sweep_ms),
     KEY_INT(SEC_QUOTA, "share", KIND_U32, 1, 1000, share),
     KEY_INT(SEC_QUOTA, "floor", KIND_I64, 0, REGION_FLOOR_UNITS_MAX, floor),
     KEY_INT(SEC_QUOTA, "interval_ms", KIND_U32, 100, 600000, interval_ms),

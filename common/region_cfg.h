@@ -14,7 +14,7 @@
  *
  *   [coordinator]                             ; all optional, escrow-coordinator's defaults
  *   lease_ms, heartbeat_ms, rebalance_ms, collapse_pct, low_water_pct,
- *   catalog_poll_ms, check_ms                 ; same ranges as the command-line flags
+ *   catalog_poll_ms, check_ms, check_sweep_ms ; same ranges as the command-line flags
  *
  *   [quota]                                   ; all optional
  *   share       = 1      ; weight when `escrowctl item create --global` splits a total (1..1000)
@@ -90,7 +90,7 @@ typedef struct region_cfg {
     char publish[ESC_ENDPOINT_LEN_MAX + 1];
     char metrics[ESC_ENDPOINT_LEN_MAX + 1]; /* "" = off */
     /* [coordinator]: 0 = not set (the daemon's default applies) */
-    uint32_t lease_ms, heartbeat_ms, rebalance_ms, catalog_poll_ms, check_ms;
+    uint32_t lease_ms, heartbeat_ms, rebalance_ms, catalog_poll_ms, check_ms, check_sweep_ms;
     int32_t collapse_pct, low_water_pct; /* -1 = not set */
     /* [quota] */
     uint32_t share;       /* default 1 */

@@ -461,7 +461,7 @@ int coord_mon_start(coord *c)
     m->job.db_state = on_db_state;
     int rc = coord_periodic_start(c, &m->job, "monitor", c->cfg.check_ms, c->cfg.check_ms);
     if (rc == 0) {
-        ESC_LOG(ESC_LOG_DEBUG, "COORD-INVARIANT",
+        ESC_LOG(ESC_LOG_INFO, "COORD-INVARIANT",
                 "conservation check every %u ms, every item at least every %u ms", c->cfg.check_ms,
                 c->cfg.check_sweep_ms);
     }

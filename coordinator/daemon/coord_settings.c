@@ -334,6 +334,7 @@ static void apply_tuning(coord_settings *s, const region_cfg *r)
                   {'R', r->rebalance_ms != 0, r->rebalance_ms, &c->rebalance_ms},
                   {'P', r->catalog_poll_ms != 0, r->catalog_poll_ms, &c->catalog_poll_ms},
                   {'K', r->check_ms != 0, r->check_ms, &c->check_ms},
+                  {'S', r->check_sweep_ms != 0, r->check_sweep_ms, &c->check_sweep_ms},
                   {'C', r->collapse_pct >= 0, (uint32_t)r->collapse_pct, &c->collapse_pct},
                   {'W', r->low_water_pct >= 0, (uint32_t)r->low_water_pct, &c->low_water_pct}};
     for (size_t i = 0; i < sizeof tuning / sizeof tuning[0]; i++) {

@@ -135,20 +135,22 @@ esc_assert_eq "$fake_connects" 0 "connections to the file's database by refused 
 
 esc_step "a valid file: coordinator and node against a private PostgreSQL"
 esc_pg_start
-write_ini live "s/^dsn = .*/dsn = $ESCROW_DSN/"
+write_ini live "s/^dsn = .*/dsn = $ESCROW_DSN/" '$a [coordinator]\ncheck_sweep_ms = 120000\ncheck_ms = 3000'
 unset ESCROW_DSN
 esc_ctl --config "$work/live.ini" migrate >"$work/migrate.log" 2>&1 || {
     cat "$work/migrate.log" >&2
     esc_fail "escrowctl --config migrate failed"
 }
-# a flag after --config overrides the file's [coordinator] defaults
+# a flag after --config overrides the file's [coordinator] tuning
 esc_spawn "$work/coord.log" "$ESC_BIN/escrow-coordinator" --config "$work/live.ini" \
-    --heartbeat-ms 100 --lease-ms 1000
+    --heartbeat-ms 100 --lease-ms 1000 --check-ms 2000
 coord_pid=$ESC_SPAWN_PID
 esc_wait_for 60 grep -q COORD-READY "$work/coord.log" || {
     tail -n 30 "$work/coord.log" >&2
     esc_fail "the coordinator did not log COORD-READY within 60 s"
 }
+grep -q 'COORD-INVARIANT conservation check every 2000 ms, every item at least every 120000 ms' \
+    "$work/coord.log" || esc_fail "the file's check_sweep_ms (or the flag over its check_ms) was not taken"
 esc_spawn "$work/node.log" "$ESC_BIN/escrow-segment" --config "$work/live.ini" --node-id r1-n1
 node_pid=$ESC_SPAWN_PID
 esc_wait_for 60 grep -q SEG-READY "$work/node.log" || {

@@ -94,6 +94,7 @@ static void test_full_file(void **state)
                        "low_water_pct = 30\n"
                        "catalog_poll_ms = 500\n"
                        "check_ms = 2000\n"
+                       "check_sweep_ms = 60000\n"
                        "[quota]\n"
                        "share = 3\n"
                        "floor = 10\n"
@@ -124,6 +125,7 @@ static void test_full_file(void **state)
     assert_int_equal(cfg->low_water_pct, 30);
     assert_int_equal(cfg->catalog_poll_ms, 500);
     assert_int_equal(cfg->check_ms, 2000);
+    assert_int_equal(cfg->check_sweep_ms, 60000);
     assert_int_equal(cfg->share, 3);
     assert_int_equal(cfg->floor, 10);
     assert_int_equal(cfg->interval_ms, 500);
@@ -133,15 +135,15 @@ static void test_full_file(void **state)
     assert_int_equal(region_cfg_floor(cfg, "shop-1", "tee"), 25);
     assert_int_equal(region_cfg_floor(cfg, "shop-1", "a/b"), 0);
     assert_int_equal(region_cfg_floor(cfg, "shop-1", "other"), 10);
-    assert_int_equal(cfg->floors[0].line, 24);
+    assert_int_equal(cfg->floors[0].line, 25);
     assert_int_equal(cfg->nnodes, 3);
     assert_string_equal(region_cfg_node(cfg, "eu-n2")->endpoint, "tcp://127.0.0.1:7111");
-    assert_int_equal(region_cfg_node(cfg, "eu-n2")->line, 28);
+    assert_int_equal(region_cfg_node(cfg, "eu-n2")->line, 29);
     assert_string_equal(region_cfg_node(cfg, "eu-n3")->endpoint, "ipc:///tmp/eu-n3.sock");
     assert_null(region_cfg_node(cfg, "eu-n4"));
     assert_int_equal(cfg->npeers, 2);
     assert_string_equal(region_cfg_peer(cfg, "us")->coordinator, "tcp://127.0.0.1:7200");
-    assert_int_equal(region_cfg_peer(cfg, "ap")->line, 32);
+    assert_int_equal(region_cfg_peer(cfg, "ap")->line, 33);
     assert_null(region_cfg_peer(cfg, "eu"));
 }
 
@@ -155,6 +157,7 @@ static void test_defaults(void **state)
     assert_int_equal(cfg->rebalance_ms, 0);
     assert_int_equal(cfg->catalog_poll_ms, 0);
     assert_int_equal(cfg->check_ms, 0);
+    assert_int_equal(cfg->check_sweep_ms, 0);
     assert_int_equal(cfg->collapse_pct, -1);
     assert_int_equal(cfg->low_water_pct, -1);
     assert_int_equal(cfg->share, 1);
@@ -286,6 +289,8 @@ static void test_out_of_range(void **state)
                  "7: [coordinator] collapse_pct: must be an integer in 0..100, not '101'");
     expect_error(REGION_OK "[coordinator]\ncheck_ms = 3600001\n",
                  "7: [coordinator] check_ms: must be an integer in 50..3600000, not '3600001'");
+    expect_error(REGION_OK "[coordinator]\ncheck_sweep_ms = 49\n",
+                 "7: [coordinator] check_sweep_ms: must be an integer in 50..86400000, not '49'");
     expect_error(REGION_OK "[coordinator]\nheartbeat_ms = -5\n",
                  "7: [coordinator] heartbeat_ms: must be an integer in 10..60000, not '-5'");
     expect_error(REGION_OK "[coordinator]\nrebalance_ms = 12x\n",
