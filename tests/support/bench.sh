@@ -64,7 +64,8 @@
 # Knobs: ESC_BENCH_REPS (3) ESC_BENCH_SECONDS (6) ESC_BENCH_WARMUP_MS (1000)
 # ESC_BENCH_CONNS (128) ESC_BENCH_INFLIGHT (512) ESC_BENCH_TOTAL (1000000)
 # ESC_BENCH_MEM_HOLDS (100000) ESC_BENCH_PG_CONF (postgresql.conf lines for
-# the private PostgreSQL, default below)
+# the private PostgreSQL, default below) ESC_BENCH_WAL_PREWARM (1; 0 skips
+# the WAL pre-warm)
 # ESC_BENCH_DIR (logs and results; default a fresh /tmp/escrow-bench.XXXXXX,
 # kept). The whole run takes about 10 minutes on 2 cores (quick: 1.5).
 set -euo pipefail

@@ -339,8 +339,11 @@ int bench_report(const char *path)
                    3, ">= 3"),
         make_ratio(&t, "ratio_esc_redis_aof", "escrow / C (Redis, appendfsync always)", "best_ok_s",
                    "caof_ok_s", true, 1.5, ">= 1.5"),
-        make_ratio(&t, "ratio_esc2_esc1", "escrow, 2 nodes / 1 node", "e2_ok_s", "e1_ok_s", false,
-                   1, ">= 1"),
+        /* against 1 node measured in the same state (r80peak, right
+         * before): e1 ran on emptier tables, and a hold costs PostgreSQL
+         * more as they fill */
+        make_ratio(&t, "ratio_esc2_esc1", "escrow, 2 nodes / 1 node just before (same tables)",
+                   "e2_ok_s", "r80peak_ok_s", false, 1, ">= 1"),
         make_ratio(&t, "ratio_no_node_redis_no", "\"no\" by a node / the Redis gate's own \"no\"",
                    "nonode_no_s", "cno_no_s", true, 2, ">= 2"),
         make_ratio(&t, "ratio_no_node_redis_mem", "\"no\" by a node / C (Redis, no persistence)",
