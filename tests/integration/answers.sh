@@ -165,6 +165,11 @@ h=$(hold setup one sold-1)
 op confirm "$h"
 hold setup two held-by-other --ttl-ms 600000 >/dev/null
 esc_ctl --coordinator "$SHARD_COORD_URL" item pause t1 p >/dev/null
+# SOLD_OUT comes from the coordinator's flag (a dry segment alone says
+# SEGMENT_EMPTY, which a client answers TRY_LATER): the rows start once the
+# coordinator has flagged item one, a few hundred ms after the confirm.
+flagged() { grep -q "COORD-SOLD-OUT item=t1/one sold_out=1" "$SHARD_COORD_LOG"; }
+esc_wait_for 60 flagged || esc_fail "the coordinator did not flag item one sold out"
 
 esc_step "the rows, each through both APIs"
 rows() {
