@@ -88,10 +88,11 @@ grep 'CONN-FLOOD' "$ITEST_NODE_LOG"
 
 esc_step "the coordinator: conn_per_peer = 5 from its config file, 8 connections from 127.0.0.5"
 CP=$(itest_port)
-M=$(itest_port) # metric() reads the coordinator from here on
+PUBP=$(itest_port) # a port of its own: CP + 1 may be an outgoing connection's
+M=$(itest_port)    # metric() reads the coordinator from here on
 coord_ini() { # IDLE_S
     printf '[coordinator]\ndsn = %s\nlisten = tcp://127.0.0.1:%s\npublish = tcp://127.0.0.1:%s\nmetrics = 127.0.0.1:%s\nconn_per_peer = 5\nconn_idle_s = %s\n' \
-        "$ESCROW_DSN" "$CP" "$((CP + 1))" "$M" "$1" >"$ITEST_DIR/coord.ini"
+        "$ESCROW_DSN" "$CP" "$PUBP" "$M" "$1" >"$ITEST_DIR/coord.ini"
 }
 coord_ini 0
 esc_spawn "$ITEST_DIR/coord.log" "$ESC_BIN/escrow-coordinator" --config "$ITEST_DIR/coord.ini"
