@@ -34,6 +34,7 @@
 #include "log.h"
 #include "pg_array.h"
 #include "pg_result.h"
+#include "segment_lock.h"
 
 /* An admin request until it is answered (owned by whichever list or job
  * holds it). */
@@ -210,7 +211,8 @@ static const char sql_restock[] =
     "tail_segment = NULL FROM c WHERE i.tenant_id = $1 AND i.item_id = $2 "
     "AND i.state <> 'retired' RETURNING i.total, i.unallocated, i.reduce_pending), "
     "s AS (UPDATE segments s SET state = x.st FROM unnest($4::bigint[], $5::text[]) AS x(id, st), "
-    "i WHERE s.segment_id = x.id RETURNING 1), "
+    "i, " SEGMENTS_LOCKED("segment_id = ANY ($4::bigint[])")
+    " WHERE s.segment_id = l.segment_id AND s.segment_id = x.id RETURNING 1), "
     "o AS (INSERT INTO outbox (tenant_id, item_id, kind, qty, actor) "
     "SELECT $1, $2, 'restocked', $3, 'coordinator' FROM i) "
     "SELECT total, unallocated, reduce_pending FROM i";
@@ -363,7 +365,8 @@ static const char sql_split[] =
     "tail_segment = NULL WHERE tenant_id = $1 AND item_id = $2 AND state <> 'retired' "
     "RETURNING 1), "
     "s AS (UPDATE segments s SET state = x.st FROM unnest($4::bigint[], $5::text[]) AS x(id, st), "
-    "i WHERE s.segment_id = x.id RETURNING 1), "
+    "i, " SEGMENTS_LOCKED("segment_id = ANY ($4::bigint[])")
+    " WHERE s.segment_id = l.segment_id AND s.segment_id = x.id RETURNING 1), "
     "n AS (INSERT INTO segments (tenant_id, item_id, seg_no, available) "
     "SELECT $1, $2, g, 0 FROM i, generate_series($6::integer, $7::integer) AS g "
     "RETURNING segment_id, seg_no), "

@@ -24,6 +24,7 @@
 #include "log.h"
 #include "pg_array.h"
 #include "pg_result.h"
+#include "segment_lock.h"
 
 /* ---- planning ---------------------------------------------------------------------- */
 
@@ -170,7 +171,9 @@ static const char sql_collapse[] =
     "/* escrow:coord-collapse */ WITH i AS (UPDATE items SET tail_segment = $3 "
     "WHERE tenant_id = $1 AND item_id = $2 AND tail_segment IS NULL AND state <> 'retired' "
     "RETURNING 1), "
-    "s AS (UPDATE segments s SET state = 'draining' FROM i WHERE s.tenant_id = $1 AND "
+    "s AS (UPDATE segments s SET state = 'draining' FROM i, "
+    SEGMENTS_LOCKED("tenant_id = $1 AND item_id = $2 AND state = 'active' AND segment_id <> $3")
+    " WHERE s.segment_id = l.segment_id AND s.tenant_id = $1 AND "
     "s.item_id = $2 AND s.state = 'active' AND s.segment_id <> $3 RETURNING s.segment_id), "
     "o AS (INSERT INTO outbox (tenant_id, item_id, segment_id, kind, qty, actor) "
     "SELECT $1, $2, $3, 'collapsed', 0, 'coordinator' FROM i) "

@@ -33,6 +33,7 @@
 #include "log.h"
 #include "pg_array.h"
 #include "pg_result.h"
+#include "segment_lock.h"
 
 #define NODE_WRITE_EVERY_US 1000000
 
@@ -48,8 +49,10 @@ static const char sql_node[] =
     "endpoint = EXCLUDED.endpoint, incarnation = EXCLUDED.incarnation, state = EXCLUDED.state, "
     "last_seen_at = EXCLUDED.last_seen_at, lease_until = EXCLUDED.lease_until RETURNING 1), "
     "u AS (UPDATE segments s SET epoch = s.epoch + 1 "
-    "FROM unnest($7::bigint[], $8::bigint[]) AS x(id, ep), n "
-    "WHERE s.segment_id = x.id AND s.epoch = x.ep AND s.node_id = $1 "
+    "FROM unnest($7::bigint[], $8::bigint[]) AS x(id, ep), n, "
+    SEGMENTS_LOCKED("segment_id = ANY ($7::bigint[])")
+    " WHERE s.segment_id = l.segment_id AND s.segment_id = x.id AND s.epoch = x.ep "
+    "AND s.node_id = $1 "
     "RETURNING s.segment_id, s.epoch) SELECT segment_id, epoch FROM u";
 
 typedef struct node_write {
@@ -329,8 +332,10 @@ void coord_place_loop_stalled(coord *c, int64_t stall_us)
 
 static const char sql_grant[] =
     "/* escrow:coord-grant */ UPDATE segments s SET node_id = x.node, epoch = s.epoch + 1 "
-    "FROM unnest($1::bigint[], $2::text[], $3::bigint[]) AS x(id, node, ep) "
-    "WHERE s.segment_id = x.id AND s.epoch = x.ep RETURNING s.segment_id, s.node_id, s.epoch";
+    "FROM unnest($1::bigint[], $2::text[], $3::bigint[]) AS x(id, node, ep), "
+    SEGMENTS_LOCKED("segment_id = ANY ($1::bigint[])")
+    " WHERE s.segment_id = l.segment_id AND s.segment_id = x.id AND s.epoch = x.ep "
+    "RETURNING s.segment_id, s.node_id, s.epoch";
 
 typedef struct grant {
     size_t n;

@@ -13,6 +13,7 @@
 #include "log.h"
 #include "pg_array.h"
 #include "pg_result.h"
+#include "segment_lock.h"
 
 int seg_store_state_from_text(const char *s)
 {
@@ -104,10 +105,12 @@ static int claim_segments(PGconn *conn, const char *node_id, seg_core *core, pg_
     snprintf(range, sizeof range, "%llu", (unsigned long long)ESC_HOLD_SEQ_RANGE);
     const char *v[2] = {node_id, range};
     PGresult *r = exec(conn,
-                       "/* escrow:segment-claim */ UPDATE segments SET epoch = epoch + 1, "
-                       "hold_seq = hold_seq + $2::bigint "
-                       "WHERE node_id = $1 AND state <> 'retired' RETURNING segment_id, "
-                       "tenant_id, item_id, epoch, available, held, sold, hold_seq, state",
+                       "/* escrow:segment-claim */ UPDATE segments s SET epoch = s.epoch + 1, "
+                       "hold_seq = s.hold_seq + $2::bigint "
+                       "FROM " SEGMENTS_LOCKED("node_id = $1 AND state <> 'retired'")
+                       " WHERE s.segment_id = l.segment_id AND s.node_id = $1 "
+                       "AND s.state <> 'retired' RETURNING s.segment_id, s.tenant_id, "
+                       "s.item_id, s.epoch, s.available, s.held, s.sold, s.hold_seq, s.state",
                        2, v, PGRES_TUPLES_OK);
     if (!ok(r, PGRES_TUPLES_OK)) {
         return fail(r, conn, why, why_len, "claim segments");

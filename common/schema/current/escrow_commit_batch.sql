@@ -8,11 +8,13 @@
 -- (nothing is written), ES002 the node's memory diverged from the record,
 -- ES003 a transfer outside the batch's segments.
 --
--- As of migration 0015_lean_hold. First 0002_commit_batch (the contract);
--- 0004 added t_actor and the transfers (x_*); 0007 kept the contract and cut
--- the work per batch; 0012 looks idempotency keys up across the window's
--- day partitions; 0015 inserts new holds without ON CONFLICT unless a key
--- collides and looks the keys up one index probe each. Each migration's header explains its part.
+-- As of migration 0020_segment_lock_order. First 0002_commit_batch (the
+-- contract); 0004 added t_actor and the transfers (x_*); 0007 kept the
+-- contract and cut the work per batch; 0012 looks idempotency keys up
+-- across the window's day partitions; 0015 inserts new holds without ON
+-- CONFLICT unless a key collides and looks the keys up one index probe
+-- each; 0017 probes the hash index; 0020 locks the segments rows lowest id
+-- first. Each migration's header explains its part.
 --
 -- Checked against the migrations by tests/integration/schema_current.sh: the
 -- migrations are the record (they never change once released); a new
@@ -253,7 +255,15 @@ BEGIN
         v_xdelta := '{}';
     END IF;
 
-    -- 6. the hot rows, last: deltas under the epoch fence
+    -- 6. the hot rows, last: deltas under the epoch fence. Locked lowest
+    -- segment_id first, as every statement that changes several segments
+    -- rows does (0020): the UPDATE below locks them in whatever order its
+    -- plan reads them, and a coordinator's write to the same rows in
+    -- another order (a collapse) would deadlock with it.
+    IF cardinality(s_id) > 1 THEN
+        PERFORM 1 FROM segments s WHERE s.segment_id = ANY (s_id)
+        ORDER BY s.segment_id FOR NO KEY UPDATE;
+    END IF;
     UPDATE segments s
     SET available = s.available + d.d_avail + COALESCE(x.q, 0) + COALESCE(xd.d, 0),
         held      = s.held + d.d_held - COALESCE(x.q, 0),

@@ -7,8 +7,9 @@
 -- or no active global item here; ES011: the id was used for another change;
 -- ES012: the global total would pass 1,000,000,000.
 --
--- As of migration 0010_global_stock (unchanged since; 0010 explains the
--- operations and the global invariant with them).
+-- As of migration 0020_segment_lock_order (0010_global_stock explains the
+-- operations and the global invariant with them; 0020 locks the segments
+-- rows lowest id first).
 --
 -- Checked against the migrations by tests/integration/schema_current.sh: the
 -- migrations are the record (they never change once released); a new
@@ -67,6 +68,10 @@ BEGIN
         UPDATE items i SET tail_segment = NULL WHERE i.tenant_id = p_tenant AND i.item_id = p_item;
         IF v_tail IS NOT NULL THEN
             -- more stock: a collapsed item sells from its segments again
+            -- (their rows locked lowest segment_id first: 0020)
+            PERFORM 1 FROM segments s
+             WHERE s.tenant_id = p_tenant AND s.item_id = p_item AND s.state <> 'retired'
+             ORDER BY s.segment_id FOR NO KEY UPDATE;
             UPDATE segments s SET state = CASE WHEN x.n <= i.segments_wanted THEN 'active'
                                                ELSE 'draining' END
               FROM (SELECT segment_id, row_number() OVER (ORDER BY seg_no) AS n FROM segments
