@@ -226,10 +226,10 @@ esc_psql "SELECT 'PGSETTING ' || name || ' = ' || setting || coalesce(' ' || uni
 # checkpoint recycles them as the segments ahead.
 if [[ ${ESC_BENCH_WAL_PREWARM:-1} == 1 ]]; then
     echo "PostgreSQL: pre-warming WAL (2 GB of segments, then a checkpoint recycles them)"
+    # one session: a transaction id (its commit writes WAL) and a switch, 128 times
     for ((i = 0; i < 128; i++)); do
-        esc_psql "SELECT txid_current()" >/dev/null
-        esc_psql "SELECT pg_switch_wal()" >/dev/null
-    done
+        printf 'SELECT txid_current();\nSELECT pg_switch_wal();\n'
+    done | "$ESC_PG_BINDIR/psql" "$ESCROW_DSN" -X -q -v ON_ERROR_STOP=1 -f - >/dev/null
     esc_psql "CHECKPOINT" >/dev/null
     echo "PostgreSQL: $(find "$ESC_PG_DIR/data/pg_wal" -maxdepth 1 -type f -name '0*' | wc -l) WAL segments after the pre-warm"
 fi

@@ -251,8 +251,13 @@ static double div_or_nan(double a, double b)
     return isnan(a) || isnan(b) || b <= 0 ? NAN : a / b;
 }
 
+/* text NULL: a figure for comparison, without a target. */
 static void print_target(const char *what, double v, double target, bool at_most, const char *text)
 {
+    if (text == NULL) {
+        printf("  %-62s %10.2f  (no target: for comparison)\n", what, v);
+        return;
+    }
     const char *verdict = isnan(v)                                ? "n/a"
                           : (at_most ? v <= target : v >= target) ? "met"
                                                                   : "NOT met";
@@ -264,7 +269,8 @@ static void print_ratios(const kvs *t, bool redis_skipped, double best, const ra
     printf("\nratios of the medians (escrow = the better of 1 and 2 nodes: %.0f holds/s)\n", best);
     for (size_t i = 0; i < n; i++) {
         if (rs[i].redis && redis_skipped) {
-            printf("  %-62s %10s  target %-8s n/a\n", rs[i].what, "SKIPPED", rs[i].target_text);
+            printf("  %-62s %10s  target %-8s n/a\n", rs[i].what, "SKIPPED",
+                   rs[i].target_text != NULL ? rs[i].target_text : "-");
             continue;
         }
         print_target(rs[i].what, div_or_nan(rs[i].num, rs[i].den), rs[i].target, false,
@@ -346,11 +352,13 @@ int bench_report(const char *path)
                    "e2_ok_s", "r80peak_ok_s", false, 1, ">= 1"),
         make_ratio(&t, "ratio_no_node_redis_no", "\"no\" by a node / the Redis gate's own \"no\"",
                    "nonode_no_s", "cno_no_s", true, 2, ">= 2"),
+        /* for comparison: the target for a node's "no" is against the
+         * Redis gate's own "no" (above), not against its holds */
         make_ratio(&t, "ratio_no_node_redis_mem", "\"no\" by a node / C (Redis, no persistence)",
-                   "nonode_no_s", "cmem_ok_s", true, 2, ">= 2"),
+                   "nonode_no_s", "cmem_ok_s", true, NAN, NULL),
         make_ratio(&t, "ratio_no_cached_redis_mem",
                    "\"no\" from the cached flag / C (no persistence)", "nocache_no_s", "cmem_ok_s",
-                   true, 2, ">= 2"),
+                   true, NAN, NULL),
     };
     size_t nr = sizeof rs / sizeof rs[0];
 
