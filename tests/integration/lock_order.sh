@@ -42,7 +42,7 @@ block() {
         SELECT 1 FROM segments WHERE segment_id = $BLOCK FOR NO KEY UPDATE;
         SELECT pg_sleep(120);" >/dev/null 2>&1 &
     BLOCKER=$!
-    esc_wait_sql 10 "SELECT count(*) FROM segments WHERE segment_id = $BLOCK AND segment_id NOT IN
+    esc_wait_sql 30 "SELECT count(*) FROM segments WHERE segment_id = $BLOCK AND segment_id NOT IN
         (SELECT segment_id FROM segments WHERE segment_id = $BLOCK FOR NO KEY UPDATE SKIP LOCKED)" 1 ||
         esc_fail "lock_order: the blocker did not lock segment $BLOCK"
 }
@@ -60,13 +60,13 @@ esc_on_exit unblock
 # of a node may hold one for a moment; a statement that waits holding them
 # holds them until BLOCK is free).
 wait_higher_free() {
-    esc_wait_sql 10 "SELECT count(*) FROM pg_stat_activity WHERE wait_event_type = 'Lock'
+    esc_wait_sql 30 "SELECT count(*) FROM pg_stat_activity WHERE wait_event_type = 'Lock'
         AND query LIKE '%$1%' AND query NOT LIKE '%pg_stat_activity%'" 1 || {
         itest_q "SELECT application_name, state, wait_event_type, wait_event, left(query, 80)
             FROM pg_stat_activity WHERE backend_type = 'client backend'" >&2
         esc_fail "lock_order: no statement matching '$1' waits for segment $BLOCK"
     }
-    esc_wait_sql 5 "SELECT count(*) FROM (SELECT segment_id FROM segments WHERE segment_id IN ($HIGHER)
+    esc_wait_sql 10 "SELECT count(*) FROM (SELECT segment_id FROM segments WHERE segment_id IN ($HIGHER)
         FOR NO KEY UPDATE SKIP LOCKED) x" "$NHIGHER" ||
         esc_fail "lock_order: $2 holds segments above $BLOCK while it waits for $BLOCK"
     echo "$2 waits for segment $BLOCK holding none of $HIGHER"
