@@ -31,6 +31,11 @@
 #   itest_kill9 PID             SIGKILL a process started here, reap it, forget it
 #   itest_wait_pid PID TIMEOUT_S WHAT   wait for a background process; on timeout print its
 #                               threads' stacks (if gdb is installed), kill it and fail
+#   itest_lock NAME SQL         a PostgreSQL session (application_name NAME) runs BEGIN; SQL
+#                               (a SELECT ... FOR UPDATE, a LOCK TABLE) and keeps its
+#                               transaction, and so its locks, open; returns once SQL is done
+#   itest_unlock NAME           ends that session (its transaction rolls back: SQL changed
+#                               nothing) and waits for its psql
 #   itest_check_record FILE    an esc_probe recording against the database: every
 #                               acknowledged hold, confirm and release is stored
 #   itest_invariants [ITEM_LIKE]  escrowctl check, conservation, segment_holds_agree,
@@ -192,6 +197,26 @@ itest_wait_pid() {
     wait "$pid" || rc=$?
     _itest_forget "$pid"
     return "$rc"
+}
+
+declare -A ITEST_LOCK_PIDS=()
+itest_lock() {
+    local name=$1 sql=$2
+    PGAPPNAME=$name "$ESC_PG_BINDIR/psql" "$ESCROW_DSN" -X -q -v ON_ERROR_STOP=1 \
+        -c "BEGIN; $sql; SELECT pg_sleep(600);" >"$ITEST_DIR/lock-$name.log" 2>&1 &
+    ITEST_LOCK_PIDS[$name]=$!
+    ESC_PIDS+=("$!")
+    esc_wait_sql 30 "SELECT count(*) FROM pg_stat_activity WHERE application_name = '$name'
+        AND wait_event = 'PgSleep'" 1 ||
+        esc_fail "$ITEST_NAME: the session $name did not take its lock: $(cat "$ITEST_DIR/lock-$name.log")"
+}
+itest_unlock() {
+    local name=$1
+    [[ -n ${ITEST_LOCK_PIDS[$name]:-} ]] || return 0
+    itest_q "SELECT count(pg_terminate_backend(pid)) FROM pg_stat_activity
+        WHERE application_name = '$name'" >/dev/null
+    itest_wait_pid "${ITEST_LOCK_PIDS[$name]}" 30 "the lock session $name" || true # terminated: psql exits 2
+    unset "ITEST_LOCK_PIDS[$name]"
 }
 
 # A recording (esc_probe record: "R|C|X key hold state n" per acknowledged

@@ -35,25 +35,13 @@ segments_of() {
     itest_q "UPDATE segments SET last_batch = last_batch WHERE segment_id = $BLOCK" >/dev/null
 }
 
-# Holds segment BLOCK's row locked (a session that sleeps in its transaction)
-# until unblock ends that session.
+# Holds segment BLOCK's row locked until unblock.
 block() {
-    PGAPPNAME=lock_order_blocker "$ESC_PG_BINDIR/psql" "$ESCROW_DSN" -X -q -c "BEGIN;
-        SELECT 1 FROM segments WHERE segment_id = $BLOCK FOR NO KEY UPDATE;
-        SELECT pg_sleep(120);" >/dev/null 2>&1 &
-    BLOCKER=$!
-    esc_wait_sql 30 "SELECT count(*) FROM segments WHERE segment_id = $BLOCK AND segment_id NOT IN
-        (SELECT segment_id FROM segments WHERE segment_id = $BLOCK FOR NO KEY UPDATE SKIP LOCKED)" 1 ||
-        esc_fail "lock_order: the blocker did not lock segment $BLOCK"
+    itest_lock lock_order_blocker "SELECT 1 FROM segments WHERE segment_id = $BLOCK FOR NO KEY UPDATE"
 }
 unblock() {
-    [[ -n ${BLOCKER:-} ]] || return 0
-    itest_q "SELECT count(pg_terminate_backend(pid)) FROM pg_stat_activity
-        WHERE application_name = 'lock_order_blocker'" >/dev/null
-    wait "$BLOCKER" 2>/dev/null || true
-    BLOCKER=
+    itest_unlock lock_order_blocker
 }
-esc_on_exit unblock
 
 # Waits until a session whose query matches $1 waits for a row lock, then
 # until a third session can lock every segment above BLOCK (a short batch

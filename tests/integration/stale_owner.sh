@@ -55,26 +55,13 @@ n1_sold_is() { [[ $(n1_units sold) == "$1" ]]; }
 # on the segment's row (a batch of its owner waits at the fence); with
 # "holds": SHARE on the holds table (every batch that writes a hold waits,
 # even a stale one, which the fence would refuse without waiting).
-LOCKS=0
 row_lock() {
-    local sql="SELECT segment_id FROM segments WHERE segment_id = $SEG FOR UPDATE;"
-    [[ ${1:-} != holds ]] || sql="LOCK TABLE holds IN SHARE MODE;"
-    LOCKS=$((LOCKS + 1))
-    mkfifo "$ITEST_DIR/lock$LOCKS.fifo"
-    PGAPPNAME=itest-lock$LOCKS "$ESC_PG_BINDIR/psql" "$ESCROW_DSN" -X -q -v ON_ERROR_STOP=1 \
-        <"$ITEST_DIR/lock$LOCKS.fifo" >"$ITEST_DIR/lock$LOCKS.log" 2>&1 &
-    LOCK_PID=$!
-    ESC_PIDS+=("$LOCK_PID")
-    exec 7>"$ITEST_DIR/lock$LOCKS.fifo"
-    echo "BEGIN; $sql" >&7
-    esc_wait_sql 30 "SELECT count(*) FROM pg_stat_activity WHERE application_name = 'itest-lock$LOCKS'
-        AND state = 'idle in transaction'" 1 || esc_fail "the lock session did not take the row lock"
+    local sql="SELECT segment_id FROM segments WHERE segment_id = $SEG FOR UPDATE"
+    [[ ${1:-} != holds ]] || sql="LOCK TABLE holds IN SHARE MODE"
+    itest_lock itest-lock "$sql"
 }
 row_unlock() {
-    echo "COMMIT;" >&7
-    exec 7>&-
-    itest_wait_pid "$LOCK_PID" 30 "the lock session" ||
-        esc_fail "the lock session failed: $(cat "$ITEST_DIR/lock$LOCKS.log")"
+    itest_unlock itest-lock
 }
 commit_waits() {
     esc_wait_sql 30 "SELECT count(*) FROM pg_stat_activity WHERE wait_event_type = 'Lock'
@@ -83,21 +70,20 @@ commit_waits() {
 
 esc_step "lock segment $SEG's row: n1's batch with r1 waits in PostgreSQL, r2 goes into its next one"
 row_lock
-# background probes close fd 7: the lock session ends when its fifo's last writer is gone
-itest_probe reserve --endpoint "$N1_EP" --item so --key r1 --deadline-ms 120000 >"$ITEST_DIR/r1.out" 7>&- &
+itest_probe reserve --endpoint "$N1_EP" --item so --key r1 --deadline-ms 120000 >"$ITEST_DIR/r1.out" &
 R1_PID=$!
 ESC_PIDS+=("$R1_PID")
 commit_waits || esc_fail "n1's batch with r1 did not wait for the lock"
 esc_wait_for 30 n1_held_is 2 ||
     esc_fail "n1 does not hold b1's and r1's units in memory (held=$(n1_held))"
-itest_probe reserve --endpoint "$N1_EP" --item so --key r2 --deadline-ms 120000 >"$ITEST_DIR/r2.out" 7>&- &
+itest_probe reserve --endpoint "$N1_EP" --item so --key r2 --deadline-ms 120000 >"$ITEST_DIR/r2.out" &
 R2_PID=$!
 ESC_PIDS+=("$R2_PID")
 esc_wait_for 30 n1_held_is 3 ||
     esc_fail "n1 did not decide r2 into its next batch (held=$(n1_held))"
 # and a confirm of b1 into the same batch: by the time that batch reaches
 # the database, the new owner will have released b1
-itest_probe confirm --endpoint "$N1_EP" --hold "$B1" --deadline-ms 120000 >"$ITEST_DIR/confirm-b1.out" 7>&- &
+itest_probe confirm --endpoint "$N1_EP" --hold "$B1" --deadline-ms 120000 >"$ITEST_DIR/confirm-b1.out" &
 CONFIRM_B1_PID=$!
 ESC_PIDS+=("$CONFIRM_B1_PID")
 esc_wait_for 30 n1_sold_is 1 ||
