@@ -100,6 +100,9 @@ struct seg_segment {
     bool dry;          /* answered SEGMENT_EMPTY and got no units since (reported while set) */
     bool xfer_pending; /* a GIVE or RECEIVE of this segment waits for its batch */
     bool touched;      /* in seg_core.touched */
+    /* Owned by the node: a batch committing now names this segment; its
+     * next ops wait for the next batch (seg_delta.h leaves it out). */
+    bool committing;
     uint64_t reserved; /* units reserved (committed) since it was loaded: demand */
     uint64_t empties;  /* SEGMENT_EMPTY answers since it was loaded: unmet demand */
     seg_item *item;    /* borrowed */

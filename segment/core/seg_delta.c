@@ -49,7 +49,8 @@ static void add_op(seg_delta *d, const seg_op *op)
 }
 
 /* Adds the segments whose hold ids ran out (seq_wanted) that the ops do
- * not touch, while out has room: their row asks for the next range. */
+ * not touch and no other batch is committing, while out has room: their
+ * row asks for the next range. */
 static void add_wanted(const seg_core *c, seg_delta *out, size_t *nt, size_t cap)
 {
     size_t left = c->seq_wanted;
@@ -57,7 +58,9 @@ static void add_wanted(const seg_core *c, seg_delta *out, size_t *nt, size_t cap
         seg_segment *s = &c->segs[i];
         if (s->seq_wanted && !s->fenced) {
             left--;
-            touch(out, nt, s);
+            if (!s->committing) {
+                touch(out, nt, s);
+            }
         }
     }
 }

@@ -39,7 +39,8 @@ typedef struct seg_delta {
 
 /* Fills out with one entry per segment ops[0..nops) touch, plus (room
  * permitting) one with zero deltas per segment of c whose hold ids ran out
- * (seq_wanted), sorted by segment id, and returns how many. out (caller
+ * (seq_wanted) and that no batch is committing, sorted by segment id, and
+ * returns how many. out (caller
  * storage) has room for cap >= nops entries. */
 size_t seg_delta_build(const seg_core *c, const seg_op *ops, size_t nops, seg_delta *out,
                        size_t cap);

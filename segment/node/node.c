@@ -159,9 +159,10 @@ int node_start(node *n, uv_loop_t *loop, const node_config *cfg)
 
 bool node_ready(const node *n, char *why, size_t cap)
 {
-    const char *conn = !pgx_connected(&n->commit_conn)  ? "commit"
-                       : !pgx_connected(&n->query_conn) ? "query"
-                                                        : NULL;
+    const char *conn = !pgx_connected(&n->query_conn) ? "query" : NULL;
+    for (int i = 0; i < n->nstreams && conn == NULL; i++) {
+        conn = pgx_connected(&n->streams[i].conn) ? NULL : "commit";
+    }
     if (conn != NULL) {
         snprintf(why, cap, "database not connected (%s connection)", conn);
         return false;

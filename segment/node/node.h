@@ -74,6 +74,34 @@ typedef struct node_batch {
     uint64_t batch_id;
 } node_batch;
 
+/* At most this many commit streams per node; by default NODE_STREAMS_DEFAULT. */
+#define NODE_STREAMS_MAX 8
+#define NODE_STREAMS_DEFAULT 2
+
+/* A commit stream (node_commit.c): a PostgreSQL connection of its own and
+ * the batch committing on it. Streams commit at the same time, never on the
+ * same segment: a batch takes the filling batch's ops of the segments no
+ * other stream is committing (seg_segment.committing), so each segment's
+ * ops still commit one batch after the other, in order. */
+typedef struct node_stream {
+    struct node *n; /* borrowed: the node it belongs to */
+    int index;
+    pgx_conn conn;
+    node_batch batch;  /* committing while busy */
+    bool busy;         /* batch was sent and is not settled yet */
+    bool unknown;      /* connection lost during the commit: reconcile first */
+    bool reconciling;
+    bool fence_suspect; /* batch failed as a stale owner's does */
+    bool schema_ok;     /* this connection found a schema the node runs on */
+    int backend_pid;    /* of the connection batch was sent on */
+    int64_t start_us;
+    pg_array params[SEG_COMMIT_NPARAMS]; /* text parameters of the commit call */
+    seg_delta *deltas;                   /* owned: the segments batch writes (committing) */
+    size_t ndeltas;
+    bool *rejected;   /* owned scratch: reserves the database refused */
+    int64_t *present; /* owned scratch: hold ids found by a reconcile */
+} node_stream;
+
 typedef struct node_config {
     const char *node_id;                 /* borrowed */
     const char *coordinator;             /* borrowed; NULL = static mode */
@@ -106,6 +134,8 @@ typedef struct node_config {
     /* Client connections (conn_guard.h): per peer address, and the seconds
      * one may stay without sending a byte; 0 = no cap / no timeout. */
     uint32_t conn_per_peer, conn_idle_s;
+    /* Commit streams (node_commit.h), 1..NODE_STREAMS_MAX; 0 = the default. */
+    uint32_t commit_streams;
 } node_config;
 
 /* A transfer this node executes: in a batch, or done and reported in every
@@ -201,23 +231,14 @@ struct node {
     int sock;
     nnx_watch watch;
     bool reading;
-    pgx_conn commit_conn;
+    node_stream streams[NODE_STREAMS_MAX]; /* the first cfg.commit_streams are used */
+    int nstreams;
     pgx_conn query_conn;
-    int commit_backend_pid; /* of the connection an inflight batch was sent on */
-    node_batch batches[2];
-    node_batch *filling;
-    node_batch *inflight;
-    bool inflight_unknown; /* connection lost during the commit: reconcile first */
-    bool reconciling;
-    int64_t inflight_start_us;
+    node_batch filling_batch; /* storage of filling */
+    node_batch *filling;      /* decided ops waiting for a stream */
     uint64_t next_batch_id;
-    pg_array params[SEG_COMMIT_NPARAMS];   /* text parameters of the commit call */
-    seg_delta *deltas;                     /* owned scratch: segments of the batch being built */
-    bool *rejected;                        /* owned scratch: reserves the database refused */
-    int64_t *present;                      /* owned scratch: hold ids found by a reconcile */
-    size_t ndeltas;                        /* entries of deltas the inflight batch wrote */
     bool seq_due;                          /* sweep tick: send hold id ranges, ops or not */
-    bool fence_suspect;                    /* inflight batch failed as a stale owner's does */
+    bool fencing; /* a fenced batch's segments are being dropped: no batch is sent */
     node_req *lookups_head, *lookups_tail; /* waiting for query_conn */
     bool query_busy;                       /* a lookup or a load runs on query_conn */
     uv_timer_t sweep_timer;
@@ -238,7 +259,7 @@ struct node {
     ratelim rl_buyer;      /* per (tenant, buyer), reserves */
     uint64_t rl_seed;      /* random per process: bucket sets cannot be aimed at */
     uint64_t rate_limited; /* requests refused by a bucket */
-    bool schema_ok;        /* the commit connection found a schema this node runs on */
+    bool schema_ok;        /* every commit connection found a schema this node runs on */
     bool schema_noted;     /* a schema one version ahead was logged */
     int exit_code;         /* 1 after a refused schema, else 0 */
 };

@@ -7,6 +7,7 @@
 #include <string.h>
 
 #include "hmap.h"
+#include "log.h"
 #include "node.h"
 #include "node_req.h"
 
@@ -98,7 +99,16 @@ void node_admit_committed(node *n, int64_t rtt_us, int64_t now_us)
 
 void node_admit_batch_opened(node *n)
 {
-    memset(n->admit.in_batch, 0, sizeof n->admit.in_batch);
+    node_admit *a = &n->admit;
+    memset(a->in_batch, 0, sizeof a->in_batch);
+    /* decisions that stayed in the filling batch (their segments are
+     * committing in another stream) keep their slots */
+    for (size_t k = 0; k < n->filling->n; k++) {
+        const node_req *r = n->filling->ops[k].req;
+        if (r != NULL) {
+            a->in_batch[bucket(a, r->req.tenant_id)]++;
+        }
+    }
     node_admit_drain(n);
 }
 
@@ -134,3 +144,32 @@ void node_admit_drain(node *n)
     a->cursor = (start + 1) % NODE_ADMIT_BUCKETS;
     a->draining = false;
 }
+
+/* The tenant an op counts for: its item's (a request's is the same). */
+static uint32_t op_bucket(const node_admit *a, const seg_op *op)
+{
+    return bucket(a, op->seg->item->tenant_id);
+}
+
+void node_admit_sent(node *n, const node_batch *b)
+{
+    for (size_t k = 0; k < b->n; k++) {
+        n->admit.committing[op_bucket(&n->admit, &b->ops[k])]++;
+    }
+}
+
+void node_admit_settled(node *n, const node_batch *b)
+{
+    for (size_t k = 0; k < b->n; k++) {
+        uint32_t *c = &n->admit.committing[op_bucket(&n->admit, &b->ops[k])];
+        ESC_ASSERT(*c > 0);
+        (*c)--;
+    }
+}
+
+bool node_admit_lane_open(node *n, const char *tenant_id)
+{
+    node_admit *a = &n->admit;
+    return a->committing[bucket(a, tenant_id)] == 0;
+}
+

@@ -40,6 +40,7 @@
 
 typedef struct node node;
 typedef struct node_req node_req;
+typedef struct node_batch node_batch;
 
 typedef struct node_admit {
     uint64_t seed;
@@ -53,6 +54,7 @@ typedef struct node_admit {
     bool draining;
     uint64_t waited; /* requests that waited in a queue (counter) */
     seg_share share; /* each tenant's slots per batch while shared */
+    uint32_t committing[NODE_ADMIT_BUCKETS]; /* its ops in batches committing now */
 } node_admit;
 
 /* share: the adaptive share's settings (copied); now_us: monotonic. */
@@ -64,12 +66,23 @@ void node_admit_fini(node *n);
 bool node_admit_defer(node *n, const nnx_hdr *hdr, const wire_request *q, int64_t now_us);
 /* A decision of tenant_id went into the filling batch. */
 void node_admit_counted(node *n, const char *tenant_id);
-/* A new filling batch (empty): every tenant's slots are free again, and
- * the waiting requests are decided, round robin, up to their slots. */
+/* A batch was sent from the filling batch (or it is empty): each tenant's
+ * slots are counted again from the decisions still in it (those of
+ * segments another stream commits), and the waiting requests are decided,
+ * round robin, up to their slots. */
 void node_admit_batch_opened(node *n);
 /* A batch committed after rtt_us (at now_us): the share adapts. */
 void node_admit_committed(node *n, int64_t rtt_us, int64_t now_us);
 /* Decides waiting requests up to their tenants' free slots. */
 void node_admit_drain(node *n);
+/* The ops of b went to a commit stream, or came back settled. */
+void node_admit_sent(node *n, const node_batch *b);
+void node_admit_settled(node *n, const node_batch *b);
+/* Whether an op of tenant_id may ride the node's last idle commit stream
+ * (node_commit.h): that stream is kept for the tenants with nothing
+ * committing, so a tenant whose flood keeps the other streams busy cannot
+ * take it from another tenant, and a tenant alone commits on one stream
+ * at a time. */
+bool node_admit_lane_open(node *n, const char *tenant_id);
 
 #endif

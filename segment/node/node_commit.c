@@ -54,43 +54,63 @@ static void on_commit(pgx_conn *c, PGresult *res, const pgx_err *err, void *arg)
 
 void node_commit_init(node *n)
 {
-    for (int i = 0; i < 2; i++) {
-        n->batches[i].ops = esc_xcalloc(BATCH_CAP, sizeof(seg_op));
-        n->batches[i].n = 0;
-    }
-    n->filling = &n->batches[0];
-    n->inflight = NULL;
+    n->filling_batch.ops = esc_xcalloc(BATCH_CAP, sizeof(seg_op));
+    n->filling_batch.n = 0;
+    n->filling = &n->filling_batch;
     n->next_batch_id = (uint64_t)esc_wall_ms() * 1000u;
-    for (int i = 0; i < SEG_COMMIT_NPARAMS; i++) {
-        pg_array_init(&n->params[i]);
+    uint32_t k = n->cfg.commit_streams == 0 ? NODE_STREAMS_DEFAULT : n->cfg.commit_streams;
+    n->nstreams = (int)(k > NODE_STREAMS_MAX ? NODE_STREAMS_MAX : k);
+    for (int i = 0; i < n->nstreams; i++) {
+        node_stream *st = &n->streams[i];
+        st->n = n;
+        st->index = i;
+        st->batch.ops = esc_xcalloc(BATCH_CAP, sizeof(seg_op));
+        for (int j = 0; j < SEG_COMMIT_NPARAMS; j++) {
+            pg_array_init(&st->params[j]);
+        }
+        st->deltas = esc_xcalloc(BATCH_CAP, sizeof *st->deltas);
+        st->rejected = esc_xcalloc(BATCH_CAP, sizeof *st->rejected);
+        st->present = esc_xcalloc(BATCH_CAP, sizeof *st->present);
     }
-    n->deltas = esc_xcalloc(BATCH_CAP, sizeof *n->deltas);
-    n->rejected = esc_xcalloc(BATCH_CAP, sizeof *n->rejected);
-    n->present = esc_xcalloc(BATCH_CAP, sizeof *n->present);
 }
 
 void node_commit_fini(node *n)
 {
-    for (int i = 0; i < 2; i++) {
-        free(n->batches[i].ops);
-        n->batches[i].ops = NULL;
-    }
-    if (n->deltas != NULL) {
-        for (int i = 0; i < SEG_COMMIT_NPARAMS; i++) {
-            pg_array_fini(&n->params[i]);
+    free(n->filling_batch.ops);
+    n->filling_batch.ops = NULL;
+    for (int i = 0; i < n->nstreams; i++) {
+        node_stream *st = &n->streams[i];
+        if (st->deltas != NULL) {
+            for (int j = 0; j < SEG_COMMIT_NPARAMS; j++) {
+                pg_array_fini(&st->params[j]);
+            }
         }
+        free(st->batch.ops);
+        free(st->deltas);
+        free(st->rejected);
+        free(st->present);
+        st->batch.ops = NULL;
+        st->deltas = NULL;
+        st->rejected = NULL;
+        st->present = NULL;
     }
-    free(n->deltas);
-    free(n->rejected);
-    free(n->present);
-    n->deltas = NULL;
-    n->rejected = NULL;
-    n->present = NULL;
 }
 
 bool node_commit_full(const node *n)
 {
     return n->filling->n >= ESC_BATCH_ROWS_MAX;
+}
+
+static node_stream *idle_stream(node *n, bool ready, bool *lane);
+
+/* Whether op could go in a batch now: its segment is not committing and a
+ * stream is idle that takes its tenant's ops. Else adding it sends nothing,
+ * and the filling batch is not searched for what could go. */
+static bool can_go(node *n, const seg_op *op)
+{
+    bool lane;
+    return !op->seg->committing && idle_stream(n, false, &lane) != NULL &&
+           (!lane || node_admit_lane_open(n, op->seg->item->tenant_id));
 }
 
 void node_commit_add(node *n, const seg_op *op)
@@ -108,7 +128,9 @@ void node_commit_add(node *n, const seg_op *op)
         return;
     }
     n->filling->ops[n->filling->n++] = *op;
-    node_commit_kick(n);
+    if (can_go(n, op)) {
+        node_commit_kick(n); /* else it waits for a batch to settle, which kicks */
+    }
 }
 
 void node_commit_sweep(node *n, int64_t now_ms)
@@ -141,7 +163,7 @@ static const char *kind_text(int kind)
     }
 }
 
-static void add_reserve(node *n, const seg_op *op)
+static void add_reserve(node_stream *n, const seg_op *op)
 {
     const seg_hold *h = op->hold;
     const seg_item *it = h->seg->item;
@@ -158,7 +180,7 @@ static void add_reserve(node *n, const seg_op *op)
     pg_array_i64(&n->params[17], (int64_t)h->seg->epoch);
 }
 
-static void add_transition(node *n, const seg_op *op)
+static void add_transition(node_stream *n, const seg_op *op)
 {
     pg_array_i64(&n->params[18], (int64_t)op->hold->hold_id);
     pg_array_str(&n->params[19], kind_text(op->kind));
@@ -170,7 +192,7 @@ static void add_transition(node *n, const seg_op *op)
 /* A transfer: its counter delta is computed by the database, only if the
  * transfer's state allows the step; the segment is in the batch anyway, so
  * the epoch fence covers it. */
-static void add_xfer(node *n, const seg_op *op)
+static void add_xfer(node_stream *n, const seg_op *op)
 {
     pg_array_i64(&n->params[SEG_P_X_ID], (int64_t)op->transfer_id);
     pg_array_str(&n->params[SEG_P_X_KIND], op->kind == SEG_OP_GIVE ? "give" : "receive");
@@ -181,8 +203,8 @@ static void add_xfer(node *n, const seg_op *op)
 /* The commit call's parameters: the rows of b's ops in op order, then one
  * row per segment with its deltas (seg_delta.h: in segment id order, and
  * asserted to add up before anything is written). */
-static void build_params(node *n, const node_batch *b, const char **values, char *batch_id,
-                         size_t batch_id_len)
+static void build_params(node_stream *n, const node_batch *b, const char **values,
+                         char *batch_id, size_t batch_id_len)
 {
     for (int i = 1; i < SEG_COMMIT_NPARAMS; i++) {
         pg_array_reset(&n->params[i]);
@@ -197,7 +219,7 @@ static void build_params(node *n, const node_batch *b, const char **values, char
             add_transition(n, op);
         }
     }
-    size_t nd = seg_delta_build(&n->core, b->ops, b->n, n->deltas, BATCH_CAP);
+    size_t nd = seg_delta_build(&n->n->core, b->ops, b->n, n->deltas, BATCH_CAP);
     for (size_t i = 0; i < nd; i++) {
         const seg_delta *d = &n->deltas[i];
         pg_array_i64(&n->params[1], (int64_t)d->seg->segment_id);
@@ -215,63 +237,123 @@ static void build_params(node *n, const node_batch *b, const char **values, char
     }
 }
 
-static void send_batch(node *n)
+/* Moves the filling batch's ops on segments no stream is committing into
+ * b, in order; the others stay, in order. The last idle stream (lane) only
+ * takes the ops of tenants with nothing committing (node_admit_lane_open). */
+static void take_ops(node *n, node_batch *b, bool lane)
 {
-    node_batch *b = n->filling;
-    n->filling = (b == &n->batches[0]) ? &n->batches[1] : &n->batches[0];
-    n->filling->n = 0;
-    n->inflight = b;
-    b->batch_id = ++n->next_batch_id;
+    node_batch *f = n->filling;
+    size_t keep = 0;
+    b->n = 0;
+    for (size_t k = 0; k < f->n; k++) {
+        const seg_segment *s = f->ops[k].seg;
+        if (s->committing || (lane && !node_admit_lane_open(n, s->item->tenant_id))) {
+            f->ops[keep++] = f->ops[k];
+        } else {
+            b->ops[b->n++] = f->ops[k];
+        }
+    }
+    f->n = keep;
+}
+
+/* Sends on st (idle, its connection ready) what no other stream is
+ * committing; false if there was nothing to send. */
+static bool send_batch(node *n, node_stream *st, bool lane)
+{
+    node_batch *b = &st->batch;
+    take_ops(n, b, lane);
+    /* A batch without ops only carries hold id ranges, at most once per
+     * sweep tick (seq_due): a refused one is not retried in a tight loop. */
+    bool ranges = n->seq_due && n->core.seq_wanted > 0;
+    if (b->n == 0 && !ranges) {
+        return false;
+    }
     const char *values[SEG_COMMIT_NPARAMS];
     char batch_id[24];
-    build_params(n, b, values, batch_id, sizeof batch_id);
-    n->commit_backend_pid = PQbackendPID(n->commit_conn.conn);
-    n->inflight_start_us = esc_mono_us();
-    n->inflight_unknown = false;
+    b->batch_id = n->next_batch_id + 1;
+    build_params(st, b, values, batch_id, sizeof batch_id);
+    if (st->ndeltas == 0) {
+        return false; /* the segments that want ranges are all committing */
+    }
+    node_admit_sent(n, b);
+    n->next_batch_id++;
+    for (size_t i = 0; i < st->ndeltas; i++) {
+        st->deltas[i].seg->committing = true;
+    }
+    st->busy = true;
+    st->backend_pid = PQbackendPID(st->conn.conn);
+    st->start_us = esc_mono_us();
+    st->unknown = false;
     n->seq_due = false;
     failpoint_check_exit(b, FAILPOINT_BEFORE_COMMIT);
     int rc =
-        pgx_query(&n->commit_conn, SEG_STMT_COMMIT, NULL, SEG_COMMIT_NPARAMS, values, on_commit, n);
+        pgx_query(&st->conn, SEG_STMT_COMMIT, NULL, SEG_COMMIT_NPARAMS, values, on_commit, st);
     if (rc != 0) {
         /* never sent: nothing happened in the database */
         pgx_err err;
         memset(&err, 0, sizeof err);
         err.code = rc;
         snprintf(err.message, sizeof err.message, "could not send the batch");
-        on_commit(&n->commit_conn, NULL, &err, n);
-        return;
+        on_commit(&st->conn, NULL, &err, st);
+        return true;
     }
-    node_admit_batch_opened(n); /* waiting requests into the new filling batch */
+    node_admit_batch_opened(n); /* waiting requests into the filling batch */
     n->up.progress(n);          /* room again: reading may resume */
+    return true;
+}
+
+/* A stream with no batch committing, or NULL; with ready set, one whose
+ * connection can take a batch now. *lane: it is the last idle one of
+ * several, kept for the tenants with nothing committing. */
+static node_stream *idle_stream(node *n, bool ready, bool *lane)
+{
+    node_stream *found = NULL;
+    int idle = 0;
+    for (int i = 0; i < n->nstreams; i++) {
+        node_stream *st = &n->streams[i];
+        idle += !st->busy;
+        if (found == NULL && !st->busy && (!ready || pgx_ready(&st->conn))) {
+            found = st;
+        }
+    }
+    *lane = idle == 1 && n->nstreams > 1;
+    return found;
 }
 
 void node_commit_kick(node *n)
 {
-    if (n->admit.draining) {
-        return; /* the drain's caller kicks once it is done */
+    bool lane;
+    if (n->admit.draining || n->fencing || idle_stream(n, false, &lane) == NULL) {
+        return; /* the drain's or the fence's caller kicks once done; a settled batch kicks */
     }
-    if (n->inflight == NULL && n->filling->n == 0) {
+    if (n->filling->n == 0) {
         node_admit_batch_opened(n); /* nothing in the batch: every slot is free */
-    } else if (n->inflight == NULL) {
+    } else {
         node_admit_drain(n); /* waiting requests first: they ride this batch */
     }
-    /* A batch without ops only carries hold id ranges, at most once per
-     * sweep tick (seq_due): a refused one is not retried in a tight loop. */
-    bool ranges = n->seq_due && n->core.seq_wanted > 0;
-    if (n->inflight != NULL || (n->filling->n == 0 && !ranges) || !pgx_ready(&n->commit_conn)) {
-        return;
+    node_stream *st;
+    while ((st = idle_stream(n, true, &lane)) != NULL && send_batch(n, st, lane)) {
     }
-    send_batch(n);
 }
 
-/* The inflight batch committed: the hold id ranges its rows asked for are
+/* The batch of st committed: the hold id ranges its rows asked for are
  * durable under the owners' epochs. */
-static void grant_ranges(node *n)
+static void grant_ranges(node_stream *st)
 {
-    for (size_t i = 0; i < n->ndeltas; i++) {
-        seg_core_seq_granted(&n->core, n->deltas[i].seg, n->deltas[i].seq_limit);
+    for (size_t i = 0; i < st->ndeltas; i++) {
+        seg_core_seq_granted(&st->n->core, st->deltas[i].seg, st->deltas[i].seq_limit);
     }
-    n->ndeltas = 0;
+}
+
+/* The batch of st is settled (committed or not): its segments may go in
+ * the next batch of any stream. */
+static void release_segments(node_stream *st)
+{
+    node_admit_settled(st->n, &st->batch);
+    for (size_t i = 0; i < st->ndeltas; i++) {
+        st->deltas[i].seg->committing = false;
+    }
+    st->ndeltas = 0;
 }
 
 /* ---- outcome ------------------------------------------------------------ */
@@ -308,12 +390,12 @@ static void count_commit(node *n, const seg_op *op)
 /* Settles op k of b in memory: a committed one is finalised and answered;
  * an undone one's request (unless the database's verdict answered it) is
  * chained at *tail to be decided again. */
-static void settle_op(node *n, node_batch *b, size_t k, bool committed, int64_t now,
-                      node_req ***tail)
+static void settle_op(node_stream *st, size_t k, bool committed, int64_t now, node_req ***tail)
 {
-    seg_op *op = &b->ops[k];
+    node *n = st->n;
+    seg_op *op = &st->batch.ops[k];
     node_req *r = op->req;
-    if (committed && !n->rejected[k]) {
+    if (committed && !st->rejected[k]) {
         seg_core_commit_op(&n->core, op, now);
         count_commit(n, op);
         node_metrics_op_committed(n, op->kind);
@@ -324,7 +406,7 @@ static void settle_op(node *n, node_batch *b, size_t k, bool committed, int64_t 
         return;
     }
     seg_core_undo_op(&n->core, op);
-    if (r != NULL && n->rejected[k] && r->status == INT32_MIN) {
+    if (r != NULL && st->rejected[k] && r->status == INT32_MIN) {
         node_req_free(n, r); /* already answered by the database's verdict */
     } else if (r != NULL) {
         r->next = NULL;
@@ -332,11 +414,16 @@ static void settle_op(node *n, node_batch *b, size_t k, bool committed, int64_t 
     }
 }
 
-/* Settles every op of b: committed ones are finalised and answered,
- * rejected/undone ones are undone; then parked requests are decided again
- * and undone requests re-dispatched (attempts bounded). */
-static void settle(node *n, node_batch *b, bool committed, int fail_status)
+/* Settles every op of st's batch: committed ones are finalised and
+ * answered, rejected/undone ones are undone; then parked requests are
+ * decided again and undone requests re-dispatched (attempts bounded). The
+ * batch's segments are released first: what is decided again may go in
+ * the next batch. */
+static void settle(node_stream *st, bool committed, int fail_status)
 {
+    node *n = st->n;
+    node_batch *b = &st->batch;
+    release_segments(st);
     int64_t now = esc_wall_ms();
     node_req *again = NULL, **tail = &again;
     for (size_t k = b->n; k-- > 0;) {
@@ -347,7 +434,7 @@ static void settle(node *n, node_batch *b, bool committed, int fail_status)
         }
         chain(&tail, op->hold->waiters);
         op->hold->waiters = NULL;
-        settle_op(n, b, k, committed, now, &tail);
+        settle_op(st, k, committed, now, &tail);
     }
     b->n = 0;
     node_req *r;
@@ -373,8 +460,10 @@ static seg_op *find_reserve(node_batch *b, uint64_t hold_id, size_t *idx)
 }
 
 /* The database's verdict on reserves it did not accept: answered here. */
-static void apply_rejections(node *n, node_batch *b, PGresult *res)
+static void apply_rejections(node_stream *st, PGresult *res)
 {
+    node *n = st->n;
+    node_batch *b = &st->batch;
     for (int row = 0; res != NULL && row < PQntuples(res); row++) {
         if (strcmp(PQgetvalue(res, row, 1), "xfer") == 0) {
             node_xfer_verdict(n, (uint64_t)pg_result_i64_or(res, row, 0, 0),
@@ -388,7 +477,7 @@ static void apply_rejections(node *n, node_batch *b, PGresult *res)
                     PQgetvalue(res, row, 0));
             continue;
         }
-        n->rejected[idx] = true;
+        st->rejected[idx] = true;
         node_req *r = op->req;
         if (r == NULL) {
             continue;
@@ -406,9 +495,10 @@ static void apply_rejections(node *n, node_batch *b, PGresult *res)
     }
 }
 
-static void batch_done(node *n)
+static void batch_done(node_stream *st)
 {
-    n->inflight = NULL;
+    node *n = st->n;
+    st->busy = false;
     node_commit_kick(n);
     n->up.progress(n);
 }
@@ -450,13 +540,8 @@ static void drop_filling_ops(node *n, const seg_segment *seg, int status)
 
 bool node_commit_touches(const node *n, const seg_segment *s)
 {
-    const node_batch *b = n->inflight;
-    for (size_t k = 0; b != NULL && k < b->n; k++) {
-        if (b->ops[k].seg == s) {
-            return true;
-        }
-    }
-    return false;
+    (void)n;
+    return s->committing;
 }
 
 typedef struct drop_ctx {
@@ -479,15 +564,15 @@ void node_commit_drop_segment(node *n, seg_segment *s, int status)
 }
 
 /* The batch was refused by the epoch fence: find which segments moved on. */
-static void start_fence_check(node *n)
+static void start_fence_check(node_stream *st)
 {
-    const char *v[2] = {pg_array_text(&n->params[1]), pg_array_text(&n->params[2])};
-    int rc = pgx_query(&n->commit_conn, NULL, SEG_SQL_FENCED, 2, v, on_fenced_list, n);
+    const char *v[2] = {pg_array_text(&st->params[1]), pg_array_text(&st->params[2])};
+    int rc = pgx_query(&st->conn, NULL, SEG_SQL_FENCED, 2, v, on_fenced_list, st);
     if (rc != 0) {
-        n->inflight_unknown = false;
-        n->fence_suspect = false;
-        settle(n, n->inflight, false, ESC_EUNAVAILABLE);
-        batch_done(n);
+        st->unknown = false;
+        st->fence_suspect = false;
+        settle(st, false, ESC_EUNAVAILABLE);
+        batch_done(st);
     }
 }
 
@@ -508,10 +593,15 @@ void node_commit_fence(node *n, seg_segment *s, const char *why)
 static void on_fenced_list(pgx_conn *c, PGresult *res, const pgx_err *err, void *arg)
 {
     (void)c;
-    node *n = arg;
-    node_batch *b = n->inflight;
+    node_stream *st = arg;
+    node *n = st->n;
+    node_batch *b = &st->batch;
     size_t rows = b->n;
-    settle(n, b, false, ESC_EUNAVAILABLE); /* the transaction rolled back as a whole */
+    /* What settling decides again waits in the filling batch until the
+     * segments that moved on are dropped (with their ops): no other
+     * stream may send an op on one of them first. */
+    n->fencing = true;
+    settle(st, false, ESC_EUNAVAILABLE); /* the transaction rolled back as a whole */
     int moved = 0;
     for (int row = 0; err->code == 0 && row < PQntuples(res); row++) {
         seg_segment *s =
@@ -519,19 +609,20 @@ static void on_fenced_list(pgx_conn *c, PGresult *res, const pgx_err *err, void 
         moved++;
         if (s != NULL && !s->fenced) {
             node_commit_fence(n, s,
-                              n->fence_suspect ? "its batch collided with the new owner's "
+                              st->fence_suspect ? "its batch collided with the new owner's "
                                                  "writes"
                                                : "the epoch fence refused its batch");
         }
     }
-    if (err->code == 0 && moved == 0 && n->fence_suspect) {
+    if (err->code == 0 && moved == 0 && st->fence_suspect) {
         ESC_LOG(ESC_LOG_ERROR, "SEG-BUG",
                 "node=%s batch=%" PRIu64 " rows=%zu: refused as if a newer owner had written, "
                 "yet this node still owns every segment in it: memory and database disagree",
                 n->cfg.node_id, b->batch_id, rows);
     }
-    n->fence_suspect = false;
-    batch_done(n);
+    st->fence_suspect = false;
+    n->fencing = false;
+    batch_done(st);
 }
 
 /* The primary key of holds, as a violation names it: holds_pkey, or the
@@ -581,9 +672,10 @@ static void log_batch_error(const node *n, const node_batch *b, const pgx_err *e
 static void on_commit(pgx_conn *c, PGresult *res, const pgx_err *err, void *arg)
 {
     (void)c;
-    node *n = arg;
-    node_batch *b = n->inflight;
-    int64_t us = esc_mono_us() - n->inflight_start_us;
+    node_stream *st = arg;
+    node *n = st->n;
+    node_batch *b = &st->batch;
+    int64_t us = esc_mono_us() - st->start_us;
     n->stats.batches++;
     node_metrics_commit(n, b->n, us, err->code != 0);
     n->stats.batch_rows += b->n;
@@ -594,7 +686,7 @@ static void on_commit(pgx_conn *c, PGresult *res, const pgx_err *err, void *arg)
     if (us > n->stats.commit_us_max) {
         n->stats.commit_us_max = us;
     }
-    memset(n->rejected, 0, b->n * sizeof *n->rejected);
+    memset(st->rejected, 0, b->n * sizeof *st->rejected);
     if (err->code == 0) {
         node_admit_committed(n, us, esc_mono_us());
         failpoint_check_exit(b, FAILPOINT_AFTER_COMMIT);
@@ -604,15 +696,15 @@ static void on_commit(pgx_conn *c, PGresult *res, const pgx_err *err, void *arg)
         ESC_LOG(ESC_LOG_WARN, "SEG-FAILPOINT",
                 "batch=%" PRIu64 " committed; dropping the reply and the connection", b->batch_id);
         n->stats.batch_failures++;
-        n->inflight_unknown = true;
-        pgx_drop(&n->commit_conn);
+        st->unknown = true;
+        pgx_drop(&st->conn);
         return;
     }
     if (err->code == 0) {
-        grant_ranges(n);
-        apply_rejections(n, b, res);
-        settle(n, b, true, 0);
-        batch_done(n);
+        grant_ranges(st);
+        apply_rejections(st, res);
+        settle(st, true, 0);
+        batch_done(st);
         return;
     }
     n->stats.batch_failures++;
@@ -621,17 +713,17 @@ static void on_commit(pgx_conn *c, PGresult *res, const pgx_err *err, void *arg)
         ESC_LOG(ESC_LOG_WARN, "SEG-COMMIT",
                 "batch=%" PRIu64 " outcome unknown (%s); will reconcile", b->batch_id,
                 err->message);
-        n->inflight_unknown = true;
+        st->unknown = true;
         return; /* the state callback reconnects, then reconciles */
     }
     log_batch_error(n, b, err);
-    n->fence_suspect = stale_symptom(err);
-    if (sqlstate_is(err->sqlstate, SQLSTATE_ESC_FENCED) || n->fence_suspect) {
-        start_fence_check(n);
+    st->fence_suspect = stale_symptom(err);
+    if (sqlstate_is(err->sqlstate, SQLSTATE_ESC_FENCED) || st->fence_suspect) {
+        start_fence_check(st);
         return;
     }
-    settle(n, b, false, ESC_EUNAVAILABLE);
-    batch_done(n);
+    settle(st, false, ESC_EUNAVAILABLE);
+    batch_done(st);
 }
 
 /* ---- reconciliation after a lost connection ----------------------------- */
@@ -658,12 +750,12 @@ static size_t parse_numbers(const char *s, uint64_t *out, size_t cap)
 static void on_terminated(pgx_conn *c, PGresult *res, const pgx_err *err, void *arg)
 {
     (void)res;
-    node *n = arg;
+    node_stream *n = arg;
     if (err->code != 0 && err->conn_lost) {
         return; /* down again; the next reconnect retries */
     }
     char batch_id[24];
-    snprintf(batch_id, sizeof batch_id, "%" PRIu64, n->inflight->batch_id);
+    snprintf(batch_id, sizeof batch_id, "%" PRIu64, n->batch.batch_id);
     const char *v[4] = {pg_array_text(&n->params[SEG_P_SEG_ID]), batch_id,
                         pg_array_text(&n->params[SEG_P_HOLD]),
                         pg_array_text(&n->params[SEG_P_X_ID])};
@@ -672,15 +764,15 @@ static void on_terminated(pgx_conn *c, PGresult *res, const pgx_err *err, void *
     }
 }
 
-static void start_reconcile(node *n)
+static void start_reconcile(node_stream *n)
 {
     char pid[16];
-    snprintf(pid, sizeof pid, "%d", n->commit_backend_pid);
+    snprintf(pid, sizeof pid, "%d", n->backend_pid);
     const char *v[1] = {pid};
     n->reconciling = true;
     /* the old backend may still be running our transaction: end it first,
      * so that what we read next is final */
-    if (pgx_query(&n->commit_conn, NULL, SEG_SQL_TERMINATE, 1, v, on_terminated, n) != 0) {
+    if (pgx_query(&n->conn, NULL, SEG_SQL_TERMINATE, 1, v, on_terminated, n) != 0) {
         n->reconciling = false;
     }
 }
@@ -712,9 +804,10 @@ static void reconcile_xfers(node *n, const node_batch *b, const char *moved)
 static void on_reconciled(pgx_conn *c, PGresult *res, const pgx_err *err, void *arg)
 {
     (void)c;
-    node *n = arg;
-    node_batch *b = n->inflight;
-    n->reconciling = false;
+    node_stream *st = arg;
+    node *n = st->n;
+    node_batch *b = &st->batch;
+    st->reconciling = false;
     if (err->code != 0) {
         if (!err->conn_lost) {
             ESC_LOG(ESC_LOG_ERROR, "SEG-RECONCILE", "batch=%" PRIu64 ": %s", b->batch_id,
@@ -724,45 +817,51 @@ static void on_reconciled(pgx_conn *c, PGresult *res, const pgx_err *err, void *
     }
     bool committed = pg_result_true(res, 0, 0);
     size_t np = 0;
-    if (pg_array_parse_i64(pg_result_text_or(res, 0, 1, "{}"), n->present, BATCH_CAP, &np) != 0) {
+    if (pg_array_parse_i64(pg_result_text_or(res, 0, 1, "{}"), st->present, BATCH_CAP, &np) !=
+        0) {
         /* not what array_agg writes: every reserve is decided again */
         ESC_LOG(ESC_LOG_ERROR, "SEG-RECONCILE", "batch=%" PRIu64 ": unreadable hold list",
                 b->batch_id);
     }
-    memset(n->rejected, 0, b->n * sizeof *n->rejected);
+    memset(st->rejected, 0, b->n * sizeof *st->rejected);
     for (size_t i = 0; committed && i < b->n; i++) {
         if (b->ops[i].kind != SEG_OP_RESERVE) {
             continue;
         }
         bool found = false;
         for (size_t j = 0; j < np && !found; j++) {
-            found = n->present[j] == (int64_t)b->ops[i].hold->hold_id;
+            found = st->present[j] == (int64_t)b->ops[i].hold->hold_id;
         }
-        n->rejected[i] = !found; /* decided again: the database will say why */
+        st->rejected[i] = !found; /* decided again: the database will say why */
     }
     if (committed) {
-        grant_ranges(n);
+        grant_ranges(st);
         reconcile_xfers(n, b, PQgetvalue(res, 0, 2));
     }
     ESC_LOG(ESC_LOG_INFO, "SEG-RECONCILE", "batch=%" PRIu64 " %s", b->batch_id,
             committed ? "had committed" : "had not committed");
-    n->inflight_unknown = false;
-    settle(n, b, committed, ESC_EUNAVAILABLE);
-    batch_done(n);
+    st->unknown = false;
+    settle(st, committed, ESC_EUNAVAILABLE);
+    batch_done(st);
 }
 
-/* ---- the commit connection ---------------------------------------------- */
+/* ---- the commit connections ------------------------------------------- */
 
-void node_commit_conn_up(node *n)
+void node_commit_conn_up(node_stream *st)
 {
-    if (n->inflight != NULL && n->inflight_unknown && !n->reconciling) {
-        start_reconcile(n);
+    if (st->busy && st->unknown && !st->reconciling) {
+        start_reconcile(st);
     } else {
-        node_commit_kick(n);
+        node_commit_kick(st->n);
     }
 }
 
 bool node_commit_idle(const node *n)
 {
-    return n->inflight == NULL && n->filling->n == 0 && n->admit.waiting == 0;
+    for (int i = 0; i < n->nstreams; i++) {
+        if (n->streams[i].busy) {
+            return false;
+        }
+    }
+    return n->filling->n == 0 && n->admit.waiting == 0;
 }

@@ -25,8 +25,33 @@
 static void on_reconnect_timer(uv_timer_t *t)
 {
     node *n = t->data;
-    pgx_reconnect(&n->commit_conn);
+    for (int i = 0; i < n->nstreams; i++) {
+        pgx_reconnect(&n->streams[i].conn);
+    }
     pgx_reconnect(&n->query_conn);
+}
+
+/* The commit stream whose connection c is, or NULL (the query connection). */
+static node_stream *stream_of(node *n, const pgx_conn *c)
+{
+    for (int i = 0; i < n->nstreams; i++) {
+        if (&n->streams[i].conn == c) {
+            return &n->streams[i];
+        }
+    }
+    return NULL;
+}
+
+/* Every commit connection is connected (up) or has checked the schema. */
+static bool all_streams(const node *n, bool checked)
+{
+    for (int i = 0; i < n->nstreams; i++) {
+        const node_stream *st = &n->streams[i];
+        if (checked ? !st->schema_ok : !pgx_connected(&st->conn)) {
+            return false;
+        }
+    }
+    return true;
 }
 
 /* The schema is not one this node runs on (schema_version.h): stop. The
@@ -50,7 +75,8 @@ static void refuse_schema(node *n, const char *msg)
 static void on_schema(pgx_conn *c, PGresult *res, const pgx_err *err, void *arg)
 {
     (void)c;
-    node *n = arg;
+    node_stream *st = arg;
+    node *n = st->n;
     int db = 0, bin = schema_version_binary();
     char msg[512];
     if (schema_version_read(err->code == 0 ? res : NULL, err->sqlstate, &db) != 0) {
@@ -71,14 +97,23 @@ static void on_schema(pgx_conn *c, PGresult *res, const pgx_err *err, void *arg)
         ESC_LOG(ESC_LOG_WARN, "SEG-SCHEMA", "%s", msg);
         n->schema_noted = true;
     }
-    n->schema_ok = true;
-    node_commit_conn_up(n);
+    st->schema_ok = true;
+    n->schema_ok = all_streams(n, true);
+    node_commit_conn_up(st);
 }
 
 static void on_db_state(pgx_conn *c, bool up, void *arg)
 {
     node *n = arg;
-    node_metrics_db(n, c == &n->commit_conn ? "commit" : "query", up);
+    node_stream *st = stream_of(n, c);
+    if (st == NULL || !up || all_streams(n, false)) {
+        /* the commit connections count as one: up when all are */
+        node_metrics_db(n, st != NULL ? "commit" : "query", up);
+    }
+    if (st != NULL) {
+        st->schema_ok = false;
+        n->schema_ok = false;
+    }
     if (!up) {
         if (!n->stopping && !uv_is_active((uv_handle_t *)&n->reconnect_timer)) {
             uv_timer_start(&n->reconnect_timer, on_reconnect_timer, NODE_DB_RECONNECT_MS, 0);
@@ -88,10 +123,9 @@ static void on_db_state(pgx_conn *c, bool up, void *arg)
         }
         return;
     }
-    if (c == &n->commit_conn) {
+    if (st != NULL) {
         /* every connection checks the schema before the first commit */
-        n->schema_ok = false;
-        if (pgx_query(c, NULL, SCHEMA_VERSION_SQL, 0, NULL, on_schema, n) != 0) {
+        if (pgx_query(c, NULL, SCHEMA_VERSION_SQL, 0, NULL, on_schema, st) != 0) {
             ESC_LOG(ESC_LOG_WARN, "SEG-SCHEMA", "cannot send the schema check; reconnecting");
             pgx_drop(c);
         }
@@ -107,10 +141,16 @@ int node_db_open(node *n)
     }
     n->handles_open++;
     n->reconnect_timer.data = n;
-    int rc = pgx_open(n->loop, &n->commit_conn, n->cfg.dsn, "commit", SEG_STMT_COMMIT,
-                      SEG_SQL_COMMIT, SEG_COMMIT_NPARAMS, on_db_state, n);
+    int rc = 0;
+    for (int i = 0; i < n->nstreams && rc == 0; i++) {
+        pgx_conn *c = &n->streams[i].conn;
+        rc = pgx_open(n->loop, c, n->cfg.dsn, "commit", SEG_STMT_COMMIT, SEG_SQL_COMMIT,
+                      SEG_COMMIT_NPARAMS, on_db_state, n);
+        if (rc == 0) {
+            pgx_set_query_timeout(c, NODE_DB_COMMIT_TIMEOUT_MS);
+        }
+    }
     if (rc == 0) {
-        pgx_set_query_timeout(&n->commit_conn, NODE_DB_COMMIT_TIMEOUT_MS);
         rc = pgx_open(n->loop, &n->query_conn, n->cfg.dsn, "query", NULL, NULL, 0, on_db_state, n);
     }
     return rc;
@@ -132,8 +172,10 @@ static void on_conn_closed(uv_handle_t *h)
 void node_db_close(node *n)
 {
     uv_close((uv_handle_t *)&n->reconnect_timer, on_timer_closed);
-    if (pgx_close(&n->commit_conn, on_conn_closed)) {
-        n->handles_open++;
+    for (int i = 0; i < n->nstreams; i++) {
+        if (pgx_close(&n->streams[i].conn, on_conn_closed)) {
+            n->handles_open++;
+        }
     }
     if (pgx_close(&n->query_conn, on_conn_closed)) {
         n->handles_open++;

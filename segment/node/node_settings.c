@@ -40,6 +40,7 @@ static const struct option opts[] = {{"node-id", required_argument, NULL, 'n'},
                                      {"fair-slack", required_argument, NULL, 'G'},
                                      {"conn-per-peer", required_argument, NULL, 'P'},
                                      {"conn-idle-s", required_argument, NULL, 'I'},
+                                     {"commit-streams", required_argument, NULL, 'S'},
                                      {"help", no_argument, NULL, 'h'},
                                      {"version", no_argument, NULL, 'V'},
                                      {"check-config", no_argument, NULL, 'X'},
@@ -60,6 +61,7 @@ void node_settings_usage(FILE *f)
             "                      [--rate-tenant N[:BURST]] [--rate-buyer N[:BURST]]\n"
             "                      [--live-holds-tenant N] [--fair-slots MIN:MAX]\n"
             "                      [--fair-slack PCT] [--conn-per-peer N] [--conn-idle-s S]\n"
+            "                      [--commit-streams N]\n"
             "       escrow-segment --region FILE --node-id ID [--advertise URL] [the options\n"
             "                      above but --dsn, --listen and --coordinator]\n"
             "       escrow-segment --config FILE [any option above]\n"
@@ -107,8 +109,8 @@ void node_settings_usage(FILE *f)
             "  --fair-slots   while several tenants write on this node, each gets at most\n"
             "                 MAX decisions per group commit, fewer (down to MIN) while\n"
             "                 commits are slow; its further requests wait their turn.\n"
-            "                 A tenant alone is never held back. Default 64:64 (fixed);\n"
-            "                 8:64 trades a flood's throughput for the others' latency\n"
+            "                 A tenant alone is never held back. Default 8:64; 64 (fixed)\n"
+            "                 gives a flood its throughput back at the others' latency\n"
             "  --fair-slack   a commit slower than PCT %% of the node's fastest of the last\n"
             "                 5 to 10 s (and by over 1 ms) halves --fair-slots; a faster one\n"
             "                 gives one back. 100..10000, default 150\n"
@@ -116,6 +118,9 @@ void node_settings_usage(FILE *f)
             "                 closed at accept. 0 = no cap. Default 1024\n"
             "  --conn-idle-s  a connection that sent no byte for this long is closed.\n"
             "                 0 = never. Default 600\n"
+            "  --commit-streams  PostgreSQL connections that commit batches at the same\n"
+            "                 time, each on other segments: a request waits only for the\n"
+            "                 commits of its own segment. 1..%d, default %d\n"
             "  --check-config read and check the settings and the files they name, print\n"
             "                 \"configuration ok\" and exit 0 (2 and the error if not); opens\n"
             "                 nothing\n"
@@ -123,7 +128,8 @@ void node_settings_usage(FILE *f)
             "Signals: SIGTERM/SIGINT stop cleanly; SIGHUP re-reads the config file and the\n"
             "cluster key file and applies the log level and format, the rate limits, the fair\n"
             "slots and slack and the cluster key (the rest needs a restart, as the log\n"
-            "says).\n");
+            "says).\n",
+            NODE_STREAMS_MAX, NODE_STREAMS_DEFAULT);
 }
 
 void node_settings_init(node_settings *s)
@@ -134,14 +140,16 @@ void node_settings_init(node_settings *s)
     s->node.rate_tenant = NODE_FAIR_RATE_DEFAULT;
     s->node.rate_tenant_burst = NODE_FAIR_BURST_DEFAULT;
     s->node.live_holds_tenant = NODE_FAIR_LIVE_HOLDS_DEFAULT;
-    /* fixed slots by default: the adaptive share (MIN below MAX) cost a
-     * flood about 70% of its throughput on a quiet machine for a small
-     * gain in the others' p99 (docs/performance.md) */
-    s->node.fair_slots_min = SEG_SHARE_SLOTS_MAX;
+    /* the adaptive share by default: with two commit streams it keeps a
+     * quiet tenant's p99 within 2x of its p99 alone while another floods
+     * the node, at the flood's cost (docs/performance.md); --fair-slots 64
+     * gives a flood its throughput back */
+    s->node.fair_slots_min = SEG_SHARE_SLOTS_MIN;
     s->node.fair_slots_max = SEG_SHARE_SLOTS_MAX;
     s->node.fair_slack_pct = SEG_SHARE_SLACK_PCT;
     s->node.conn_per_peer = CONN_GUARD_PER_PEER_DEFAULT;
     s->node.conn_idle_s = CONN_GUARD_IDLE_S_DEFAULT;
+    s->node.commit_streams = NODE_STREAMS_DEFAULT;
 }
 
 static int set_string(node_settings *s, int opt, const char *v, char *why, size_t why_len)
@@ -221,11 +229,12 @@ static int set_number(node_settings *s, int opt, const char *v, char *why, size_
         }
         return 0;
     }
-    if (opt == 'H' || opt == 'P' || opt == 'I' || opt == 'G') {
-        long min = opt == 'G' ? 100 : 0;
+    if (opt == 'H' || opt == 'P' || opt == 'I' || opt == 'G' || opt == 'S') {
+        long min = opt == 'G' ? 100 : opt == 'S' ? 1 : 0;
         long max = opt == 'H'   ? (long)ESC_LIVE_HOLDS_MAX
                    : opt == 'P' ? 1000000
                    : opt == 'G' ? 10000
+                   : opt == 'S' ? NODE_STREAMS_MAX
                                 : 86400;
         char *end;
         long x = strtol(v, &end, 10);
@@ -236,6 +245,7 @@ static int set_number(node_settings *s, int opt, const char *v, char *why, size_
         uint32_t *to = opt == 'H'   ? &s->node.live_holds_tenant
                        : opt == 'P' ? &s->node.conn_per_peer
                        : opt == 'G' ? &s->node.fair_slack_pct
+                       : opt == 'S' ? &s->node.commit_streams
                                     : &s->node.conn_idle_s;
         *to = (uint32_t)x;
         return 0;
@@ -279,6 +289,7 @@ static int set_opt(void *arg, int opt, const char *v, char *why, size_t why_len)
     case 'W':
     case 'Q':
     case 'G':
+    case 'S':
         return set_number(s, opt, v, why, why_len);
     default:
         return set_string(s, opt, v, why, why_len);
@@ -470,6 +481,9 @@ int node_settings_diff(const node_settings *a, const node_settings *b)
     n += config_note_change(id, "metrics", x->metrics, y->metrics, false, false);
     n += config_note_change(id, "auth", x->auth ? "on" : "off", y->auth ? "on" : "off", false,
                             false);
+    snprintf(nx, sizeof nx, "%u", x->commit_streams);
+    snprintf(ny, sizeof ny, "%u", y->commit_streams);
+    n += config_note_change(id, "commit_streams", nx, ny, false, false);
     snprintf(nx, sizeof nx, "%u", x->sweep_ms ? x->sweep_ms : 50);
     snprintf(ny, sizeof ny, "%u", y->sweep_ms ? y->sweep_ms : 50);
     n += config_note_change(id, "sweep_ms", nx, ny, false, false);

@@ -7,7 +7,8 @@
  * tenant is not held back; a new batch decides the waiting requests up to
  * each tenant's slots, round robin, in arrival order; slow commits shrink
  * the slots while tenants share the node, never a tenant alone; a stop
- * frees them.
+ * frees them; decisions left in the filling batch keep their slots, and
+ * the last idle commit stream is kept for tenants with nothing committing.
  */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -234,6 +235,50 @@ static void a_stop_frees_the_waiting(void **state)
     /* teardown: node_admit_fini, then no request is left */
 }
 
+/* Decisions that stayed in the filling batch (their segment is committing
+ * in another stream) keep their slots when a batch is sent; a tenant with
+ * ops committing may not take the node's last idle stream, another tenant
+ * may, and once its batch settled it may again. */
+static void stayed_decisions_and_the_lane(void **state)
+{
+    (void)state;
+    static seg_op ops[NODE_ADMIT_SLOTS];
+    static seg_item item;
+    static seg_segment seg;
+    snprintf(item.tenant_id, sizeof item.tenant_id, "loud");
+    seg.item = &item;
+    int64_t t = 1000000;
+    assert_false(request("quiet", WIRE_OP_RESERVE, 1, t));
+    nnx_hdr hdr;
+    wire_request q;
+    memset(&hdr, 0, sizeof hdr);
+    memset(&q, 0, sizeof q);
+    q.op = WIRE_OP_RESERVE;
+    snprintf(q.tenant_id, sizeof q.tenant_id, "loud");
+    batch.ops = ops;
+    for (size_t i = 0; i < NODE_ADMIT_SLOTS; i++) {
+        ops[i].seg = &seg;
+        ops[i].req = node_req_new(&n, &hdr, &q);
+    }
+    batch.n = NODE_ADMIT_SLOTS;
+    node_admit_batch_opened(&n);
+    assert_true(request("loud", WIRE_OP_RESERVE, 2, t + 1));
+    assert_false(request("quiet", WIRE_OP_RESERVE, 3, t + 1));
+    /* one of loud's decisions commits in a stream */
+    node_batch sent = {ops, 1, 0};
+    assert_true(node_admit_lane_open(&n, "loud"));
+    node_admit_sent(&n, &sent);
+    assert_false(node_admit_lane_open(&n, "loud"));
+    assert_true(node_admit_lane_open(&n, "quiet"));
+    node_admit_settled(&n, &sent);
+    assert_true(node_admit_lane_open(&n, "loud"));
+    for (size_t i = 0; i < NODE_ADMIT_SLOTS; i++) {
+        node_req_free(&n, ops[i].req);
+    }
+    batch.n = 0;
+    batch.ops = NULL;
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -244,6 +289,7 @@ int main(void)
         cmocka_unit_test_setup_teardown(answers_take_no_slot, setup, teardown),
         cmocka_unit_test_setup_teardown(slow_commits_shrink_the_share, setup, teardown),
         cmocka_unit_test_setup_teardown(a_stop_frees_the_waiting, setup, teardown),
+        cmocka_unit_test_setup_teardown(stayed_decisions_and_the_lane, setup, teardown),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
