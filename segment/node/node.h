@@ -4,8 +4,10 @@
  * REP socket, lets seg_core decide, group-commits decisions to PostgreSQL
  * through escrow_commit_batch(), and answers only after COMMIT.
  *
- * Batches: one "filling" batch collects ops while at most one "inflight"
- * batch commits; when the inflight one completes, the filling one is sent.
+ * Batches: one "filling" batch collects ops; each commit stream (its own
+ * connection) commits one batch at a time, made of the filling batch's ops
+ * on segments no other stream is committing (node_commit.h); when a batch
+ * completes, what waited for its segments is sent.
  * A failed batch is undone in memory and its requests are decided again
  * (bounded); a batch whose COMMIT outcome is unknown (connection lost) is
  * reconciled before anyone is answered: the old backend is terminated, then
@@ -32,10 +34,12 @@
  *   node_net.c      the REP socket: reading with back-pressure, credentials,
  *                   rate limits, deciding each request and routing the decision
  *   node_assign.c   managed mode: heartbeats and the assignment they bring
- *   node_db.c       the two PostgreSQL connections and their reconnects
+ *   node_db.c       the PostgreSQL connections (commit streams, query) and
+ *                   their reconnects
  *   node_load.c     segments into memory: claimed at start, or assigned
  *   node_lookup.c   the query connection's queue: holds not in memory
- *   node_commit.c   group commit: batches, outcomes, reconciliation, fencing
+ *   node_commit.c   group commit: batches, streams, outcomes, reconciliation,
+ *                   fencing
  *   node_admit.c    fair batch admission: each tenant's slots in the filling
  *                   batch while tenants share the node, its waiting requests
  *   node_xfer.c     managed mode: the transfers in batches and being reported
