@@ -24,6 +24,25 @@ check_sale() {
     echo "$confirmed"
 }
 
+# terminate_commits_while PID...: while any of the processes runs (at most
+# 40 s), terminates every commit backend caught in the middle of a commit;
+# echoes how many.
+terminate_commits_while() {
+    local kills=0 n p alive deadline=$((SECONDS + 40))
+    while ((SECONDS < deadline)); do
+        alive=0
+        for p in "$@"; do
+            kill -0 "$p" 2>/dev/null && alive=1
+        done
+        ((alive)) || break
+        sleep 0.05
+        n=$(itest_q "SELECT count(pg_terminate_backend(pid)) FROM pg_stat_activity
+            WHERE query LIKE '%escrow:segment-commit%' AND state = 'active' AND pid <> pg_backend_pid()")
+        kills=$((kills + n))
+    done
+    echo "$kills"
+}
+
 itest_begin reconcile
 [[ -x $ESC_BIN/escrow-load ]] || esc_fail "reconcile: no escrow-load in ESC_BIN=$ESC_BIN"
 esc_ctl item create t1 rec --total $TOTAL --segments 2 --node n1 >/dev/null
@@ -36,14 +55,7 @@ esc_step "a sale of 12,000 buyers while the node's commit backend is terminated 
     --concurrency 200 --confirm 0.5 --release 0.5 --deadline-ms 20000 --think-ms 20 \
     >"$ITEST_DIR/load.out" 2>"$ITEST_DIR/load.log" &
 LOAD=$!
-kills=0
-deadline=$((SECONDS + 40))
-while kill -0 $LOAD 2>/dev/null && ((SECONDS < deadline)); do
-    sleep 0.05
-    n=$(itest_q "SELECT count(pg_terminate_backend(pid)) FROM pg_stat_activity
-        WHERE query LIKE '%escrow:segment-commit%' AND state = 'active' AND pid <> pg_backend_pid()")
-    kills=$((kills + n))
-done
+kills=$(terminate_commits_while $LOAD)
 echo "terminated $kills backends in the middle of a commit"
 itest_wait_pid $LOAD 120 "escrow-load"
 confirmed=$(check_sale "$ITEST_DIR/load.out" rec)
@@ -71,14 +83,7 @@ sell t1 rec4 6000 "$ITEST_DIR/two-t1.out" &
 T1=$!
 sell t2 rec3 6000 "$ITEST_DIR/two-t2.out" &
 T2=$!
-kills=0
-deadline=$((SECONDS + 40))
-while { kill -0 $T1 || kill -0 $T2; } 2>/dev/null && ((SECONDS < deadline)); do
-    sleep 0.05
-    n=$(itest_q "SELECT count(pg_terminate_backend(pid)) FROM pg_stat_activity
-        WHERE query LIKE '%escrow:segment-commit%' AND state = 'active' AND pid <> pg_backend_pid()")
-    kills=$((kills + n))
-done
+kills=$(terminate_commits_while $T1 $T2)
 echo "terminated $kills backends in the middle of a commit"
 itest_wait_pid $T1 120 "escrow-load of t1"
 itest_wait_pid $T2 120 "escrow-load of t2"
