@@ -26,7 +26,7 @@ void probe_args_usage(FILE *f)
                "  record --item I --prefix P --n N --concurrency C --out FILE [--ttl-ms MS]\n"
                "  verify --item I --in FILE [--every K]       recorded keys get their holds\n"
                "  fence-load --item I --prefix P --concurrency C --out FILE\n"
-               "             (--stop-file F | --seconds S)    every OK with its wall time\n"
+               "             (--stop-file F | --seconds S)    every OK, when sent and answered\n"
                "  raw --item I --hold ID --segment ID --key K --qty Q   malformed input\n"
                "  fake-coord --in SPEC --out LOG (--stop-file F | --seconds S)\n"
                "             a fake coordinator answering heartbeats (see fake_coordinator.c)\n"

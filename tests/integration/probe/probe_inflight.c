@@ -315,6 +315,7 @@ static int pool_next(driver *d, uint32_t lane, uint64_t job, void *arg)
                            .qty = 1,
                            .idempotency_key = s->key,
                            .ttl_ms = args->ttl_ms};
+    s->sent_ms = esc_wall_ms();
     int rc = esc_async_reserve(pool->p.a, &req, args->deadline_ms, slot_reserved_cb, s);
     if (rc != 0) {
         probe_die("reserve %s refused locally: %s", s->key, esc_err_name(rc));
@@ -337,6 +338,7 @@ static void slot_end(probe_slot *s, bool confirm)
 {
     probe_pool *pool = s->pool;
     uint32_t deadline_ms = pool->args->deadline_ms;
+    s->sent_ms = esc_wall_ms();
     int rc = confirm ? esc_async_confirm(pool->p.a, s->hold_id, 0, deadline_ms, slot_ended_cb, s)
                      : esc_async_release(pool->p.a, s->hold_id, deadline_ms, slot_ended_cb, s);
     if (rc != 0) {

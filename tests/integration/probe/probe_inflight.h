@@ -109,6 +109,7 @@ typedef struct probe_slot {
     uint32_t lane;    /* the driver's lane the slot is */
     uint64_t index;   /* the story's number: 0, 1, 2 ... */
     uint64_t hold_id; /* the story's hold, 0 until reserved */
+    int64_t sent_ms;  /* wall clock when its call in progress was made */
     char key[ESC_ID_MAX + 1];
 } probe_slot;
 

@@ -205,6 +205,8 @@ int probe_verify(const probe_args *args)
 }
 
 /* ---- fence-load: keep a node busy and write down every OK it gives ------ */
+/* One line per OK: "OK RECEIVED_MS reserve|confirm HOLD KEY STATE SENT_MS"
+ * (wall clock ms: when the answer came, when the call was made). */
 
 typedef struct fl_run {
     probe_pool pool;
@@ -224,8 +226,8 @@ static bool fl_more(const probe_pool *pool, void *arg)
 static void fl_reserved(probe_slot *s, const esc_hold *hold, void *arg)
 {
     fl_run *r = arg;
-    fprintf(r->out, "OK %" PRId64 " reserve %" PRIu64 " %s %s\n", esc_wall_ms(), hold->hold_id,
-            s->key, probe_state_name(hold));
+    fprintf(r->out, "OK %" PRId64 " reserve %" PRIu64 " %s %s %" PRId64 "\n", esc_wall_ms(),
+            hold->hold_id, s->key, probe_state_name(hold), s->sent_ms);
     fflush(r->out);
     r->ok[0]++;
     probe_slot_confirm(s);
@@ -236,8 +238,8 @@ static void fl_ended(probe_slot *s, int status, const esc_hold *hold, void *arg)
     fl_run *r = arg;
     probe_pool_count(&r->pool, status);
     if (status == 0) {
-        fprintf(r->out, "OK %" PRId64 " confirm %" PRIu64 " %s %s\n", esc_wall_ms(), s->hold_id,
-                s->key, probe_state_name(hold));
+        fprintf(r->out, "OK %" PRId64 " confirm %" PRIu64 " %s %s %" PRId64 "\n", esc_wall_ms(),
+                s->hold_id, s->key, probe_state_name(hold), s->sent_ms);
         fflush(r->out);
         r->ok[1]++;
     }
