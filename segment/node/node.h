@@ -91,9 +91,9 @@ typedef struct node_stream {
     struct node *n; /* borrowed: the node it belongs to */
     int index;
     pgx_conn conn;
-    node_batch batch;  /* committing while busy */
-    bool busy;         /* batch was sent and is not settled yet */
-    bool unknown;      /* connection lost during the commit: reconcile first */
+    node_batch batch; /* committing while busy */
+    bool busy;        /* batch was sent and is not settled yet */
+    bool unknown;     /* connection lost during the commit: reconcile first */
     bool reconciling;
     bool fence_suspect; /* batch failed as a stale owner's does */
     bool schema_ok;     /* this connection found a schema the node runs on */
@@ -162,8 +162,8 @@ typedef struct node_load_row {
 typedef struct node_loading {
     node_load_row *rows; /* owned: the segment rows of the load in progress */
     size_t nrows;
-    bool wanted; /* an assigned segment is not served yet */
-    bool busy;   /* a load's queries are running on query_conn */
+    bool wanted;  /* an assigned segment is not served yet */
+    bool busy;    /* a load's queries are running on query_conn */
     size_t from;  /* where the searches for wanted segments start (node_load.c) */
     size_t asked; /* segments the load in progress asked for */
     pg_array ids, epochs;
@@ -241,7 +241,7 @@ struct node {
     node_batch filling_batch; /* storage of filling */
     node_batch *filling;      /* decided ops waiting for a stream */
     uint64_t next_batch_id;
-    bool seq_due;                          /* sweep tick: send hold id ranges, ops or not */
+    bool seq_due; /* sweep tick: send hold id ranges, ops or not */
     bool fencing; /* a fenced batch's segments are being dropped: no batch is sent */
     node_req *lookups_head, *lookups_tail; /* waiting for query_conn */
     bool query_busy;                       /* a lookup or a load runs on query_conn */

@@ -172,4 +172,3 @@ bool node_admit_lane_open(node *n, const char *tenant_id)
     node_admit *a = &n->admit;
     return a->committing[bucket(a, tenant_id)] == 0;
 }
-

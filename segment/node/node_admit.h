@@ -52,8 +52,8 @@ typedef struct node_admit {
     uint32_t active;    /* buckets active at the last count */
     int64_t counted_us; /* when they were counted */
     bool draining;
-    uint64_t waited; /* requests that waited in a queue (counter) */
-    seg_share share; /* each tenant's slots per batch while shared */
+    uint64_t waited;                         /* requests that waited in a queue (counter) */
+    seg_share share;                         /* each tenant's slots per batch while shared */
     uint32_t committing[NODE_ADMIT_BUCKETS]; /* its ops in batches committing now */
 } node_admit;
 

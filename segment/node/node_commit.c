@@ -203,8 +203,8 @@ static void add_xfer(node_stream *n, const seg_op *op)
 /* The commit call's parameters: the rows of b's ops in op order, then one
  * row per segment with its deltas (seg_delta.h: in segment id order, and
  * asserted to add up before anything is written). */
-static void build_params(node_stream *n, const node_batch *b, const char **values,
-                         char *batch_id, size_t batch_id_len)
+static void build_params(node_stream *n, const node_batch *b, const char **values, char *batch_id,
+                         size_t batch_id_len)
 {
     for (int i = 1; i < SEG_COMMIT_NPARAMS; i++) {
         pg_array_reset(&n->params[i]);
@@ -286,8 +286,7 @@ static bool send_batch(node *n, node_stream *st, bool lane)
     st->unknown = false;
     n->seq_due = false;
     failpoint_check_exit(b, FAILPOINT_BEFORE_COMMIT);
-    int rc =
-        pgx_query(&st->conn, SEG_STMT_COMMIT, NULL, SEG_COMMIT_NPARAMS, values, on_commit, st);
+    int rc = pgx_query(&st->conn, SEG_STMT_COMMIT, NULL, SEG_COMMIT_NPARAMS, values, on_commit, st);
     if (rc != 0) {
         /* never sent: nothing happened in the database */
         pgx_err err;
@@ -610,8 +609,8 @@ static void on_fenced_list(pgx_conn *c, PGresult *res, const pgx_err *err, void 
         if (s != NULL && !s->fenced) {
             node_commit_fence(n, s,
                               st->fence_suspect ? "its batch collided with the new owner's "
-                                                 "writes"
-                                               : "the epoch fence refused its batch");
+                                                  "writes"
+                                                : "the epoch fence refused its batch");
         }
     }
     if (err->code == 0 && moved == 0 && st->fence_suspect) {
@@ -817,8 +816,7 @@ static void on_reconciled(pgx_conn *c, PGresult *res, const pgx_err *err, void *
     }
     bool committed = pg_result_true(res, 0, 0);
     size_t np = 0;
-    if (pg_array_parse_i64(pg_result_text_or(res, 0, 1, "{}"), st->present, BATCH_CAP, &np) !=
-        0) {
+    if (pg_array_parse_i64(pg_result_text_or(res, 0, 1, "{}"), st->present, BATCH_CAP, &np) != 0) {
         /* not what array_agg writes: every reserve is decided again */
         ESC_LOG(ESC_LOG_ERROR, "SEG-RECONCILE", "batch=%" PRIu64 ": unreadable hold list",
                 b->batch_id);
