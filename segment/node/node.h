@@ -89,7 +89,6 @@ typedef struct node_batch {
  * ops still commit one batch after the other, in order. */
 typedef struct node_stream {
     struct node *n; /* borrowed: the node it belongs to */
-    int index;
     pgx_conn conn;
     node_batch batch; /* committing while busy */
     bool busy;        /* batch was sent and is not settled yet */

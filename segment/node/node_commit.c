@@ -63,7 +63,6 @@ void node_commit_init(node *n)
     for (int i = 0; i < n->nstreams; i++) {
         node_stream *st = &n->streams[i];
         st->n = n;
-        st->index = i;
         st->batch.ops = esc_xcalloc(BATCH_CAP, sizeof(seg_op));
         for (int j = 0; j < SEG_COMMIT_NPARAMS; j++) {
             pg_array_init(&st->params[j]);
