@@ -1049,10 +1049,11 @@ void seg_core_undo_op(seg_core *c, const seg_op *op)
     }
 }
 
-void seg_core_fence(seg_core *c, seg_segment *seg, void (*waiters_cb)(void *waiters, void *arg),
-                    void *arg)
+void seg_core_fence_mark(seg_core *c, seg_segment *seg)
 {
     seg->fenced = true;
+    seg->unswept = true;
+    c->unswept++;
     seg->dry = false;
     seg->xfer_pending = false;
     seg_core_touch(c, seg);
@@ -1060,12 +1061,16 @@ void seg_core_fence(seg_core *c, seg_segment *seg, void (*waiters_cb)(void *wait
         seg->seq_wanted = false;
         c->seq_wanted--;
     }
-    /* unlink its final holds from the retention list */
+}
+
+/* Unlinks the final holds of unswept segments from the retention list. */
+static void unretain_unswept(seg_core *c)
+{
     seg_hold **pp = &c->retain_head;
     c->retain_tail = NULL;
     while (*pp != NULL) {
         seg_hold *h = *pp;
-        if (h->seg == seg) {
+        if (h->seg->unswept) {
             *pp = h->retain_next;
             c->nretained--;
             continue;
@@ -1073,12 +1078,23 @@ void seg_core_fence(seg_core *c, seg_segment *seg, void (*waiters_cb)(void *wait
         c->retain_tail = h;
         pp = &h->retain_next;
     }
+}
+
+size_t seg_core_fence_sweep(seg_core *c, void (*waiters_cb)(void *waiters, void *arg), void *arg)
+{
+    if (c->unswept == 0) {
+        return 0;
+    }
+    c->fence_sweeps++;
+    unretain_unswept(c);
+    size_t freed = 0;
     for (size_t i = 0; i < c->holds.nbuckets; i++) {
         hmap_node *n = c->holds.buckets[i];
         while (n != NULL) {
             hmap_node *next = n->next;
             seg_hold *h = HMAP_ENTRY(n, seg_hold, by_id);
-            if (h->seg == seg) {
+            if (h->seg->unswept) {
+                seg_segment *seg = h->seg;
                 if (h->waiters != NULL && waiters_cb != NULL) {
                     waiters_cb(h->waiters, arg);
                 }
@@ -1090,10 +1106,23 @@ void seg_core_fence(seg_core *c, seg_segment *seg, void (*waiters_cb)(void *wait
                 expiry_disarm(c, h);
                 unindex_hold(c, h);
                 hold_free(h);
+                freed++;
             }
             n = next;
         }
     }
+    for (size_t i = 0; i < c->nsegs; i++) {
+        c->segs[i].unswept = false;
+    }
+    c->unswept = 0;
+    return freed;
+}
+
+void seg_core_fence(seg_core *c, seg_segment *seg, void (*waiters_cb)(void *waiters, void *arg),
+                    void *arg)
+{
+    seg_core_fence_mark(c, seg);
+    seg_core_fence_sweep(c, waiters_cb, arg);
 }
 
 void seg_core_trim(seg_core *c, int64_t now_ms)

@@ -100,6 +100,7 @@ struct seg_segment {
     bool dry;          /* answered SEGMENT_EMPTY and got no units since (reported while set) */
     bool xfer_pending; /* a GIVE or RECEIVE of this segment waits for its batch */
     bool touched;      /* in seg_core.touched */
+    bool unswept;      /* fenced, its holds not yet dropped (seg_core_fence_sweep) */
     /* Owned by the node: a batch committing now names this segment; its
      * next ops wait for the next batch (seg_delta.h leaves it out). */
     bool committing;
@@ -222,6 +223,8 @@ typedef struct seg_core {
      * looks at these, not at every segment. */
     uint32_t *touched;
     size_t ntouched;
+    size_t unswept;        /* segments fenced whose holds are still here */
+    uint64_t fence_sweeps; /* passes over the holds that dropped fenced ones */
 } seg_core;
 
 int seg_core_init(seg_core *c, size_t segs_cap);
@@ -301,9 +304,18 @@ size_t seg_core_sweep(seg_core *c, int64_t now_ms, seg_op *ops, size_t max);
 void seg_core_commit_op(seg_core *c, const seg_op *op, int64_t now_ms);
 void seg_core_undo_op(seg_core *c, const seg_op *op);
 
-/* A newer owner took the segment: drop its holds and serve nothing. The
- * caller has undone every pending op first; waiters of dropped holds are
- * handed to waiters_cb (may be NULL if none can exist). */
+/* A newer owner took the segment: it serves nothing from now on, and its
+ * holds leave memory at the next seg_core_fence_sweep. The caller has
+ * undone every pending op on it first, and sweeps before anything else
+ * runs (a segment loaded again under its id would meet its old holds). */
+void seg_core_fence_mark(seg_core *c, seg_segment *seg);
+/* Drops the holds of every segment marked since the last sweep, in one
+ * pass over the holds: dropping many segments at once (a rebalance moving
+ * them away) costs one pass, not one per segment. Waiters of dropped holds
+ * are handed to waiters_cb (may be NULL if none can exist). Returns the
+ * holds dropped. */
+size_t seg_core_fence_sweep(seg_core *c, void (*waiters_cb)(void *waiters, void *arg), void *arg);
+/* seg_core_fence_mark(seg), then seg_core_fence_sweep. */
 void seg_core_fence(seg_core *c, seg_segment *seg, void (*waiters_cb)(void *waiters, void *arg),
                     void *arg);
 

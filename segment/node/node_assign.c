@@ -77,10 +77,13 @@ static void drop_unassigned(node *n)
                 ": no longer assigned here (%s); this node stops serving it",
                 s->segment_id, s->item->tenant_id, s->item->item_id, s->epoch,
                 a == NULL ? "unassigned" : "assigned at a higher epoch");
-        node_commit_drop_segment(n, s, ESC_ENOT_OWNER);
+        node_commit_drop_mark(n, s, ESC_ENOT_OWNER);
         n->stats.segments_dropped++;
         node_metrics_segment(n, false);
     }
+    /* one pass over the holds for every segment dropped (a rebalance moves
+     * many at once), before anything may load one of them again */
+    node_commit_drop_sweep(n, ESC_ENOT_OWNER);
 }
 
 static void assignment_applied(node *n)

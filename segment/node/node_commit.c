@@ -553,12 +553,33 @@ static void drop_waiters_cb(void *waiters, void *arg)
     node_reply_all(d->n, waiters, d->status);
 }
 
-void node_commit_drop_segment(node *n, seg_segment *s, int status)
+void node_commit_drop_mark(node *n, seg_segment *s, int status)
 {
     ESC_ASSERT(!node_commit_touches(n, s));
     drop_filling_ops(n, s, status);
+    seg_core_fence_mark(&n->core, s);
+}
+
+void node_commit_drop_sweep(node *n, int status)
+{
+    size_t segments = n->core.unswept;
+    if (segments == 0) {
+        return;
+    }
+    int64_t t0 = esc_mono_us();
     drop_ctx d = {n, status};
-    seg_core_fence(&n->core, s, drop_waiters_cb, &d);
+    size_t holds = seg_core_fence_sweep(&n->core, drop_waiters_cb, &d);
+    if (holds > 0) {
+        ESC_LOG(ESC_LOG_INFO, "SEG-DROPPED",
+                "%zu segment(s): %zu holds left memory in %.1f ms", segments, holds,
+                (double)(esc_mono_us() - t0) / 1000.0);
+    }
+}
+
+void node_commit_drop_segment(node *n, seg_segment *s, int status)
+{
+    node_commit_drop_mark(n, s, status);
+    node_commit_drop_sweep(n, status);
 }
 
 /* The batch was refused by the epoch fence: find which segments moved on. */
@@ -574,15 +595,22 @@ static void start_fence_check(node_stream *st)
     }
 }
 
-void node_commit_fence(node *n, seg_segment *s, const char *why)
+/* node_commit_fence without the sweep: the caller sweeps (ESC_EFENCED). */
+static void fence_mark(node *n, seg_segment *s, const char *why)
 {
     ESC_LOG(ESC_LOG_WARN, "SEG-FENCED",
             "seg=%" PRIu64 " item=%s/%s epoch=%" PRIu64
             ": a newer owner exists (%s); this node stops serving it",
             s->segment_id, s->item->tenant_id, s->item->item_id, s->epoch, why);
-    node_commit_drop_segment(n, s, ESC_EFENCED);
+    node_commit_drop_mark(n, s, ESC_EFENCED);
     n->stats.fenced_segments++;
     node_metrics_fenced(n);
+}
+
+void node_commit_fence(node *n, seg_segment *s, const char *why)
+{
+    fence_mark(n, s, why);
+    node_commit_drop_sweep(n, ESC_EFENCED);
 }
 
 /* The fence check's answer: the batch's segments whose epoch moved on (or
@@ -606,12 +634,12 @@ static void on_fenced_list(pgx_conn *c, PGresult *res, const pgx_err *err, void 
             seg_core_find_segment(&n->core, (uint64_t)pg_result_i64_or(res, row, 0, 0));
         moved++;
         if (s != NULL && !s->fenced) {
-            node_commit_fence(n, s,
-                              st->fence_suspect ? "its batch collided with the new owner's "
-                                                  "writes"
-                                                : "the epoch fence refused its batch");
+            fence_mark(n, s,
+                       st->fence_suspect ? "its batch collided with the new owner's writes"
+                                         : "the epoch fence refused its batch");
         }
     }
+    node_commit_drop_sweep(n, ESC_EFENCED);
     if (err->code == 0 && moved == 0 && st->fence_suspect) {
         ESC_LOG(ESC_LOG_ERROR, "SEG-BUG",
                 "node=%s batch=%" PRIu64 " rows=%zu: refused as if a newer owner had written, "

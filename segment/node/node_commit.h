@@ -70,6 +70,13 @@ bool node_commit_touches(const node *n, const seg_segment *s);
  * refused us, ESC_ENOT_OWNER when the coordinator took it away), its holds
  * leave memory. No batch may be committing it (node_commit_touches). */
 void node_commit_drop_segment(node *n, seg_segment *s, int status);
+/* node_commit_drop_segment in two steps, for dropping many segments at once:
+ * each is marked (its ops undone and answered, it serves nothing), then one
+ * sweep drops the holds of all of them (one pass over the node's holds,
+ * logged SEG-DROPPED) and answers their waiters status. The caller sweeps
+ * before it returns to the loop. */
+void node_commit_drop_mark(node *n, seg_segment *s, int status);
+void node_commit_drop_sweep(node *n, int status);
 /* node_commit_drop_segment(s, ESC_EFENCED) after a SEG-FENCED log line
  * saying why, counted as fenced. */
 void node_commit_fence(node *n, seg_segment *s, const char *why);

@@ -445,6 +445,41 @@ static void test_fence_drops_segment(void **state)
     assert_int_equal(f->core.live_holds, 0);
 }
 
+/* Dropping several segments at once: each is marked (it serves nothing at
+ * once, its holds stay until the sweep), then one pass over the holds
+ * drops all of theirs, final holds kept for retries included. */
+static void test_fence_many_one_pass(void **state)
+{
+    fixture *f = *state;
+    seg_result res;
+    seg_hold *h[3]; /* the fixture's 3 units: 2 in s1, 1 in s2 */
+    for (int i = 0; i < 3; i++) {
+        char key[8];
+        snprintf(key, sizeof key, "k%d", i);
+        h[i] = hold_committed(f, "b", key, 1);
+    }
+    assert_ptr_not_equal(h[0]->seg, h[1]->seg); /* reserves go round robin */
+    seg_core_release(&f->core, "shop", h[2]->hold_id, T0, &res);
+    seg_core_commit_op(&f->core, &res.op, T0);
+    assert_int_equal(f->core.nretained, 1);
+    uint64_t id = h[0]->hold_id;
+    seg_core_fence_mark(&f->core, f->s1);
+    seg_core_fence_mark(&f->core, f->s2);
+    assert_int_equal(f->core.live_holds, 2); /* still here, not served */
+    seg_core_confirm(&f->core, "shop", id, 0, T0, &res);
+    assert_int_equal(res.status, ESC_ENOT_OWNER);
+    assert_int_equal(f->core.fence_sweeps, 0);
+    assert_int_equal(seg_core_fence_sweep(&f->core, NULL, NULL), 3);
+    assert_int_equal(f->core.fence_sweeps, 1);
+    assert_int_equal(f->core.live_holds, 0);
+    assert_int_equal(f->core.nretained, 0);
+    assert_null(f->core.retain_head);
+    assert_int_equal(seg_core_fence_sweep(&f->core, NULL, NULL), 0); /* nothing marked */
+    assert_int_equal(f->core.fence_sweeps, 1);
+    reserve(f, "b", "k9", 1, T0, &res);
+    assert_int_equal(res.status, ESC_ENOT_OWNER);
+}
+
 static void test_check_catches_drift(void **state)
 {
     fixture *f = *state;
@@ -1162,6 +1197,7 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_tenant_live_hold_cap, setup, teardown),
         cmocka_unit_test_setup_teardown(test_tenant_isolation_and_lookup, setup, teardown),
         cmocka_unit_test_setup_teardown(test_fence_drops_segment, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_fence_many_one_pass, setup, teardown),
         cmocka_unit_test_setup_teardown(test_check_catches_drift, setup, teardown),
         cmocka_unit_test_setup_teardown(test_check_catches_held_without_holds, setup, teardown),
         cmocka_unit_test_setup_teardown(test_expiry_order_has_one_entry_per_hold, setup, teardown),
