@@ -570,9 +570,8 @@ void node_commit_drop_sweep(node *n, int status)
     drop_ctx d = {n, status};
     size_t holds = seg_core_fence_sweep(&n->core, drop_waiters_cb, &d);
     if (holds > 0) {
-        ESC_LOG(ESC_LOG_INFO, "SEG-DROPPED",
-                "%zu segment(s): %zu holds left memory in %.1f ms", segments, holds,
-                (double)(esc_mono_us() - t0) / 1000.0);
+        ESC_LOG(ESC_LOG_INFO, "SEG-DROPPED", "%zu segment(s): %zu holds left memory in %.1f ms",
+                segments, holds, (double)(esc_mono_us() - t0) / 1000.0);
     }
 }
 
