@@ -104,6 +104,11 @@ struct seg_segment {
     /* Owned by the node: a batch committing now names this segment; its
      * next ops wait for the next batch (seg_delta.h leaves it out). */
     bool committing;
+    /* Owned by the node: dropped because the coordinator's assignment no
+     * longer named it here, not because a newer owner wrote (fenced stays
+     * at the epoch it had). If the same epoch is assigned here again (a
+     * move announced and never committed), it is loaded again. */
+    bool released;
     uint64_t reserved; /* units reserved (committed) since it was loaded: demand */
     uint64_t empties;  /* SEGMENT_EMPTY answers since it was loaded: unmet demand */
     seg_item *item;    /* borrowed */

@@ -78,6 +78,7 @@ static void drop_unassigned(node *n)
                 s->segment_id, s->item->tenant_id, s->item->item_id, s->epoch,
                 a == NULL ? "unassigned" : "assigned at a higher epoch");
         node_commit_drop_mark(n, s, ESC_ENOT_OWNER);
+        s->released = a == NULL;
         n->stats.segments_dropped++;
         node_metrics_segment(n, false);
     }

@@ -94,7 +94,8 @@ const wire_assignment *node_load_assignment(const node *n, uint64_t segment_id)
 bool node_load_wanted(node *n, const wire_assignment *a)
 {
     const seg_segment *s = seg_core_find_segment(&n->core, a->segment_id);
-    return s == NULL || (s->fenced && s->epoch < a->epoch);
+    return s == NULL ||
+           (s->fenced && (s->epoch < a->epoch || (s->released && s->epoch == a->epoch)));
 }
 
 /* The searches for wanted segments go round the assignment from

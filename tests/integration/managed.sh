@@ -12,6 +12,8 @@
 #   a GIVE and a RECEIVE, each command repeated after its result was
 #   acknowledged, are applied exactly once (transfers and segments rows,
 #   outbox, exact numbers; the repeats report STALE);
+#   a segment left out of the node's set (a move in flight) is dropped, and
+#   loaded again when it comes back at the same epoch (the move failed);
 #   a higher epoch elsewhere fences the first node (FENCED, then NOT_OWNER
 #   once its assignment drops the segment); the new owner serves, the old
 #   owner's holds included; the segment comes back to the first node at a
@@ -150,6 +152,21 @@ itest_eq "$(itest_q "SELECT string_agg(kind || ':' || segment_id || ':' || qty, 
 itest_eq "$(last_seg_stats n1 "$S2")" "55:0:0" "S2 in A's memory after RECEIVE"
 ((n_stale >= 1)) || esc_fail "managed: no stale report"
 itest_invariants m
+
+esc_step "a move that did not commit: S2 left out of A's set, then back at the same epoch"
+# While a move's UPDATE is in flight the coordinator leaves the segment out
+# of its old owner's set; when the UPDATE fails (the database went away), the
+# segment is the old owner's again, at the epoch it had. A drops it, and
+# must load it again: nobody else may ever serve it at that epoch.
+spec "hb_ms 50" "assign n1 $S1 $E1 0 0"
+esc_wait_for 30 grep -q "SEG-DROP seg=$S2 .*(unassigned)" "$LOG_A" ||
+    esc_fail "managed: A did not drop S2 when its set left it out"
+itest_eq "$(itest_status "$(hr n1 "$EP_A" a10 "$S2")")" NOT_OWNER "A's answer for S2 while its set leaves it out"
+spec "hb_ms 50" "assign n1 $S1 $E1 0 0" "assign n1 $S2 $E2 0 0"
+esc_wait_for 30 loaded "$LOG_A" "$S2" 2 || esc_fail "managed: A did not load S2 again at the epoch it had"
+out=$(hr n1 "$EP_A" a11 "$S2")
+itest_eq "$(itest_status "$out") $(itest_field seg "$out")" "OK $S2" "A serves S2 again"
+itest_eq "$(seg_row "$S2")" "54 1 0" "S2 after A's reserve"
 
 esc_step "node B (n2); S1 moves to B at a higher epoch: A is fenced"
 PB=$(itest_port)
