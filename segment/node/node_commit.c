@@ -777,7 +777,8 @@ static void on_terminated(pgx_conn *c, PGresult *res, const pgx_err *err, void *
     (void)res;
     node_stream *n = arg;
     if (err->code != 0 && err->conn_lost) {
-        return; /* down again; the next reconnect retries */
+        n->reconciling = false; /* down again; the next reconnect starts over */
+        return;
     }
     char batch_id[24];
     snprintf(batch_id, sizeof batch_id, "%" PRIu64, n->batch.batch_id);
